@@ -1,0 +1,48 @@
+/* zbmd — the node process and its tools. `zbmd help` lists the commands. */
+#include "cli.h"
+#include "zbmd/common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ZBMD_VERSION "0.1.0"
+
+static int cmd_help(int argc, char **argv);
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("zbmd %s\n", ZBMD_VERSION);
+	return ZB_EXIT_OK;
+}
+
+static const struct zb_cmd commands[] = {
+	{"help", cmd_help, "list the commands"},
+	{"version", cmd_version, "print the version"},
+};
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("usage: zbmd COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < ZB_ARRAY_LEN(commands); i++)
+		printf("  %-14s %s\n", commands[i].name, commands[i].help);
+	printf("\n`zbmd COMMAND --help` describes one command.\n");
+	return ZB_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_help(0, NULL);
+		return ZB_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < ZB_ARRAY_LEN(commands); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "zbmd: unknown command '%s' (try `zbmd help`)\n",
+		argv[1]);
+	return ZB_EXIT_USAGE;
+}

@@ -1,0 +1,34 @@
+/* Shared helpers: error strings, dtype tables, half-precision conversion. */
+#include "zbmd/common.h"
+#include "tap.h"
+
+#include <math.h>
+
+int main(void)
+{
+	enum zb_dtype t;
+	enum zb_redop op;
+
+	tap_plan(12);
+	is_str(zb_strerror(ZB_ERR_MAILBOX_FULL), "mailbox full (backpressure)", "project code named");
+	is_str(zb_strerror(-ENOMEM), "Cannot allocate memory", "errno named");
+	ok(strncmp(zb_strerror(-(ZB_ERR_BASE + 999)), "unknown", 7) == 0, "unknown code named");
+	is_int(zb_dtype_parse("bf16", &t), 0, "parse bf16");
+	is_int(t, ZB_BF16, "bf16 parsed to ZB_BF16");
+	is_int(zb_dtype_parse("nope", &t), -EINVAL, "bad dtype rejected");
+	is_int(zb_redop_parse("max", &op), 0, "parse max");
+	is_int(zb_dtype_size(ZB_I64), 8, "i64 size");
+	/* Every f16 bit pattern that is finite round-trips exactly. */
+	int bad = 0;
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		if (((h >> 10) & 0x1f) == 0x1f)
+			continue;
+		if (zb_f32_to_f16(zb_f16_to_f32((uint16_t)h)) != h)
+			bad++;
+	}
+	is_int(bad, 0, "f16 round trip exact for all finite values");
+	ok(zb_f32_to_f16(1.0f + 1.0f / 4096) == 0x3c00, "f16 rounds to nearest even");
+	ok(zb_bf16_to_f32(zb_f32_to_bf16(3.140625f)) == 3.140625f, "bf16 exact value");
+	ok(isnan(zb_f16_to_f32(zb_f32_to_f16(NAN))), "f16 NaN stays NaN");
+	return tap_done();
+}
