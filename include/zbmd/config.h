@@ -1,0 +1,179 @@
+/* zbmd/config.h — the node configuration (INI), parsed by config/.
+ *
+ * The whole schema is one table in config/schema.c: {section, key, type, min,
+ * max, default, offset, doc}. The parser, the validation, `zbmd check-config`
+ * output and docs/config.md all come from it. This struct is where the table
+ * stores values; every field has a default except where marked "required".
+ *
+ * Thread-safety: a loaded config is read-only and may be shared by threads.
+ */
+#ifndef ZBMD_CONFIG_H
+#define ZBMD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CFG_MAX_PORTS   8
+#define CFG_MAX_NODES   64     /* peers per cluster, node ids 0..CFG_MAX_NODES-1 */
+#define CFG_MAX_LCORES  128
+#define CFG_MAX_SEEDS   16
+#define CFG_STR         256
+
+enum cfg_idle_policy { CFG_IDLE_POLL = 0, CFG_IDLE_ADAPTIVE };
+enum cfg_transport { CFG_TRANSPORT_DPDK = 0, CFG_TRANSPORT_TCP, CFG_TRANSPORT_RDMA };
+enum cfg_gpu_backend { CFG_GPU_AUTO = 0, CFG_GPU_CPU, CFG_GPU_CUDA, CFG_GPU_HIP, CFG_GPU_VULKAN };
+
+struct cfg_port {                 /* [port.N] */
+	bool present;
+	char pci[CFG_STR];        /* PCI address "0000:3b:00.0", or "" */
+	char vdev[CFG_STR];       /* DPDK vdev string "net_af_packet0,iface=veth0", or "" */
+	uint16_t rx_queues, tx_queues;
+	uint16_t rx_desc, tx_desc;
+	uint16_t mtu;             /* 68..9600 */
+	uint8_t mac[6];           /* 00:00:00:00:00:00 = use the port's own */
+	bool mac_set;
+	uint32_t ip;              /* IPv4, network byte order */
+	uint8_t prefix_len;       /* from "10.0.0.1/24"; 32 when no prefix given */
+};
+
+struct cfg_peer {                 /* [peer.N], N = node id */
+	bool present;
+	uint8_t mac[6];
+	uint32_t ip;              /* dataplane IPv4, network byte order */
+	char control[CFG_STR];    /* control-plane address "ip:port", or "" */
+	uint16_t port;            /* which local port reaches it (index into ports) */
+};
+
+struct zb_config {
+	char path[CFG_STR];       /* file it came from ("<string>" otherwise) */
+
+	struct {                  /* [node] */
+		uint16_t id;      /* required */
+		char name[64];
+	} node;
+
+	struct {                  /* [eal] */
+		char lcores[CFG_STR];          /* "0-3" or "0,2,4" (validated) */
+		uint16_t lcore_list[CFG_MAX_LCORES];
+		uint16_t lcore_count;          /* parsed from lcores */
+		uint32_t memory_mb;
+		bool hugepages;
+		char file_prefix[64];
+		char extra_args[CFG_STR];
+		uint32_t log_level;            /* 1..8, rte_log levels */
+	} eal;
+
+	struct {                  /* [dataplane] */
+		enum cfg_idle_policy idle;
+		uint32_t idle_spin_us;         /* adaptive: spin this long first */
+		uint32_t idle_sleep_us_max;    /* adaptive: back-off ceiling */
+		uint32_t mbufs;                /* mempool size per port */
+		uint32_t mbuf_cache;
+		uint16_t burst;
+		uint16_t udp_port;             /* zbmd wire UDP port */
+	} dp;
+
+	struct cfg_port ports[CFG_MAX_PORTS];
+	uint16_t port_count;
+
+	struct cfg_peer peers[CFG_MAX_NODES];
+	uint16_t peer_count;
+
+	struct {                  /* [actors] */
+		uint32_t max_actors;
+		uint32_t mailbox_capacity;     /* power of two */
+		uint32_t reductions;
+		uint32_t message_pool;         /* messages preallocated per node */
+		uint32_t timers;               /* timer slots */
+	} actors;
+
+	struct {                  /* [transport] reliable transport (dpdk) */
+		enum cfg_transport kind;       /* what collectives use */
+		uint16_t tcp_port;             /* tcp provider port */
+		uint32_t window;               /* frames in flight per peer (credits) */
+		uint32_t rto_us_min, rto_us_max;
+		uint32_t ack_delay_us;
+		uint32_t max_message_mb;       /* reassembly limit */
+		uint32_t peer_timeout_ms;      /* unacked this long: peer down */
+	} transport;
+
+	struct {                  /* [fault] deterministic injection (tests) */
+		double drop_rate, dup_rate, reorder_rate;
+		uint64_t seed;
+	} fault;
+
+	struct {                  /* [coll] collectives */
+		uint16_t channels;
+		uint32_t chunk_kb;
+		uint32_t timeout_ms;           /* peer lost: fail within this */
+	} coll;
+
+	struct {                  /* [rdma] */
+		bool enabled;
+		char device[64];               /* "" = first device */
+		uint8_t port;
+		uint8_t gid_index;
+		uint16_t mtu;                  /* 256..4096 */
+		uint16_t signal_every;
+		uint16_t inline_max;
+		uint32_t recv_pool;
+	} rdma;
+
+	struct {                  /* [gpu] */
+		enum cfg_gpu_backend backend;
+		uint16_t device;
+		uint32_t pool_mb;
+	} gpu;
+
+	struct {                  /* [cluster] */
+		uint32_t id;                   /* required */
+		char seeds[CFG_MAX_SEEDS][CFG_STR];  /* "ip:port" */
+		uint16_t seed_count;
+		char psk_file[CFG_STR];
+	} cluster;
+
+	struct {                  /* [control] */
+		char listen[CFG_STR];          /* "ip:port" UDP heartbeats + raft */
+		uint32_t heartbeat_ms;
+		double phi_threshold;
+		uint32_t phi_window;
+		uint32_t phi_min_std_ms;
+		uint32_t acceptable_pause_ms;
+		char raft_dir[CFG_STR];
+		uint32_t election_timeout_ms;
+		uint32_t raft_heartbeat_ms;
+		uint32_t snapshot_threshold;
+		char admin_listen[CFG_STR];    /* "127.0.0.1:port" */
+	} control;
+
+	struct {                  /* [metrics] */
+		char listen[CFG_STR];          /* "ip:port", "" = off */
+	} metrics;
+};
+
+/* One diagnostic: "FILE:LINE: what is wrong (what was expected)". */
+struct cfg_error {
+	char msg[512];
+};
+
+/* Fill every field with its default. Never fails. */
+void cfg_set_defaults(struct zb_config *cfg);
+
+/* Parse and validate an INI file / string into cfg (defaults first).
+ * Returns 0, or -ZB_ERR_CONFIG with err->msg naming FILE:LINE, or -errno
+ * when the file cannot be read. cfg is unspecified on error. */
+int cfg_load_file(struct zb_config *cfg, const char *path, struct cfg_error *err);
+int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
+		    struct cfg_error *err);
+
+/* Print the effective configuration (defaults included) as INI. */
+void cfg_dump(const struct zb_config *cfg, FILE *out);
+
+/* Parsers shared with the CLI and tests: 0 or -EINVAL. */
+int cfg_parse_mac(const char *s, uint8_t mac[6]);
+int cfg_parse_ipv4(const char *s, uint32_t *ip_be, uint8_t *prefix_len);
+int cfg_parse_lcores(const char *s, uint16_t *list, uint16_t max, uint16_t *count);
+
+#endif /* ZBMD_CONFIG_H */
