@@ -53,7 +53,7 @@ include common/module.mk
 -include config/module.mk
 -include actors/module.mk
 -include gpu/module.mk
--include dataplane/module.mk
+include dataplane/module.mk
 -include rdma/module.mk
 -include control/module.mk
 -include cli/module.mk

@@ -17,8 +17,27 @@ static int cmd_version(int argc, char **argv)
 	return ZB_EXIT_OK;
 }
 
+/* `zbmd bench WHAT`: one row per benchmark. */
+static const struct zb_cmd bench_commands[] = {
+	{NULL, NULL, NULL},
+};
+
+static int cmd_bench(int argc, char **argv)
+{
+	if (argc >= 2)
+		for (size_t i = 0; bench_commands[i].name; i++)
+			if (strcmp(argv[1], bench_commands[i].name) == 0)
+				return bench_commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "usage: zbmd bench WHAT [ARGS...]\nbenchmarks:\n");
+	for (size_t i = 0; bench_commands[i].name; i++)
+		fprintf(stderr, "  %-14s %s\n", bench_commands[i].name,
+			bench_commands[i].help);
+	return ZB_EXIT_USAGE;
+}
+
 static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
+	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
 	{"version", cmd_version, "print the version"},
 };
 
