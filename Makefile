@@ -14,7 +14,7 @@
 #   name_DEPS      := modules it links against, in link order (transitive)
 #   name_CFLAGS    := extra compile flags;  name_LDLIBS := extra link flags
 #   name_TSAN      := 1 when its tests belong in `make tsan`
-#   SUMMARY        += "line for the build summary"
+#   name_SUMMARY   := one line for the build summary (what was built, what not and why)
 # Tests: tests/<module>/test_*.c become $(BUILD)/tests/<module>/test_*.t,
 # linked with the module and its deps; tests/<module>/test_*.sh run as they are.
 
@@ -42,7 +42,6 @@ LDFLAGS += -fsanitize=thread
 endif
 
 MODULES :=
-SUMMARY :=
 TSAN_MODULES :=
 BINS :=
 
@@ -106,7 +105,7 @@ build-all: $(ALL_LIBS) $(BINS) $(ALL_TESTS)
 
 summary: build-all
 	@echo "================ zbmd build summary ($(BUILD)$(if $(SAN), $(SAN))) ================"
-	@$(foreach s,$(SUMMARY),echo "  $(s)";)
+	@$(foreach m,$(MODULES),$(if $($(m)_SUMMARY),echo "  $(m): $($(m)_SUMMARY)";))
 	@echo "  binaries: $(BINS)"
 	@echo "  tests:    $(words $(RUN_TESTS)) test files"
 

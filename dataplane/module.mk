@@ -14,4 +14,4 @@ dataplane_CFLAGS := $(subst -I/,-isystem /,$(DPDK_CFLAGS))
 dataplane_LDLIBS := $(DPDK_LIBS)
 dataplane_DEPS := coll transport config actors gpu common
 TSAN_MODULES += transport
-SUMMARY += "dataplane: DPDK $(shell $(PKG_CONFIG) --modversion libdpdk 2>/dev/null || echo MISSING)"
+dataplane_SUMMARY := DPDK $(shell $(PKG_CONFIG) --modversion libdpdk 2>/dev/null || echo MISSING)
