@@ -137,13 +137,17 @@ void cfg_write_doc(FILE *out)
 				continue;
 			cfg__expect(key, expect, sizeof(expect));
 			snprintf(def, sizeof(def), "%s",
-				 key->flags & CFG__REQUIRED ? "(required)"
-				 : key->def[0]		    ? key->def
-							    : "\"\"");
-			fprintf(out, "| `%s` | %s | `", key->key,
+				 key->def[0] ? key->def : "\"\"");
+			fprintf(out, "| `%s` | %s | ", key->key,
 				type_name(key));
-			cell(out, def);
-			fputs("` | ", out);
+			if (key->flags & CFG__REQUIRED) {
+				fputs("**required**", out);
+			} else {
+				fputc('`', out);
+				cell(out, def);
+				fputc('`', out);
+			}
+			fputs(" | ", out);
 			cell(out, expect);
 			fputs(" | ", out);
 			cell(out, key->doc);

@@ -46,6 +46,7 @@ struct ctx {
 	enum line_kind kind;    /* its kind */
 	unsigned handled;       /* last line the handler ran for */
 	bool reported;          /* ctx->line already has an error */
+	bool indented;          /* ctx->line starts with whitespace */
 
 	/* The section the lines being read belong to. */
 	int sec;                /* index, or -1 when unknown or bad */
@@ -53,6 +54,7 @@ struct ctx {
 	bool in_section;        /* a header has been seen */
 
 	unsigned sec_line[S_COUNT][MAX_INSTANCES];
+	bool dev_bad[CFG_MAX_PORTS]; /* a port's pci or vdev was rejected */
 	unsigned (*key_line)[MAX_INSTANCES]; /* [cfg__nkeys] */
 	unsigned shown;         /* diagnostics written to err->list */
 	size_t list_len;
@@ -170,6 +172,7 @@ static bool comment_at(const char *start, const char *p)
 /* Classify ctx->line (already without its newline) the way inih will. */
 static void classify(struct ctx *c, const char *s)
 {
+	c->indented = isspace((unsigned char)*s);
 	while (isspace((unsigned char)*s))
 		s++;
 	if (*s == '\0' || *s == ';' || *s == '#') {
@@ -194,10 +197,18 @@ static void classify(struct ctx *c, const char *s)
 	add_error(c, c->line, "section header without ']' (expected [name])");
 }
 
+#define NOT_CONTINUATION                                                       \
+	"indented line is not a continuation of the previous value "       \
+	"(expected the whole value on one line)"
+
 /* The previous line produced no handler call although it had content. */
 static void finish_line(struct ctx *c)
 {
-	if (c->kind == L_OTHER && c->handled != c->line && !c->reported)
+	if (c->kind != L_OTHER || c->handled == c->line || c->reported)
+		return;
+	if (c->indented)
+		add_error(c, c->line, NOT_CONTINUATION);
+	else
 		add_error(c, c->line, "cannot parse line (expected key = "
 			  "value, [section] or a ; comment)");
 }
@@ -285,6 +296,10 @@ static int handler(void *user, const char *section, const char *name,
 		return 1;
 	}
 	k = cfg__key_find((unsigned)c->sec, name);
+	if (k < 0 && c->indented) {
+		add_error(c, c->line, NOT_CONTINUATION);
+		return 1;
+	}
 	if (k < 0) {
 		key_list((unsigned)c->sec, all, sizeof(all));
 		add_error(c, c->line, "unknown key '%s' in [%s] (expected one "
@@ -299,8 +314,12 @@ static int handler(void *user, const char *section, const char *name,
 	}
 	c->key_line[k][c->idx] = c->line;
 	if (cfg__store(&cfg__keys[k], cfg__base(c->cfg, &cfg__keys[k], c->idx),
-		       value, why, sizeof(why)) != 0)
+		       value, why, sizeof(why)) != 0) {
 		add_error(c, c->line, "%s.%s: %s", nm, name, why);
+		if (c->sec == S_PORT && (cfg__keys[k].type == CFG__PCI ||
+					 cfg__keys[k].type == CFG__VDEV))
+			c->dev_bad[c->idx] = true;
+	}
 	return 1;
 }
 
@@ -367,10 +386,13 @@ static void check_ports(struct ctx *c)
 
 		if (!p->present)
 			continue;
+		n = i + 1;
 		if (i > 0 && !cfg->ports[i - 1].present)
 			add_error(c, sl, "[port.%u] without [port.%u] (expected "
 				  "ports numbered 0, 1, ... without gaps)", i,
 				  i - 1);
+		if (c->dev_bad[i])
+			continue; /* a rejected pci or vdev was reported */
 		if (p->pci[0] != '\0' && p->vdev[0] != '\0')
 			add_error(c, c->key_line[kv][i] > c->key_line[kp][i]
 					     ? c->key_line[kv][i]
@@ -380,7 +402,6 @@ static void check_ports(struct ctx *c)
 		else if (p->pci[0] == '\0' && p->vdev[0] == '\0')
 			add_error(c, sl, "[port.%u] has neither pci nor vdev "
 				  "(expected exactly one of them)", i);
-		n = i + 1;
 	}
 	cfg->port_count = (uint16_t)n;
 

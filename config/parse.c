@@ -161,8 +161,12 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (parse_dec(&p, 99999, 5, &lo) != 0) {
-			why_set(why, whylen, "expected a core id at \"%s\"",
-				*p ? p : "end");
+			if (*p == '\0')
+				why_set(why, whylen, "a core id is missing "
+					"at the end");
+			else
+				why_set(why, whylen, "'%s' is not a core id",
+					p);
 			return -EINVAL;
 		}
 		hi = lo;
@@ -173,9 +177,8 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 			while (*p == ' ' || *p == '\t')
 				p++;
 			if (parse_dec(&p, 99999, 5, &hi) != 0) {
-				why_set(why, whylen,
-					"expected the end of a range at \"%s\"",
-					*p ? p : "end");
+				why_set(why, whylen, "a range has no end "
+					"after %u-", lo);
 				return -EINVAL;
 			}
 			if (hi < lo) {
@@ -441,6 +444,11 @@ static int store_seeds(void *base, const char *text, char *why, size_t wl)
 		}
 		memcpy(item, p, len);
 		item[len] = '\0';
+		if (len == 0) {
+			why_set(why, wl, "empty seed between commas (expected "
+				"host:port, host:port)");
+			return -EINVAL;
+		}
 		if (cfg_parse_hostport(item, host, sizeof(host), &port) != 0) {
 			why_set(why, wl, "seed '%s' is not host:port "
 				"(expected e.g. 10.0.0.1:7400)", item);
@@ -557,10 +565,14 @@ int cfg__store(const struct cfg__key *k, void *base, const char *text,
 				"(expected %s)", v, expect);
 			return -EINVAL;
 		}
-		if ((double)x < k->min || (double)x > k->max ||
-		    ((k->flags & CFG__POW2) && (x & (x - 1)) != 0)) {
+		if ((double)x < k->min || (double)x > k->max) {
 			why_set(why, wl, "%s is out of range (expected %s)", v,
 				expect);
+			return -EINVAL;
+		}
+		if ((k->flags & CFG__POW2) && (x & (x - 1)) != 0) {
+			why_set(why, wl, "%s is not a power of two (expected "
+				"%s)", v, expect);
 			return -EINVAL;
 		}
 		store_uint(field, k->size, x);
