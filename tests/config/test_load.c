@@ -170,6 +170,25 @@ static void test_syntax(void)
 	   "empty text: both required keys missing, line 0");
 	rc = cfg_load_string(&a, REQUIRED, NULL, &err);
 	ok(rc == 0 && strcmp(a.path, "<string>") == 0, "NULL name is <string>");
+	{
+		/* "extra_args = " is 13 characters: 185 more make 198. */
+		char text[600], arg[200];
+
+		memset(arg, 'x', 185);
+		arg[185] = '\0';
+		snprintf(text, sizeof(text), REQUIRED "[eal]\nextra_args = %s\n",
+			 arg);
+		rc = load(text);
+		ok(rc == 0 && strlen(a.eal.extra_args) == 185,
+		   "a line of 198 characters is read whole");
+		snprintf(text, sizeof(text), REQUIRED "[eal]\nextra_args = %sy\n",
+			 arg);
+		rc = load(text);
+		ok(rc == ZB_ERR_CONFIG && err.count == 1 &&
+			   strcmp(err.msg, "t.ini:6: line is too long (expected "
+					   "at most 198 characters)") == 0,
+		   "a line of 199 characters is an error at its line");
+	}
 }
 
 static void test_errors(void)
@@ -250,7 +269,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(44);
+	tap_plan(46);
 	test_defaults();
 	test_values();
 	test_syntax();
