@@ -76,10 +76,10 @@ struct zb_config {
 	} dp;
 
 	struct cfg_port ports[CFG_MAX_PORTS];
-	uint16_t port_count;
+	uint16_t port_count;      /* ports[0..port_count-1], all present (no gaps) */
 
-	struct cfg_peer peers[CFG_MAX_NODES];
-	uint16_t peer_count;
+	struct cfg_peer peers[CFG_MAX_NODES];  /* indexed by node id; check present */
+	uint16_t peer_count;      /* how many are present; may include this node */
 
 	struct {                  /* [actors] */
 		uint32_t max_actors;
