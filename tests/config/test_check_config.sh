@@ -61,7 +61,7 @@ for ini in $goods; do
 done
 
 # The 4-node example: one file per node, distinct ids, prefixes, addresses.
-ids=$(for n in 0 1 2 3; do "$ZBMD" check-config config/examples/local-4node/node$n.ini |
+ids=$(for n in 1 2 3 4; do "$ZBMD" check-config config/examples/local-4node/node$n.ini |
 	awk -F' = ' '/^\[/{s=$0} s=="[node]"&&$1=="id"{i=$2} s=="[eal]"&&$1=="file_prefix"{p=$2}
 		s=="[port.0]"&&$1=="ip"{a=$2} END{print i, p, a}'; done | sort -u | wc -l)
 [ "$ids" -eq 4 ]; ok $? "local-4node: four distinct node ids, file prefixes and port addresses"

@@ -239,8 +239,8 @@ static void test_files(void)
 	static const char *const files[] = {
 		"config/examples/single-node.ini",
 		"config/examples/baremetal.ini",
-		"config/examples/local-4node/node0.ini",
-		"config/examples/local-4node/node3.ini",
+		"config/examples/local-4node/node1.ini",
+		"config/examples/local-4node/node4.ini",
 		"tests/config/data/good/syntax.ini",
 	};
 	const char *root = getenv("ZBMD_ROOT");
