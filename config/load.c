@@ -13,8 +13,8 @@
  * inih's options are process globals (Debian builds them as variables); we
  * set them on every load: no multi-line continuation (an indented line is a
  * line of its own, never a continuation of the previous value), inline
- * comments start at ';' or '#' preceded by whitespace. Loading is therefore
- * not thread-safe: load configs from one thread at start-up.
+ * comments start at ';' or '#' preceded by whitespace. A mutex serialises
+ * loads, so threads may load configs concurrently (tests do).
  */
 #include "internal.h"
 
@@ -24,12 +24,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_INSTANCES CFG_MAX_NODES /* the largest indexed section */
 #define LIST_RESERVE 160            /* room kept for the "left out" line */
+
+/* Guards inih's global options for the length of one parse. */
+static pthread_mutex_t ini_lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum line_kind { L_NONE, L_BLANK, L_SECTION, L_OTHER };
 
@@ -475,6 +479,7 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	c->name = name;
 	c->in = in;
 
+	pthread_mutex_lock(&ini_lock);
 	ini_allow_multiline = false;
 	ini_allow_inline_comments = true;
 	ini_inline_comment_prefixes = (char *)";#";
@@ -484,6 +489,7 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	ini_allow_bom = false; /* the reader strips it */
 
 	r = ini_parse_stream(reader, c, handler, c);
+	pthread_mutex_unlock(&ini_lock);
 	if (c->read_errno != 0)
 		add_error(c, c->line, "cannot read: %s (expected a readable "
 			  "INI file)", strerror(c->read_errno));

@@ -171,8 +171,8 @@ void cfg_set_defaults(struct zb_config *cfg);
  * Returns 0; ZB_ERR_CONFIG (a negative code) with err->msg naming the first
  * problem as FILE:LINE and err->list every problem found; -errno when the
  * file cannot be opened (err->msg says so); -ENOMEM. cfg is unspecified on
- * error. Not thread-safe (inih's options are process globals): load at
- * start-up, from one thread. */
+ * error. Thread-safe (loads are serialised); meant for start-up, it
+ * allocates. */
 int cfg_load_file(struct zb_config *cfg, const char *path, struct cfg_error *err);
 int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 		    struct cfg_error *err);
