@@ -93,6 +93,51 @@ static void add_error(struct ctx *c, unsigned line, const char *fmt, ...)
 		c->reported = true;
 }
 
+/* Edit distance (Levenshtein) of two short names; longer ones compare as
+ * far apart. */
+static unsigned distance(const char *a, size_t na, const char *b)
+{
+	unsigned row[64], nb = (unsigned)strlen(b);
+
+	if (na >= 63 || nb >= 63)
+		return 99;
+	for (unsigned j = 0; j <= nb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= na; i++) {
+		unsigned diag = row[0], tmp;
+
+		row[0] = (unsigned)i;
+		for (unsigned j = 1; j <= nb; j++) {
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			diag = tmp;
+		}
+	}
+	return row[nb];
+}
+
+/* "did you mean X? " when the closest candidate is at most a third of the
+ * name's length away (one edit for short names); else "". fmt puts the
+ * candidate in quotes or brackets. */
+static void suggest(size_t len, const char *fmt, const char *best,
+		    unsigned dist, char *out, size_t outlen)
+{
+	unsigned limit = len < 6 ? 1 : (unsigned)len / 3;
+	char cand[80];
+
+	out[0] = '\0';
+	if (best == NULL || dist == 0 || dist > limit)
+		return;
+	snprintf(cand, sizeof(cand), fmt, best);
+	snprintf(out, outlen, "did you mean %s? ", cand);
+}
+
 static const char *sec_name(int sec, unsigned idx, char *buf, size_t len)
 {
 	ZB_ASSERT(sec >= 0 && (unsigned)sec < cfg__nsections);
@@ -128,9 +173,22 @@ static void begin_section(struct ctx *c, const char *text, size_t len)
 	c->sec = -1;
 	c->idx = 0;
 	if (sec < 0 || (dot != NULL && !cfg__sections[sec].indexed)) {
+		const char *best = NULL;
+		unsigned bd = 99;
+		char hint[96];
+
+		for (unsigned i = 0; i < cfg__nsections && sec < 0; i++) {
+			unsigned d = distance(text, base, cfg__sections[i].name);
+
+			if (d < bd) {
+				bd = d;
+				best = cfg__sections[i].name;
+			}
+		}
+		suggest(base, "[%s]", best, bd, hint, sizeof(hint));
 		section_list(all, sizeof(all));
-		add_error(c, c->line, "unknown section [%.*s] (expected one of %s)",
-			  (int)len, text, all);
+		add_error(c, c->line, "unknown section [%.*s] (%sexpected one "
+			  "of %s)", (int)len, text, hint, all);
 		return;
 	}
 	s = &cfg__sections[sec];
@@ -305,9 +363,25 @@ static int handler(void *user, const char *section, const char *name,
 		return 1;
 	}
 	if (k < 0) {
+		const char *best = NULL;
+		unsigned bd = 99;
+		char hint[96];
+
+		for (unsigned i = 0; i < cfg__nkeys; i++) {
+			unsigned d;
+
+			if (cfg__keys[i].section != (unsigned)c->sec)
+				continue;
+			d = distance(name, strlen(name), cfg__keys[i].key);
+			if (d < bd) {
+				bd = d;
+				best = cfg__keys[i].key;
+			}
+		}
+		suggest(strlen(name), "'%s'", best, bd, hint, sizeof(hint));
 		key_list((unsigned)c->sec, all, sizeof(all));
-		add_error(c, c->line, "unknown key '%s' in [%s] (expected one "
-			  "of %s)", name, nm, all);
+		add_error(c, c->line, "unknown key '%s' in [%s] (%sexpected "
+			  "one of %s)", name, nm, hint, all);
 		return 1;
 	}
 	if (c->key_line[k][c->idx] != 0) {

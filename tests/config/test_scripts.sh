@@ -126,7 +126,7 @@ unit="$TMP/root/etc/systemd/system/zbmd.service"
 [ $rc -eq 0 ] && [ -x "$TMP/root/opt/zbmd/bin/zbmd" ] &&
 	[ -f "$TMP/root/opt/zbmd/share/doc/zbmd/config.md" ] &&
 	grep -qx "ExecStart=/opt/zbmd/bin/zbmd run -c /etc/zbmd/node.ini" "$unit" &&
-	grep -qx "ExecStartPre=/opt/zbmd/bin/zbmd check-config /etc/zbmd/node.ini" "$unit"
+	grep -qx "ExecStartPre=/opt/zbmd/bin/zbmd check-config -q /etc/zbmd/node.ini" "$unit"
 ok $? "install-service.sh --root: binary, doc and unit with the given paths"
 [ $rc -eq 0 ] || sed 's/^/#   /' "$TMP/out"
 "$ZBMD" check-config "$TMP/root/etc/zbmd/node.ini" >/dev/null 2>&1
