@@ -284,7 +284,7 @@ static char *reader(char *str, int num, void *stream)
 	char *s;
 
 	ZB_ASSERT(c != NULL && str != NULL);
-	ZB_ASSERT(num >= 8);
+	ZB_ASSERT(num >= 8 && num <= CFG__LINE_MAX + 2);
 	finish_line(c);
 	n = getline(&c->buf, &c->bufcap, c->in);
 	if (n < 0) {
@@ -561,6 +561,12 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	ini_allow_no_value = false;
 	ini_stop_on_first_error = false;
 	ini_allow_bom = false; /* the reader strips it */
+	/* A heap line buffer of a size we choose (the default stack buffer of
+	 * Debian's build is 200 bytes); the reader never hands inih a partial
+	 * line, so inih never needs to grow it. */
+	ini_use_stack = false;
+	ini_allow_realloc = false;
+	ini_initial_alloc = CFG__LINE_MAX + 2;
 
 	r = ini_parse_stream(reader, c, handler, c);
 	pthread_mutex_unlock(&ini_lock);

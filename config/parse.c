@@ -335,6 +335,20 @@ int cfg_parse_hostport(const char *s, char *host, size_t hostlen,
 	return 0;
 }
 
+/* "a.b.c.d:port": what the control plane and HTTP listeners take
+ * (host:port with an IPv4 host; no names, no IPv6). */
+static int parse_ip_port(const char *s)
+{
+	char host[CFG_STR];
+	uint16_t port;
+	uint32_t ip;
+
+	if (cfg_parse_hostport(s, host, sizeof(host), &port) != 0 ||
+	    cfg_parse_ipv4(host, &ip, NULL) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 static bool parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = {"true", "yes", "on", "1"};
@@ -426,8 +440,7 @@ static int store_seeds(void *base, const char *text, char *why, size_t wl)
 	for (;;) {
 		const char *e = strchr(p, ',');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
-		char item[CFG_STR], host[CFG_STR];
-		uint16_t port;
+		char item[CFG_STR];
 
 		while (len > 0 && (*p == ' ' || *p == '\t')) {
 			p++;
@@ -437,7 +450,7 @@ static int store_seeds(void *base, const char *text, char *why, size_t wl)
 			len--;
 		if (len >= sizeof(item) || n >= CFG_MAX_SEEDS) {
 			why_set(why, wl, "%s (expected at most %u seeds, each "
-				"host:port)", len >= sizeof(item) ?
+				"ip:port)", len >= sizeof(item) ?
 				"a seed is too long" : "too many seeds",
 				CFG_MAX_SEEDS);
 			return -EINVAL;
@@ -446,11 +459,11 @@ static int store_seeds(void *base, const char *text, char *why, size_t wl)
 		item[len] = '\0';
 		if (len == 0) {
 			why_set(why, wl, "empty seed between commas (expected "
-				"host:port, host:port)");
+				"ip:port, ip:port)");
 			return -EINVAL;
 		}
-		if (cfg_parse_hostport(item, host, sizeof(host), &port) != 0) {
-			why_set(why, wl, "seed '%s' is not host:port "
+		if (parse_ip_port(item) != 0) {
+			why_set(why, wl, "seed '%s' is not ip:port "
 				"(expected e.g. 10.0.0.1:7400)", item);
 			return -EINVAL;
 		}
@@ -513,11 +526,11 @@ void cfg__expect(const struct cfg__key *k, char *out, size_t len)
 			 CFG_MAX_LCORES - 1);
 		break;
 	case CFG__HOSTPORT:
-		snprintf(out, len, "host:port like 10.0.0.1:7400%s",
+		snprintf(out, len, "ip:port like 10.0.0.1:7400%s",
 			 k->flags & CFG__EMPTY_OK ? ", or \"\"" : "");
 		break;
 	case CFG__SEEDS:
-		snprintf(out, len, "a comma-separated list of host:port");
+		snprintf(out, len, "a comma-separated list of ip:port");
 		break;
 	case CFG__VDEV:
 		snprintf(out, len, "a DPDK vdev like net_af_packet0,iface=eth0");
@@ -562,7 +575,8 @@ static int bad(const struct store_args *a, const char *what)
 static int store_text(const struct store_args *a, const char *text)
 {
 	if (store_str(a->field, a->k->size, text) != 0) {
-		why_set(a->why, a->wl, "is too long (expected %s)", a->expect);
+		why_set(a->why, a->wl, "a value of %zu characters is too long "
+			"(expected %s)", strlen(text), a->expect);
 		return -EINVAL;
 	}
 	return 0;
@@ -695,12 +709,8 @@ static int st_lcores(const struct store_args *a)
 
 static int st_hostport(const struct store_args *a)
 {
-	char host[CFG_STR];
-	uint16_t port;
-
-	if (*a->v != '\0' &&
-	    cfg_parse_hostport(a->v, host, sizeof(host), &port) != 0)
-		return bad(a, "is not host:port");
+	if (*a->v != '\0' && parse_ip_port(a->v) != 0)
+		return bad(a, "is not ip:port");
 	return store_text(a, a->v);
 }
 
@@ -734,7 +744,7 @@ static const store_fn store_fns[CFG__TYPE_COUNT] = {
 int cfg__store(const struct cfg__key *k, void *base, const char *text,
 	       char *why, size_t wl)
 {
-	char expect[160], buf[CFG_STR + 2];
+	char expect[160], buf[CFG__LINE_MAX + 2];
 	struct store_args a = {k, base, (char *)base + k->offset, NULL, expect,
 			       why, wl};
 
@@ -744,7 +754,7 @@ int cfg__store(const struct cfg__key *k, void *base, const char *text,
 	a.v = unquote(text, buf, sizeof(buf));
 	if (*a.v == '\0' && !(k->flags & CFG__EMPTY_OK) &&
 	    k->type != CFG__SEEDS) {
-		why_set(why, wl, "is empty (expected %s)", expect);
+		why_set(why, wl, "the value is empty (expected %s)", expect);
 		return -EINVAL;
 	}
 	return store_fns[k->type](&a);
