@@ -113,6 +113,8 @@ void cfg_write_doc(FILE *out)
 	      "- Each section and each key may appear once. Integers are "
 	      "decimal or `0x` hex.\n"
 	      "- Booleans: `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`.\n"
+	      "- Section and key names are lower case and case-sensitive; "
+	      "boolean and enum values\n  are not.\n"
 	      "- `[port.N]` and `[peer.N]` are indexed sections: N is the "
 	      "DPDK port id / the peer's node id.\n\n"
 	      "## Errors\n\n"

@@ -108,7 +108,8 @@ static unsigned distance(const char *a, size_t na, const char *b)
 
 		row[0] = (unsigned)i;
 		for (unsigned j = 1; j <= nb; j++) {
-			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			unsigned best = diag + (tolower((unsigned char)a[i - 1]) !=
+						tolower((unsigned char)b[j - 1]));
 
 			if (row[j] + 1 < best)
 				best = row[j] + 1;
@@ -132,7 +133,7 @@ static void suggest(size_t len, const char *fmt, const char *best,
 	char cand[80];
 
 	out[0] = '\0';
-	if (best == NULL || dist == 0 || dist > limit)
+	if (best == NULL || dist > limit) /* 0: differs only in case */
 		return;
 	snprintf(cand, sizeof(cand), fmt, best);
 	snprintf(out, outlen, "did you mean %s? ", cand);

@@ -639,7 +639,7 @@ static int st_enum(const struct store_args *a)
 	ZB_ASSERT(a->k->names != NULL);
 	ZB_ASSERT(a->k->size == sizeof(int));
 	for (int i = 0; a->k->names[i]; i++) {
-		if (strcmp(a->v, a->k->names[i]) == 0) {
+		if (strcasecmp(a->v, a->k->names[i]) == 0) {
 			*(int *)a->field = i;
 			return 0;
 		}
