@@ -61,7 +61,7 @@ for ini in $goods; do
 done
 
 # The 4-node example: one file per node, distinct ids, prefixes, addresses.
-ids=$(for n in 0 1 2 3; do "$ZBMD" check-config config/examples/local-4node/node$n.ini |
+ids=$(for n in 1 2 3 4; do "$ZBMD" check-config config/examples/local-4node/node$n.ini |
 	awk -F' = ' '/^\[/{s=$0} s=="[node]"&&$1=="id"{i=$2} s=="[eal]"&&$1=="file_prefix"{p=$2}
 		s=="[port.0]"&&$1=="ip"{a=$2} END{print i, p, a}'; done | sort -u | wc -l)
 [ "$ids" -eq 4 ]; ok $? "local-4node: four distinct node ids, file prefixes and port addresses"
@@ -76,9 +76,23 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "^$TMP:0: cannot read: Is a directory" "$TMP/err"
 ok $? "a directory: exit 2 and 'cannot read'"
 
+# -q: exit status only; "-": the config from stdin, named <stdin>.
+out=$("$ZBMD" check-config -q config/examples/baremetal.ini 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ]
+ok $? "check-config -q: a good file prints nothing, exit 0"
+"$ZBMD" check-config --quiet tests/config/data/bad/pow2.ini >"$TMP/out" 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q '^tests/config/data/bad/pow2.ini:6: ' "$TMP/err"
+ok $? "check-config -q: a bad file still prints its errors, exit 2"
+"$ZBMD" check-config - <config/examples/single-node.ini >"$TMP/out" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -qx "vdev = net_ring0" "$TMP/out" &&
+	head -1 "$TMP/out" | grep -q "of <stdin>"
+ok $? "check-config -: reads stdin"
+(cd tests/config/data/bad && "$ZBMD" check-config - <typo.ini 2>&1 >/dev/null | sed 's/^<stdin>:/typo.ini:/' | cmp -s - typo.err)
+ok $? "check-config -: errors name <stdin> with the same lines"
+
 # Usage.
 "$ZBMD" check-config >/dev/null 2>"$TMP/err"; rc=$?
-[ $rc -eq 2 ] && grep -q '^usage: zbmd check-config FILE.ini' "$TMP/err"
+[ $rc -eq 2 ] && grep -q '^usage: zbmd check-config \[-q\] FILE.ini|-' "$TMP/err"
 ok $? "no argument: usage, exit 2"
 "$ZBMD" check-config a.ini b.ini >/dev/null 2>&1; [ $? -eq 2 ]
 ok $? "two arguments: exit 2"

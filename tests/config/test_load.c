@@ -111,18 +111,33 @@ static void test_values(void)
 	rc = load(REQUIRED "[cluster]\n");
 	ok(rc == ZB_ERR_CONFIG && strstr(err.msg, "duplicate section [cluster]"),
 	   "duplicate section found in a string too");
-	rc = load(REQUIRED "[cluster]\nseeds = 10.0.0.1:1, n2:2 ,n3:3\n");
+	rc = load(REQUIRED "[cluster]\nseeds = 10.0.0.1:1, 10.0.0.2:2\n");
 	ok(rc == ZB_ERR_CONFIG, "seeds in a second [cluster] rejected");
-	rc = load("[node]\nid = 1\n[cluster]\nid = 2\nseeds = 10.0.0.1:1, n2:2 ,[::1]:3\n");
+	rc = load("[node]\nid = 1\n[cluster]\nid = 2\nseeds = 10.0.0.1:1, 10.0.0.2:2 ,10.0.0.3:3\n");
 	ok(rc == 0 && a.cluster.seed_count == 3 &&
-		   strcmp(a.cluster.seeds[1], "n2:2") == 0 &&
-		   strcmp(a.cluster.seeds[2], "[::1]:3") == 0,
+		   strcmp(a.cluster.seeds[1], "10.0.0.2:2") == 0 &&
+		   strcmp(a.cluster.seeds[2], "10.0.0.3:3") == 0,
 	   "seeds split and trimmed");
 	rc = load("[node]\nid = 1\n[cluster]\nid = 2\nseeds = "
-		  "a:1,a:2,a:3,a:4,a:5,a:6,a:7,a:8,a:9,a:10,a:11,a:12,a:13,"
-		  "a:14,a:15,a:16,a:17\n");
+		  "10.20.0.1:7400, 10.20.0.2:7400, 10.20.0.3:7400, "
+		  "10.20.0.4:7400, 10.20.0.5:7400, 10.20.0.6:7400, "
+		  "10.20.0.7:7400, 10.20.0.8:7400, 10.20.0.9:7400, "
+		  "10.20.0.10:7400, 10.20.0.11:7400, 10.20.0.12:7400, "
+		  "10.20.0.13:7400, 10.20.0.14:7400, 10.20.0.15:7400, "
+		  "10.20.0.16:7400, 10.20.0.17:7400\n");
 	ok(rc == ZB_ERR_CONFIG && strstr(err.msg, "too many seeds"),
 	   "more than CFG_MAX_SEEDS seeds rejected");
+	rc = load("[node]\nid = 1\n[cluster]\nid = 2\nseeds = "
+		  "10.20.0.1:7400, 10.20.0.2:7400, 10.20.0.3:7400, "
+		  "10.20.0.4:7400, 10.20.0.5:7400, 10.20.0.6:7400, "
+		  "10.20.0.7:7400, 10.20.0.8:7400, 10.20.0.9:7400, "
+		  "10.20.0.10:7400, 10.20.0.11:7400, 10.20.0.12:7400, "
+		  "10.20.0.13:7400, 10.20.0.14:7400, 10.20.0.15:7400, "
+		  "10.20.0.16:7400\n");
+	ok(rc == 0 && a.cluster.seed_count == CFG_MAX_SEEDS &&
+		   strcmp(a.cluster.seeds[15], "10.20.0.16:7400") == 0,
+	   "16 seeds on one long line");
+	ok(round_trip(&a, "seeds"), "16 seeds round trip");
 	rc = load("[node]\nid = 1\n[cluster]\nid = 2\n[fault]\nseed = 0x10\n"
 		  "drop_rate = 1\n[control]\nphi_threshold = 0.1\n");
 	ok(rc == 0 && a.fault.seed == 16 && a.fault.drop_rate == 1.0 &&
@@ -170,6 +185,40 @@ static void test_syntax(void)
 	   "empty text: both required keys missing, line 0");
 	rc = cfg_load_string(&a, REQUIRED, NULL, &err);
 	ok(rc == 0 && strcmp(a.path, "<string>") == 0, "NULL name is <string>");
+	{
+		/* A comment line of exactly CFG__LINE_MAX (4094) characters is
+		 * read whole; one more is an error at its line. */
+		static char text[5000], line[4200];
+
+		memset(line, 'x', 4093);
+		line[0] = ';';
+		line[4093] = '\0';
+		snprintf(text, sizeof(text), REQUIRED "%s\n[eal]\n"
+			 "memory_mb = 256\n", line);
+		rc = load(text);
+		ok(rc == 0 && a.eal.memory_mb == 256 && strlen(line) == 4093,
+		   "a line of 4093 characters is read whole");
+		memset(line, 'x', 4094);
+		line[0] = ';';
+		line[4094] = '\0';
+		snprintf(text, sizeof(text), REQUIRED "%s\n[eal]\n"
+			 "memory_mb = 256\n", line);
+		rc = load(text);
+		ok(rc == 0 && a.eal.memory_mb == 256,
+		   "a line of 4094 characters is read whole");
+		memset(line, 'x', 4095);
+		line[0] = ';';
+		line[4095] = '\0';
+		snprintf(text, sizeof(text), REQUIRED "%s\n[eal]\n"
+			 "memory_mb = 256\n", line);
+		rc = load(text);
+		ok(rc == ZB_ERR_CONFIG && err.count == 1 &&
+			   strcmp(err.msg, "t.ini:5: line is too long (expected "
+					   "at most 4094 characters)") == 0 &&
+			   a.eal.memory_mb == 256,
+		   "a line of 4095 characters is an error at its line; the "
+		   "next lines still count");
+	}
 }
 
 static void test_errors(void)
@@ -220,8 +269,8 @@ static void test_files(void)
 	static const char *const files[] = {
 		"config/examples/single-node.ini",
 		"config/examples/baremetal.ini",
-		"config/examples/local-4node/node0.ini",
-		"config/examples/local-4node/node3.ini",
+		"config/examples/local-4node/node1.ini",
+		"config/examples/local-4node/node4.ini",
 		"tests/config/data/good/syntax.ini",
 	};
 	const char *root = getenv("ZBMD_ROOT");
@@ -250,7 +299,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(44);
+	tap_plan(49);
 	test_defaults();
 	test_values();
 	test_syntax();
