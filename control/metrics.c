@@ -259,14 +259,25 @@ static void put_help(FILE *f, const char *name, const char *help,
 	fprintf(f, "\n# TYPE %s %s\n", name, type_name(t));
 }
 
+/* Shortest of %.15g / %.17g that reads back exactly. */
+static void fmt_double(char *buf, size_t n, double v)
+{
+	if (isnan(v)) {
+		snprintf(buf, n, "NaN");
+	} else if (isinf(v)) {
+		snprintf(buf, n, v > 0 ? "+Inf" : "-Inf");
+	} else {
+		snprintf(buf, n, "%.15g", v);
+		if (strtod(buf, NULL) != v)
+			snprintf(buf, n, "%.17g", v);
+	}
+}
+
 static void put_value(FILE *f, double v)
 {
-	if (isnan(v))
-		fputs("NaN", f);
-	else if (isinf(v))
-		fputs(v > 0 ? "+Inf" : "-Inf", f);
-	else
-		fprintf(f, "%.17g", v);
+	char b[40];
+	fmt_double(b, sizeof(b), v);
+	fputs(b, f);
 }
 
 static void put_sample(FILE *f, const char *name, const char *suffix,
@@ -304,10 +315,9 @@ static void put_hist(FILE *f, const struct zb_series *s)
 	uint64_t cum = 0;
 	for (unsigned i = 0; i <= s->n_bounds; i++) {
 		cum += b[i];
-		if (i < s->n_bounds)
-			snprintf(le, sizeof(le), "le=\"%.17g\"", s->bounds[i]);
-		else
-			snprintf(le, sizeof(le), "le=\"+Inf\"");
+		char b[40];
+		fmt_double(b, sizeof(b), i < s->n_bounds ? s->bounds[i] : INFINITY);
+		snprintf(le, sizeof(le), "le=\"%s\"", b);
 		put_sample(f, s->name, "_bucket", s->labels, le, (double)cum);
 	}
 	(void)count;
