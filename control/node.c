@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #define TICK_MS          10
 #define MSG_HEARTBEAT    1
 #define MSG_LEAVE        2
+#define MSG_LEAVE_ACK    3    /* leader -> leaving node: removal committed */
 #define LEAVE_WAIT_MS    2000
 #define OP_RETRY_MS      200
 
@@ -81,7 +83,7 @@ struct ctl_node {
 	struct raft_change op_change;
 
 	/* graceful leave */
-	bool leaving;
+	bool leaving, leave_acked;
 	uint64_t leave_deadline_ns;
 	bool transferred;
 	struct raft_transfer transfer;
@@ -359,6 +361,9 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 		if (!pe->left)
 			logf_(n, CTL_LOG_INFO, "node %u is leaving", sender);
 		pe->left = true;
+	} else if (type == MSG_LEAVE_ACK && plen == 8 && n->leaving &&
+		   memcmp(payload, &n->incarnation, 8) == 0) {
+		n->leave_acked = true;
 	}
 }
 
@@ -376,8 +381,15 @@ static void op_done(struct ctl_node *n, int status, const char *what)
 
 static void on_apply_done(struct raft_apply *req, int status, void *result)
 {
+	struct ctl_node *n = req->data;
+	struct peer *p = &n->peers[n->op.id];
 	(void)result;
-	op_done(req->data, status, ctl__action_name(((struct ctl_node *)req->data)->op.type));
+	/* Tell a gracefully leaving node that its removal is committed: it
+	 * stops replicating once raft drops it, so it could not see it. */
+	if (status == 0 && n->op.type == CTL_ACT_LEAVE &&
+	    n->op.reason == CTL_LEAVE_GRACEFUL && p->sa_ok)
+		send_msg(n, &p->sa, MSG_LEAVE_ACK, (const uint8_t *)&p->left_incarnation, 8);
+	op_done(n, status, ctl__action_name(n->op.type));
 }
 
 static void on_change_done(struct raft_change *req, int status)
@@ -628,10 +640,10 @@ static void leave_step(struct ctl_node *n, uint64_t now)
 	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
 		if (id != n->self && n->peers[id].sa_ok)
 			send_msg(n, &n->peers[id].sa, MSG_LEAVE, p, sizeof(p));
-	if (!ctl_state_has(&n->st, n->self) || now >= n->leave_deadline_ns ||
-	    n->st.n <= 1) {
+	bool gone = n->leave_acked || !ctl_state_has(&n->st, n->self);
+	if (gone || now >= n->leave_deadline_ns || n->st.n <= 1) {
 		logf_(n, CTL_LOG_INFO, "left the cluster%s",
-		      ctl_state_has(&n->st, n->self) ? " (not confirmed)" : "");
+		      gone || n->st.n <= 1 ? "" : " (not confirmed)");
 		begin_close(n);
 	}
 }
@@ -658,6 +670,13 @@ static void on_wake(uv_async_t *a)
 static void *loop_main(void *arg)
 {
 	struct ctl_node *n = arg;
+	sigset_t set;
+
+	/* A peer closing a raft connection must give EPIPE, not kill the
+	 * process: SIGPIPE is per-thread for a failing write. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	uv_run(&n->loop, UV_RUN_DEFAULT);
 	return NULL;
 }
