@@ -26,7 +26,7 @@ int main(void)
 	for (char *p = buf; *p; p = strchr(p, '\n') + 1)
 		if (*p != '#')
 			samples++;
-	printf("%u samples\n", samples);
+	printf("# %u samples\n", samples);
 	free(buf);
 	return 0;
 }

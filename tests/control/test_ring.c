@@ -5,9 +5,10 @@
 #include "tap.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #define PRODUCERS 4
-#define PER 50000
+#define PER 20000
 
 static struct ctl_ring *r;
 
@@ -17,7 +18,7 @@ static void *producer(void *arg)
 	for (uint64_t i = 0; i < PER; i++) {
 		c.arg = i;
 		while (ctl_ring_enqueue(r, &c) != 0)
-			;   /* full: a real lcore would count and retry next loop */
+			sched_yield();   /* full: an lcore would retry next loop */
 	}
 	return NULL;
 }
