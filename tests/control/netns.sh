@@ -124,4 +124,25 @@ nn_agree() {
 	done
 }
 
+# nn_finish: SIGTERM every node still running (graceful leave, clean exit,
+# sanitizer leak checks), then fail if any node log holds a sanitizer report
+# or the control thread did not stop.
+nn_finish() {
+	local p i bad=0
+	for i in "${!NN_PIDS[@]}"; do
+		p=${NN_PIDS[$i]}; [ -n "$p" ] && kill -TERM "$p" 2>/dev/null
+	done
+	for i in "${!NN_PIDS[@]}"; do
+		p=${NN_PIDS[$i]}; [ -n "$p" ] || continue
+		wait "$p"; local st=$?
+		[ $st -eq 0 ] || { diag "node $i exited with status $st"; bad=1; }
+		NN_PIDS[$i]=""
+	done
+	if grep -l "Sanitizer\|runtime error:" "$NN_DIR"/log* 2>/dev/null; then
+		grep -h -A5 "Sanitizer\|runtime error:" "$NN_DIR"/log* | head -20 | sed 's/^/# /'
+		bad=1
+	fi
+	return $bad
+}
+
 nn_now_ms() { echo $(( $(date +%s%N) / 1000000 )); }

@@ -6,7 +6,7 @@
 source "$ZBMD_ROOT/tests/common/tap.sh"
 source "$ZBMD_ROOT/tests/control/netns.sh"
 nn_require
-plan 14
+plan 15
 nn_setup c 1 4
 for i in 0 1 2; do nn_conf $i; nn_start $i; done
 nn_wait 10 nn_agree 3 0 1 2
@@ -66,4 +66,6 @@ ok $? "curl /metrics: strict Prometheus parse, auth failures and phi per peer pr
 
 ip netns exec "zbctl-c-n$L2" "$ZBMD" status -c "$NN_DIR/n$L2.ini" | grep -q "^state leader"
 ok $? "zbmd status -c FILE reads the admin address from the config"
+nn_finish
+ok $? "every node stopped cleanly on SIGTERM, no sanitizer reports"
 done_testing

@@ -119,8 +119,9 @@ int main(void)
 	char err[256];
 	struct ctl_opts opts = {.event_consumers = 1};
 	int ids[N] = {0, 1, 2};
+	int rc;
 
-	tap_plan(17);
+	tap_plan(18);
 	ZB_ASSERT(mkdtemp(dir));
 	base = 21000 + (int)(getpid() % 2000) * 10;
 	write_file("psk", "test cluster key, long enough", 0600);
@@ -134,6 +135,12 @@ int main(void)
 	snprintf(cfg[0].control.listen, CFG_STR, "nonsense");
 	is_int(ctl_node_start(&cfg[0], &opts, &node[0], err, sizeof(err)), ZB_ERR_CONFIG,
 	       "bad listen address refused: %s", err);
+
+	make_cfg(0, "psk");
+	write_file("notadir", "x", 0600);
+	snprintf(cfg[0].control.raft_dir, CFG_STR, "%s/notadir", dir);
+	rc = ctl_node_start(&cfg[0], &opts, &node[0], err, sizeof(err));
+	ok(rc != 0 && node[0] == NULL, "raft_dir not a directory: refused (%s)", err);
 
 	int started = 0;
 	for (int i = 0; i < N; i++) {
@@ -159,7 +166,7 @@ int main(void)
 	   (unsigned long long)last);
 
 	char *m = http_get(base + 2, "/metrics");
-	int rc = m ? prom_check(m, err, sizeof(err)) : -1;
+	rc = m ? prom_check(m, err, sizeof(err)) : -1;
 	ok(rc == 0, "/metrics parses as Prometheus text%s%s", rc ? ": " : "", rc ? err : "");
 	ok(m && strstr(m, "zbmd_control_phi{node=\"0\",peer=\"1\"}") &&
 	   strstr(m, "zbmd_raft_term{node=\"0\"}") && strstr(m, "zbmd_control_epoch{node=\"2\"}"),

@@ -6,7 +6,7 @@
 source "$ZBMD_ROOT/tests/common/tap.sh"
 source "$ZBMD_ROOT/tests/control/netns.sh"
 nn_require
-plan 7
+plan 8
 nn_setup p 2 5
 for i in 0 1 2 3 4; do nn_conf $i; nn_start $i; done
 nn_wait 15 nn_agree 5 0 1 2 3 4
@@ -50,4 +50,6 @@ ok $caught "minority caught up with the leader's log (commit $C_L)"
 ip netns exec "zbctl-p-n$L" curl -sf "http://$(nn_ip "$L"):9464/metrics" |
 	"$ZBMD_BUILD/tests/control/helper_promcheck" >/dev/null
 ok $? "metrics still parse"
+t0=$(nn_now_ms); nn_finish; st=$?; diag "finish took $(( $(nn_now_ms) - t0 )) ms"; (exit $st)
+ok $? "every node stopped cleanly on SIGTERM, no sanitizer reports"
 done_testing
