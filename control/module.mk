@@ -6,6 +6,7 @@
 MODULES += metrics
 metrics_SRCS := control/metrics.c
 metrics_DEPS := common
+metrics_SUMMARY := registry (per-lcore counter rows) + Prometheus text
 TSAN_MODULES += metrics
 
 MODULES += control

@@ -45,7 +45,7 @@ static void make_cfg(int i, const char *psk)
 	c->control.phi_min_std_ms = 25;
 	c->control.election_timeout_ms = 300;
 	c->control.raft_heartbeat_ms = 50;
-	c->control.snapshot_threshold = 64;
+	c->control.snapshot_threshold = 16;
 }
 
 static void write_file(const char *name, const char *text, mode_t mode)
@@ -114,14 +114,23 @@ static int leader_index(void)
 	return -1;
 }
 
+static void log_diag(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	fprintf(stderr, "%.3f %s\n", (double)zb_now_ns() / 1e9, msg);
+}
+
 int main(void)
 {
 	char err[256];
 	struct ctl_opts opts = {.event_consumers = 1};
+	if (getenv("ZBCTL_DEBUG"))
+		opts.log = log_diag;
 	int ids[N] = {0, 1, 2};
 	int rc;
 
-	tap_plan(18);
+	tap_plan(20);
 	ZB_ASSERT(mkdtemp(dir));
 	base = 21000 + (int)(getpid() % 2000) * 10;
 	write_file("psk", "test cluster key, long enough", 0600);
@@ -209,9 +218,21 @@ int main(void)
 	uint64_t e4 = rc == 0 ? wait_members(two, 2, 2, 8000) : 0;
 	ok(e4 > e3, "restarted node %d rejoined under a new epoch %llu", victim,
 	   (unsigned long long)e4);
+	/* And the one that left: all three again (and the log passes the
+	 * snapshot threshold). */
+	rc = ctl_node_start(&cfg[other], &opts, &node[other], err, sizeof(err));
+	uint64_t e5 = rc == 0 ? wait_members(ids, N, 3, 8000) : 0;
+	ok(e5 > e4, "node %d that left rejoined: 3 members, epoch %llu", other,
+	   (unsigned long long)e5);
+	ctl_node_status(node[l], &s);
+	uint64_t applied = s.applied;
 	for (int i = 0; i < N; i++)
 		ctl_node_stop(node[i], false);
 	ok(1, "all stopped cleanly");
+	char cmd0[160];
+	snprintf(cmd0, sizeof(cmd0), "ls %s/raft%d | grep -q '^snapshot-'", dir, l);
+	ok(system(cmd0) == 0, "raft_uv wrote a snapshot under raft_dir (threshold 16, %llu applied)",
+	   (unsigned long long)applied);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
