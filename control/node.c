@@ -813,10 +813,13 @@ static int check_config(const struct zb_config *c, struct ctl_node *n,
 		return ZB_ERR_CONFIG;
 	}
 	snprintf(n->adv, sizeof(n->adv), "%s", adv);
-	if (c->control.heartbeat_ms == 0 || !c->control.raft_dir[0] ||
-	    !c->cluster.psk_file[0]) {
-		snprintf(err, errlen, "[control] heartbeat_ms, raft_dir and "
-			 "[cluster] psk_file are required");
+	if (c->control.heartbeat_ms == 0 || !c->control.raft_dir[0]) {
+		snprintf(err, errlen, "[control] heartbeat_ms and raft_dir are required");
+		return ZB_ERR_CONFIG;
+	}
+	if (!c->cluster.psk_file[0] && c->cluster.seed_count > 0) {
+		snprintf(err, errlen, "[cluster] psk_file is required when [cluster] "
+			 "seeds lists other nodes (control messages are authenticated)");
 		return ZB_ERR_CONFIG;
 	}
 	for (unsigned i = 0; i < c->cluster.seed_count && i < CFG_MAX_SEEDS; i++) {
@@ -884,9 +887,20 @@ int ctl_node_start(const struct zb_config *cfg, const struct ctl_opts *opts,
 	rc = check_config(cfg, n, err, errlen);
 	if (rc != 0)
 		goto fail;
-	rc = ctl_auth_load_key(cfg->cluster.psk_file, key, err, errlen);
-	if (rc != 0)
-		goto fail;
+	/* A node without seeds is a cluster of one: with no psk_file it uses a
+	 * random key, so nothing can join it. */
+	if (cfg->cluster.psk_file[0]) {
+		rc = ctl_auth_load_key(cfg->cluster.psk_file, key, err, errlen);
+		if (rc != 0)
+			goto fail;
+	} else {
+		if (sodium_init() < 0) {
+			rc = -ENOSYS;
+			snprintf(err, errlen, "libsodium failed to initialise");
+			goto fail;
+		}
+		randombytes_buf(key, sizeof(key));
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	n->incarnation = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	ctl_auth_init(&n->auth, cfg->cluster.id, n->self, key, n->incarnation);
@@ -928,6 +942,9 @@ int ctl_node_start(const struct zb_config *cfg, const struct ctl_opts *opts,
 	n->thread_ok = true;
 	logf_(n, CTL_LOG_INFO, "started on %s (cluster %u)", n->adv,
 	      cfg->cluster.id);
+	if (!cfg->cluster.psk_file[0])
+		logf_(n, CTL_LOG_WARN, "no [cluster] psk_file: single-node cluster "
+		      "with a random key, no other node can join");
 	*out = n;
 	return 0;
 fail_http:

@@ -130,7 +130,7 @@ int main(void)
 	int ids[N] = {0, 1, 2};
 	int rc;
 
-	tap_plan(20);
+	tap_plan(21);
 	ZB_ASSERT(mkdtemp(dir));
 	base = 21000 + (int)(getpid() % 2000) * 10;
 	write_file("psk", "test cluster key, long enough", 0600);
@@ -145,6 +145,10 @@ int main(void)
 	is_int(ctl_node_start(&cfg[0], &opts, &node[0], err, sizeof(err)), ZB_ERR_CONFIG,
 	       "bad listen address refused: %s", err);
 
+	make_cfg(0, "psk");
+	cfg[0].cluster.psk_file[0] = '\0';
+	is_int(ctl_node_start(&cfg[0], &opts, &node[0], err, sizeof(err)), ZB_ERR_CONFIG,
+	       "seeds but no psk_file: refused (%s)", err);
 	make_cfg(0, "psk");
 	write_file("notadir", "x", 0600);
 	snprintf(cfg[0].control.raft_dir, CFG_STR, "%s/notadir", dir);
