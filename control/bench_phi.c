@@ -40,6 +40,7 @@ struct scenario {
 	const char *name;
 	struct ctl_phi_params p;
 	double interval_ms;
+	double loss;          /* probability that a heartbeat is lost */
 };
 
 /* Heartbeats sent every interval, each delayed by U[0, jitter) in flight;
@@ -61,9 +62,10 @@ static void simulate(const struct scenario *sc, double jitter_ms, uint64_t run_n
 	/* Arrivals can reorder when jitter > interval; not with these figures. */
 	for (uint64_t t = 0; t <= end; t += 1 * MS) {
 		while (next_arrival <= t) {
-			if (!kill_ns || next_send <= kill_ns) {
+			bool lost = sc->loss > 0 &&
+				    (double)(rng_next(&s) >> 11) / 9007199254740992.0 < sc->loss;
+			if ((!kill_ns || next_send <= kill_ns) && !lost)
 				ctl_phi_heartbeat(&d, next_arrival);
-			}
 			next_send += iv;
 			next_arrival = next_send + jitter(&s, jitter_ms);
 		}
@@ -200,7 +202,8 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	if (!cfg)
 		return ZB_EXIT_FAIL;
 	cfg_set_defaults(cfg);
-	struct scenario sc[3];
+	struct scenario sc[4];
+	memset(sc, 0, sizeof(sc));
 	sc[0].name = "zbmd defaults, 100 ms heartbeat";
 	ctl_phi_params_from_config(cfg, &sc[0].p);
 	sc[0].interval_ms = cfg->control.heartbeat_ms;
@@ -214,6 +217,9 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	sc[2].p = sc[1].p;
 	sc[2].p.first_interval_ms = 100;
 	sc[2].interval_ms = 100;
+	sc[3] = sc[0];
+	sc[3].name = "zbmd defaults, 100 ms, 10% loss";
+	sc[3].loss = 0.10;
 
 	printf("phi-accrual benchmark: heartbeats with U[0,%.0f) ms delay jitter; "
 	       "detector checked every 1 ms (simulated time)\n", jitter_ms);
@@ -226,7 +232,7 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 		return ZB_EXIT_FAIL;
 	double our_max = 0;
 	uint64_t our_false = 0;
-	for (unsigned k = 0; k < 3; k++) {
+	for (unsigned k = 0; k < 4; k++) {
 		uint64_t fc = 0, fc_run;
 		double sum = 0, dm;
 		unsigned n = 0;
