@@ -11,9 +11,9 @@
 /* ---- PSK-authenticated wrapper around raft_uv_tcp (tcp_auth.c) ----------
  * Wraps libraft's TCP transport: after raft's own connection preamble, both
  * ends run a challenge-response handshake (fresh nonces, cluster id, both
- * raft ids, HMAC under the cluster key, mutual). Only then is the stream
- * handed to raft. Frames after the handshake are not MAC'ed (docs/control.md
- * says what that covers). */
+ * raft ids, HMAC under the cluster key, mutual). Raft then gets one end of a
+ * socketpair; a relay carries its bytes over TCP in MAC'ed, sequenced frames
+ * under per-connection session keys (docs/control.md). */
 struct ctl_tcp_auth;
 struct ctl_tcp_auth_stats {
 	uint64_t ok, rejected;

@@ -12,7 +12,9 @@
  * server id | nonce_c | nonce_s), x = S or C. Both sides prove the key over
  * fresh nonces, so a recorded handshake cannot be replayed and a node with
  * the wrong key (or cluster id) never gets a stream to raft. Reads are sized
- * to the exact handshake message, so no raft byte is consumed by us.
+ * to the exact handshake message, so no raft byte is consumed by us. After
+ * the handshake every raft byte travels in an authenticated frame (the proxy
+ * below).
  */
 #include "internal.h"
 #include "zbmd/common.h"
@@ -20,6 +22,8 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define HS_MAGIC      0x3148425au   /* "ZBH1" */
 #define HS_TIMEOUT_MS 2000
@@ -28,6 +32,7 @@
 #define H3_LEN 32
 
 struct hs;
+struct proxy;
 
 struct ctl_tcp_auth {
 	struct raft_uv_transport iface;   /* what raft_uv sees */
@@ -40,6 +45,7 @@ struct ctl_tcp_auth {
 	raft_uv_transport_close_cb close_cb;
 	bool closing, inner_closed;
 	struct hs *pending;               /* handshakes in flight */
+	struct proxy *proxies;            /* authenticated connections */
 	void (*on_reject)(void *arg, const char *why);
 	void *arg;
 	struct ctl_tcp_auth_stats stats;
@@ -93,7 +99,7 @@ static void hs_mac(const struct hs *h, char who, uint8_t out[32])
 
 static void check_closed(struct ctl_tcp_auth *t)
 {
-	if (t->closing && t->inner_closed && !t->pending && t->close_cb) {
+	if (t->closing && t->inner_closed && !t->pending && !t->proxies && t->close_cb) {
 		raft_uv_transport_close_cb cb = t->close_cb;
 		t->close_cb = NULL;
 		cb(&t->iface);
@@ -153,18 +159,293 @@ static void hs_fail(struct hs *h, const char *why, bool count)
 	}
 }
 
-/* Success: the stream goes to raft; we keep only the timer until it closes. */
+
+/* ---- the authenticated frame proxy --------------------------------------
+ * After the handshake raft does not get the TCP stream itself but one end of
+ * a socketpair; we relay between the other end and TCP, so that every byte on
+ * the wire travels in a frame
+ *   len u32 | counter u64 | payload[len] | tag[32]
+ * tag = HMAC-SHA-512-256 under a per-direction session key derived from the
+ * PSK and both handshake nonces; counters run 1, 2, 3... per direction, so a
+ * replayed, dropped, reordered or altered frame closes the connection. */
+#define FRAME_MAX   65536
+#define FRAME_HDR   12
+#define QUEUE_HIGH  (4u << 20)
+#define QUEUE_LOW   (1u << 20)
+
+struct proxy {
+	struct ctl_tcp_auth *t;
+	struct proxy *prev, *next;
+	uv_stream_t *tcp;                 /* raft_uv_tcp's handle, now ours */
+	uv_pipe_t mine;                   /* our end of the socketpair */
+	int handles;
+	bool closing, tcp_paused, mine_paused;
+	uint8_t ktx[CTL_KEY_BYTES], krx[CTL_KEY_BYTES];
+	uint64_t tx_ctr, rx_ctr;
+	size_t rlen;
+	uint8_t rbuf[FRAME_HDR + FRAME_MAX + CTL_TAG_BYTES];
+	uint8_t mbuf[FRAME_MAX];
+};
+
+struct pwrite {
+	uv_write_t req;
+	struct proxy *p;
+	uint8_t data[];
+};
+
+static void proxy_unref(uv_handle_t *hd)
+{
+	struct proxy *p = hd->data;
+	struct ctl_tcp_auth *t = p->t;
+
+	if (hd == (uv_handle_t *)p->tcp)
+		raft_free(hd);
+	if (--p->handles > 0)
+		return;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		t->proxies = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	sodium_memzero(p->ktx, sizeof(p->ktx));
+	sodium_memzero(p->krx, sizeof(p->krx));
+	free(p);
+	check_closed(t);
+}
+
+static void proxy_close(struct proxy *p)
+{
+	if (p->closing)
+		return;
+	p->closing = true;
+	uv_close((uv_handle_t *)p->tcp, proxy_unref);
+	uv_close((uv_handle_t *)&p->mine, proxy_unref);
+}
+
+static void proxy_reject(struct proxy *p, const char *why)
+{
+	p->t->stats.rejected++;
+	if (p->t->on_reject)
+		p->t->on_reject(p->t->arg, why);
+	proxy_close(p);
+}
+
+static void p_alloc_tcp(uv_handle_t *hd, size_t sug, uv_buf_t *b)
+{
+	struct proxy *p = hd->data;
+	(void)sug;
+	b->base = (char *)p->rbuf + p->rlen;
+	b->len = sizeof(p->rbuf) - p->rlen;
+}
+
+static void p_alloc_mine(uv_handle_t *hd, size_t sug, uv_buf_t *b)
+{
+	struct proxy *p = hd->data;
+	(void)sug;
+	b->base = (char *)p->mbuf;
+	b->len = sizeof(p->mbuf);
+}
+
+static void p_read_tcp(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
+static void p_read_mine(uv_stream_t *s, ssize_t n, const uv_buf_t *b);
+
+static void p_written(uv_write_t *w, int status)
+{
+	struct pwrite *pw = (struct pwrite *)w;
+	struct proxy *p = pw->p;
+
+	free(pw);
+	if (status != 0) {
+		proxy_close(p);
+		return;
+	}
+	if (p->closing)
+		return;
+	/* Backpressure: resume a side paused while the other's queue drained. */
+	if (p->mine_paused && p->tcp->write_queue_size < QUEUE_LOW) {
+		p->mine_paused = false;
+		uv_read_start((uv_stream_t *)&p->mine, p_alloc_mine, p_read_mine);
+	}
+	if (p->tcp_paused && p->mine.write_queue_size < QUEUE_LOW) {
+		p->tcp_paused = false;
+		uv_read_start(p->tcp, p_alloc_tcp, p_read_tcp);
+	}
+}
+
+static int p_write(struct proxy *p, uv_stream_t *to, struct pwrite *pw, size_t len)
+{
+	uv_buf_t b = uv_buf_init((char *)pw->data, (unsigned)len);
+	pw->p = p;
+	if (uv_write(&pw->req, to, &b, 1, p_written) != 0) {
+		free(pw);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* raft -> wire: seal what raft wrote into one frame. */
+static void p_read_mine(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct proxy *p = s->data;
+	(void)b;
+
+	if (p->closing || n == 0)
+		return;
+	if (n < 0) {
+		proxy_close(p);
+		return;
+	}
+	struct pwrite *pw = malloc(sizeof(*pw) + FRAME_HDR + (size_t)n + CTL_TAG_BYTES);
+	if (!pw) {
+		proxy_close(p);
+		return;
+	}
+	put32(pw->data, (uint32_t)n);
+	put64(pw->data + 4, ++p->tx_ctr);
+	memcpy(pw->data + FRAME_HDR, p->mbuf, (size_t)n);
+	crypto_auth(pw->data + FRAME_HDR + n, pw->data, FRAME_HDR + (size_t)n, p->ktx);
+	if (p_write(p, p->tcp, pw, FRAME_HDR + (size_t)n + CTL_TAG_BYTES) != 0) {
+		proxy_close(p);
+		return;
+	}
+	if (p->tcp->write_queue_size > QUEUE_HIGH) {
+		p->mine_paused = true;
+		uv_read_stop(s);
+	}
+}
+
+/* wire -> raft: verify each complete frame, pass its payload on. */
+static void p_read_tcp(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct proxy *p = s->data;
+	size_t off = 0;
+	(void)b;
+
+	if (p->closing || n == 0)
+		return;
+	if (n < 0) {
+		proxy_close(p);
+		return;
+	}
+	p->rlen += (size_t)n;
+	while (p->rlen - off >= FRAME_HDR) {
+		const uint8_t *f = p->rbuf + off;
+		uint32_t len = get32(f);
+		if (len == 0 || len > FRAME_MAX) {
+			proxy_reject(p, "raft frame with a bad length");
+			return;
+		}
+		size_t need = FRAME_HDR + len + CTL_TAG_BYTES;
+		if (p->rlen - off < need)
+			break;
+		if (crypto_auth_verify(f + FRAME_HDR + len, f, FRAME_HDR + len, p->krx) != 0) {
+			proxy_reject(p, "raft frame failed authentication");
+			return;
+		}
+		if (get64(f + 4) != p->rx_ctr + 1) {
+			proxy_reject(p, "raft frame out of sequence (replay?)");
+			return;
+		}
+		p->rx_ctr++;
+		struct pwrite *pw = malloc(sizeof(*pw) + len);
+		if (!pw) {
+			proxy_close(p);
+			return;
+		}
+		memcpy(pw->data, f + FRAME_HDR, len);
+		if (p_write(p, (uv_stream_t *)&p->mine, pw, len) != 0) {
+			proxy_close(p);
+			return;
+		}
+		off += need;
+	}
+	memmove(p->rbuf, p->rbuf + off, p->rlen - off);
+	p->rlen -= off;
+	if (p->mine.write_queue_size > QUEUE_HIGH) {
+		p->tcp_paused = true;
+		uv_read_stop(s);
+	}
+}
+
+static void derive_key(const struct hs *h, const char *dir, uint8_t out[CTL_KEY_BYTES])
+{
+	uint8_t m[16 + 32];
+	memcpy(m, dir, 16);
+	memcpy(m + 16, h->nonce_c, 16);
+	memcpy(m + 32, h->nonce_s, 16);
+	crypto_generichash(out, CTL_KEY_BYTES, m, sizeof(m), h->t->key, CTL_KEY_BYTES);
+}
+
+static void free_data(uv_handle_t *hd)
+{
+	free(hd->data);
+}
+
+/* Returns the stream to hand to raft (raft_malloc'd, raft closes and frees
+ * it), or NULL; the TCP stream then belongs to the proxy. */
+static uv_stream_t *proxy_start(struct hs *h, uv_stream_t *tcp)
+{
+	struct ctl_tcp_auth *t = h->t;
+	int sv[2];
+	uv_pipe_t *theirs = raft_malloc(sizeof(*theirs));
+	struct proxy *p = calloc(1, sizeof(*p));
+
+	if (!theirs || !p)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		goto fail;
+	uv_pipe_init(t->loop, theirs, 0);
+	uv_pipe_init(t->loop, &p->mine, 0);
+	p->mine.data = p;
+	int rc0 = uv_pipe_open(theirs, sv[0]), rc1 = uv_pipe_open(&p->mine, sv[1]);
+	if (rc0 != 0 || rc1 != 0) {
+		if (rc0 != 0)
+			close(sv[0]);
+		if (rc1 != 0)
+			close(sv[1]);
+		uv_close((uv_handle_t *)theirs, (uv_close_cb)raft_free);
+		uv_close((uv_handle_t *)&p->mine, free_data);
+		return NULL;
+	}
+	p->t = t;
+	p->tcp = tcp;
+	p->handles = 2;
+	derive_key(h, h->server ? "zbmd-raft-s2c-k" : "zbmd-raft-c2s-k", p->ktx);
+	derive_key(h, h->server ? "zbmd-raft-c2s-k" : "zbmd-raft-s2c-k", p->krx);
+	tcp->data = p;
+	p->mine.data = p;
+	p->next = t->proxies;
+	if (t->proxies)
+		t->proxies->prev = p;
+	t->proxies = p;
+	uv_read_start(tcp, p_alloc_tcp, p_read_tcp);
+	uv_read_start((uv_stream_t *)&p->mine, p_alloc_mine, p_read_mine);
+	return (uv_stream_t *)theirs;
+fail:
+	raft_free(theirs);
+	free(p);
+	return NULL;
+}
+
+/* Success: raft gets its end of the proxy; we keep only the timer until it
+ * closes. */
 static void hs_finish(struct hs *h)
 {
 	uv_stream_t *s = h->stream;
 
 	ZB_ASSERT(!h->failed && !h->finished);
+	uv_read_stop(s);
+	uv_stream_t *r = proxy_start(h, s);
+	if (!r) {
+		hs_fail(h, "cannot set up the frame proxy", false);
+		return;
+	}
+	s = r;
 	h->finished = true;
 	h->t->stats.ok++;
-	uv_read_stop(s);
-	s->data = NULL;
 	h->stream = NULL;
-	h->refs--;          /* the stream's reference leaves with the stream */
+	h->refs--;          /* the stream's reference leaves with the proxy */
 	uv_timer_stop(&h->timer);
 	uv_close((uv_handle_t *)&h->timer, timer_closed);
 	if (h->server) {
@@ -446,6 +727,8 @@ static void w_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb)
 		if (h->stream)   /* connects still with inner get cancelled by it */
 			hs_fail(h, "closing", false);
 	}
+	for (struct proxy *p = t->proxies; p; p = p->next)
+		proxy_close(p);
 	t->inner.close(&t->inner, inner_closed);
 }
 
@@ -498,7 +781,7 @@ void ctl__tcp_auth_free(struct ctl_tcp_auth *t)
 {
 	if (!t)
 		return;
-	ZB_ASSERT(t->pending == NULL);
+	ZB_ASSERT(t->pending == NULL && t->proxies == NULL);
 	raft_uv_tcp_close(&t->inner);
 	sodium_memzero(t->key, sizeof(t->key));
 	free(t);

@@ -76,16 +76,85 @@ static void on_timer(uv_timer_t *t)
 	struct ctl_tcp_auth_stats s;
 	ctl__tcp_auth_stats(g_srv, &s);
 	bool done = r.connected && ((r.connect_status == 0 && r.accepted && r.got_len == 10) ||
-				    (r.connect_status != 0 && s.rejected > 0));
+				    s.rejected > 0);
 	if (done || zb_now_ns() > t_end)
 		uv_stop(t->loop);
 }
 
-/* One connection attempt; returns after the exchange settles. */
+
+/* ---- a man in the middle: relays client <-> server, flipping one byte of
+ * the first frame after the handshake (client -> server direction). */
+static struct {
+	uv_tcp_t listener, c, s;
+	uv_connect_t conn;
+	size_t c2s, flip_at;
+	bool active;
+	int closed;
+} mitm;
+
+struct mw {
+	uv_write_t req;
+	char data[];
+};
+
+static void mw_done(uv_write_t *w, int st) { (void)st; free(w); }
+
+static void relay_alloc(uv_handle_t *h, size_t sug, uv_buf_t *b)
+{
+	(void)h;
+	b->base = malloc(sug);
+	b->len = sug;
+}
+
+static void relay_read(uv_stream_t *from, ssize_t n, const uv_buf_t *b)
+{
+	uv_stream_t *to = from == (uv_stream_t *)&mitm.c ? (uv_stream_t *)&mitm.s
+							   : (uv_stream_t *)&mitm.c;
+	if (n > 0) {
+		struct mw *w = malloc(sizeof(*w) + (size_t)n);
+		memcpy(w->data, b->base, (size_t)n);
+		if (to == (uv_stream_t *)&mitm.s) {
+			if (mitm.flip_at >= mitm.c2s && mitm.flip_at < mitm.c2s + (size_t)n)
+				w->data[mitm.flip_at - mitm.c2s] ^= 0x40;
+			mitm.c2s += (size_t)n;
+		}
+		uv_buf_t o = uv_buf_init(w->data, (unsigned)n);
+		uv_write(&w->req, to, &o, 1, mw_done);
+	}
+	free(b->base);
+}
+
+static void relay_connected(uv_connect_t *c, int st)
+{
+	(void)c;
+	if (st != 0)
+		return;
+	uv_read_start((uv_stream_t *)&mitm.c, relay_alloc, relay_read);
+	uv_read_start((uv_stream_t *)&mitm.s, relay_alloc, relay_read);
+}
+
+static struct sockaddr_in mitm_to;
+
+static void relay_accept(uv_stream_t *l, int st)
+{
+	if (st != 0 || mitm.active)
+		return;
+	mitm.active = true;
+	uv_tcp_init(&loop, &mitm.c);
+	uv_tcp_init(&loop, &mitm.s);
+	uv_accept(l, (uv_stream_t *)&mitm.c);
+	uv_tcp_connect(&mitm.conn, &mitm.s, (struct sockaddr *)&mitm_to, relay_connected);
+}
+
+static void mitm_closed(uv_handle_t *h) { (void)h; mitm.closed++; }
+
+/* One connection attempt; returns after the exchange settles. With
+ * via_mitm, the client connects through the tampering relay. */
 static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_cluster,
 		    const uint8_t *cli_key, struct ctl_tcp_auth_stats *ss,
-		    struct ctl_tcp_auth_stats *cs)
+		    struct ctl_tcp_auth_stats *cs, bool via_mitm)
 {
+	char ra[32];
 	struct ctl_tcp_auth *srv, *cli;
 	struct raft_uv_connect req;
 	char sa[32], ca[32];
@@ -100,7 +169,20 @@ static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_c
 	struct raft_uv_transport *st = ctl__tcp_auth_iface(srv), *ct = ctl__tcp_auth_iface(cli);
 	ZB_ASSERT(st->init(st, 1, sa) == 0 && st->listen(st, on_accept) == 0);
 	ZB_ASSERT(ct->init(ct, 2, ca) == 0);
-	ZB_ASSERT(ct->connect(ct, &req, 1, sa, on_connect) == 0);
+	if (via_mitm) {
+		struct sockaddr_in la;
+		memset(&mitm, 0, sizeof(mitm));
+		snprintf(ra, sizeof(ra), "127.0.0.1:%d", port + 2000);
+		uv_ip4_addr("127.0.0.1", port, &mitm_to);
+		uv_ip4_addr("127.0.0.1", port + 2000, &la);
+		uv_tcp_init(&loop, &mitm.listener);
+		ZB_ASSERT(uv_tcp_bind(&mitm.listener, (struct sockaddr *)&la, 0) == 0);
+		ZB_ASSERT(uv_listen((uv_stream_t *)&mitm.listener, 4, relay_accept) == 0);
+		/* raft preamble (24 + padded address) + H1 (32) + H3 (32), then
+		 * the first frame's header (12): flip a payload byte. */
+		mitm.flip_at = 24 + ((strlen(ca) + 1 + 7) & ~(size_t)7) + 32 + 32 + 12 + 3;
+	}
+	ZB_ASSERT(ct->connect(ct, &req, 1, via_mitm ? ra : sa, on_connect) == 0);
 	uv_timer_init(&loop, &tm);
 	g_srv = srv;
 	t_end = zb_now_ns() + 2500000000ull;      /* > handshake timeout */
@@ -113,6 +195,13 @@ static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_c
 		uv_close((uv_handle_t *)r.srv_stream, freed);
 	ctl__tcp_auth_stats(srv, ss);
 	ctl__tcp_auth_stats(cli, cs);
+	if (via_mitm) {
+		uv_close((uv_handle_t *)&mitm.listener, mitm_closed);
+		if (mitm.active) {
+			uv_close((uv_handle_t *)&mitm.c, mitm_closed);
+			uv_close((uv_handle_t *)&mitm.s, mitm_closed);
+		}
+	}
 	st->close(st, on_closed);
 	ct->close(ct, on_closed);
 	uv_run(&loop, UV_RUN_DEFAULT);
@@ -126,28 +215,34 @@ int main(void)
 	uint8_t k1[CTL_KEY_BYTES], k2[CTL_KEY_BYTES];
 	struct ctl_tcp_auth_stats ss, cs;
 
-	tap_plan(9);
+	tap_plan(11);
 	memset(k1, 0x11, sizeof(k1));
 	memset(k2, 0x22, sizeof(k2));
 	port = 30000 + (int)(getpid() % 3000) * 4;
 	ZB_ASSERT(uv_loop_init(&loop) == 0);
 
-	attempt(5, k1, 5, k1, &ss, &cs);
+	attempt(5, k1, 5, k1, &ss, &cs, false);
 	ok(r.connected && r.connect_status == 0 && r.cli_stream, "same key: client gets its stream");
 	ok(r.accepted && r.accepted_id == 2, "same key: server hands the stream to raft (peer id 2)");
 	r.got[r.got_len] = '\0';
 	is_str(r.got, "raft-bytes", "raft's bytes pass through untouched");
 	ok(ss.ok == 1 && cs.ok == 1 && ss.rejected == 0, "both count one good handshake");
 
-	attempt(5, k1, 5, k2, &ss, &cs);
+	attempt(5, k1, 5, k2, &ss, &cs, false);
 	ok(r.connected && r.connect_status != 0 && !r.cli_stream,
 	   "wrong key: the client gets no stream (%s)", raft_strerror(r.connect_status));
 	ok(!r.accepted, "wrong key: the server never hands a stream to raft");
 	ok(ss.rejected == 1 && cs.rejected == 1, "both sides count the rejection");
 
-	attempt(5, k1, 6, k1, &ss, &cs);
+	attempt(5, k1, 6, k1, &ss, &cs, false);
 	ok(!r.accepted && r.connect_status != 0, "wrong cluster id: refused");
 	ok(ss.rejected == 1, "... and counted by the server");
+
+	attempt(5, k1, 5, k1, &ss, &cs, true);
+	ok(r.accepted && r.connect_status == 0 && ss.ok == 1,
+	   "through a tampering relay: the handshake itself passes");
+	ok(ss.rejected == 1 && r.got_len == 0,
+	   "a flipped byte in a raft frame: rejected, nothing delivered to raft");
 	uv_loop_close(&loop);
 	return tap_done();
 }
