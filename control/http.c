@@ -176,7 +176,7 @@ static void collect(void *arg, struct zb_metrics_out *out)
 						 ctl_auth_reason_name(r));
 					zb_metrics_sample(out, fam[f].name, l, (double)s->auth_rejected[r]);
 				}
-				snprintf(l, sizeof(l), "%s,reason=\"raft_handshake\"", node);
+				snprintf(l, sizeof(l), "%s,reason=\"raft_transport\"", node);
 				zb_metrics_sample(out, fam[f].name, l, (double)s->handshake_rejected);
 				break;
 			case 11: zb_metrics_sample(out, fam[f].name, node, (double)s->convictions); break;

@@ -51,7 +51,7 @@ char *ctl_status_text(const struct ctl_status *s)
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, "auth_rejected_%s %llu\n", ctl_auth_reason_name(r),
 			(unsigned long long)s->auth_rejected[r]);
-	fprintf(f, "auth_rejected_raft_handshake %llu\nconvictions %llu\n",
+	fprintf(f, "auth_rejected_raft_transport %llu\nconvictions %llu\n",
 		(unsigned long long)s->handshake_rejected,
 		(unsigned long long)s->convictions);
 	if (fclose(f) != 0) {
@@ -96,7 +96,7 @@ char *ctl_status_json(const struct ctl_status *s)
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, ",\"%s\":%llu", ctl_auth_reason_name(r),
 			(unsigned long long)s->auth_rejected[r]);
-	fprintf(f, ",\"raft_handshake\":%llu}}\n", (unsigned long long)s->handshake_rejected);
+	fprintf(f, ",\"raft_transport\":%llu}}\n", (unsigned long long)s->handshake_rejected);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
