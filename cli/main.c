@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
+#include "zbmd/control.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@ static int cmd_version(int argc, char **argv)
 
 /* `zbmd bench WHAT`: one row per benchmark. */
 static const struct zb_cmd bench_commands[] = {
+	{"phi", ctl_cmd_bench_phi, "phi-accrual: time to convict and false convictions vs Akka defaults"},
 	{NULL, NULL, NULL},
 };
 
@@ -40,6 +42,8 @@ static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
 	{"version", cmd_version, "print the version"},
+	{"status", ctl_cmd_status, "print a running node's members, leader, epoch, phi per peer"},
+	{"control", ctl_cmd_control, "run only the control thread of a node (foreground)"},
 	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},
 	{"config-doc", cfg_cmd_config_doc, "print the configuration reference (docs/config.md)"},
 };
