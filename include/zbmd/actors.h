@@ -331,6 +331,9 @@ struct act_sup_spec {
  * child's init failed: the started ones are stopped, nothing remains). */
 int act_sup_start(struct act_runtime *rt, const struct act_sup_spec *spec,
 		  act_id *out);
+/* The supervisor behaviour itself, for a supervisor that is the child of
+ * another: {"name", &act_sup_behaviour, (void *)&its_sup_spec, ...}. */
+extern const struct act_behaviour act_sup_behaviour;
 /* simple_one_for_one: starts a child of the template with `arg`; the reply
  * arrives asynchronously: the call is a message to the supervisor. 0 / error. */
 int act_sup_start_child(struct act_runtime *rt, act_id sup, void *arg);
