@@ -168,7 +168,9 @@ void act__make_runnable(struct act_runtime *rt, struct act_actor *a)
 }
 
 /* Runs one actor: until its mailbox is empty or the budget is spent. Returns
- * the messages handled. */
+ * the messages handled. The count drops after each message, so capacity
+ * counts exactly the unconsumed messages; the drop to 0 ends our ownership
+ * (the next sender schedules it), so `a` is not touched after that. */
 static uint32_t run_actor(struct act_runtime *rt, struct act_worker *w,
 			  struct act_actor *a, uint32_t *spent)
 {
@@ -177,31 +179,33 @@ static uint32_t run_actor(struct act_runtime *rt, struct act_worker *w,
 	act__tls.cur = a;
 	atomic_store_explicit(&a->home, (uint8_t)w->index, RLX);
 	w->extra = 0;
-	while (n + w->extra < budget) {
+	for (;;) {
 		struct act__qnode *q = act__mpsc_pop(&a->mb);
-		if (!q)
-			break;
+		if (ZB_UNLIKELY(!q))
+			break; /* a sender is between claim and link: requeue */
 		n++;
 		act__dispatch(rt, a, act__msg_of(q));
 		if (ZB_UNLIKELY(a->flags & AF_EXITING)) {
 			act__tls.cur = NULL;
-			atomic_store_explicit(&w->st_msgs,
-					      atomic_load_explicit(&w->st_msgs, RLX) + n, RLX);
-			act__terminate(rt, a, n);
-			*spent = n;
-			return n;
+			act__terminate(rt, a, 1);
+			goto out;
+		}
+		uint64_t left = atomic_fetch_sub_explicit(&a->word, 1, ACR) - 1;
+		if (w_count(left) == 0) {
+			act__tls.cur = NULL;
+			goto out; /* idle */
+		}
+		if (n + w->extra >= budget) {
+			atomic_store_explicit(&w->st_preempt,
+					      atomic_load_explicit(&w->st_preempt, RLX) + 1, RLX);
+			break;
 		}
 	}
 	act__tls.cur = NULL;
+	rq_push(rt, w, a); /* preempted: to the back of the queue */
+out:
 	*spent = n + w->extra;
 	atomic_store_explicit(&w->st_msgs, atomic_load_explicit(&w->st_msgs, RLX) + n, RLX);
-	uint64_t left = atomic_fetch_sub_explicit(&a->word, n, ACR) - n;
-	if (w_count(left) == 0)
-		return n; /* idle: the next sender schedules it */
-	if (n + w->extra >= budget)
-		atomic_store_explicit(&w->st_preempt,
-				      atomic_load_explicit(&w->st_preempt, RLX) + 1, RLX);
-	rq_push(rt, w, a); /* preempted (or a sender mid-push): to the back */
 	return n;
 }
 
