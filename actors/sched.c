@@ -209,11 +209,21 @@ out:
 	return n;
 }
 
+/* Moves up to 32 injected actors into the ring, where thieves see them and
+ * where they queue behind nothing local. */
+static void inject_to_ring(struct act_runtime *rt, struct act_worker *w)
+{
+	struct act_actor *b;
+	for (int k = 0; k < 32 && (b = inject_pop(w)); k++)
+		rq_push(rt, w, b);
+}
+
 static struct act_actor *pick(struct act_runtime *rt, struct act_worker *w,
 			      bool *from_lifo)
 {
 	struct act_actor *a;
 	*from_lifo = false;
+	w->ticks++;
 	if (w->lifo) {
 		a = w->lifo;
 		w->lifo = NULL;
@@ -221,18 +231,18 @@ static struct act_actor *pick(struct act_runtime *rt, struct act_worker *w,
 			*from_lifo = true;
 			return a;
 		}
-		rq_push(rt, w, a); /* chain used its budget: take turns */
+		/* The chain used a whole budget: everyone queued (injected
+		 * actors too) goes first. */
+		inject_to_ring(rt, w);
+		rq_push(rt, w, a);
 	}
 	w->lifo_spent = 0;
-	if (++w->ticks % 61 == 0 && (a = inject_pop(w)))
-		return a;
+	if (w->ticks % 61 == 0)
+		inject_to_ring(rt, w);
 	if ((a = rq_pop(w)))
 		return a;
 	if ((a = inject_pop(w))) {
-		/* move a batch so that thieves can see it */
-		struct act_actor *b;
-		for (int k = 0; k < 32 && (b = inject_pop(w)); k++)
-			rq_push(rt, w, b);
+		inject_to_ring(rt, w);
 		return a;
 	}
 	return steal(rt, w);
