@@ -16,6 +16,15 @@
 
 static_assert(sizeof(struct act_msg) == 128, "act_msg is two cache lines");
 
+/* Full fence (Dekker-style handshakes with parked workers). ThreadSanitizer
+ * does not model atomic_thread_fence, so it gets a seq_cst RMW instead. */
+#if defined(__SANITIZE_THREAD__)
+extern __thread _Atomic uint32_t act__fence_word;
+#define act__fence() atomic_fetch_add_explicit(&act__fence_word, 0, memory_order_seq_cst)
+#else
+#define act__fence() atomic_thread_fence(memory_order_seq_cst)
+#endif
+
 /* ---- intrusive MPSC queue (Vyukov) -------------------------------------------
  * Producers: one atomic exchange. The consumer may see a transiently empty
  * queue while a producer is between its exchange and its link store; callers

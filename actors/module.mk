@@ -5,3 +5,15 @@ actors_DEPS := common
 actors_LDLIBS :=
 TSAN_MODULES += actors
 actors_SUMMARY := actor runtime (workers: pthreads or act_worker_poll)
+
+# Benchmarks: `make bench-actors` builds the C Savina workloads and runs them
+# beside their Erlang counterparts (bench/actors/*.erl), printing the ratios.
+ACTORS_BENCH_BIN := $(BUILD)/bench/actors/bench_actors
+$(ACTORS_BENCH_BIN): bench/actors/bench_actors.c $(actors_LINK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(LDFLAGS) $(actors_LINK) $(LDLIBS_BASE)
+-include $(ACTORS_BENCH_BIN).d
+
+.PHONY: bench-actors
+bench-actors: $(ACTORS_BENCH_BIN)
+	ZBMD_BUILD=$(abspath $(BUILD)) bench/actors/run.sh

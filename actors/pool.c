@@ -179,7 +179,7 @@ struct act_msg *act_msg_alloc(struct act_runtime *rt)
 	m->_reason = 0;
 	m->_priv.gen = gen;
 	m->_priv.state = MS_OWNED;
-	m->_priv.aux = 0;
+	__atomic_store_n(&m->_priv.aux, 0, __ATOMIC_RELAXED);
 	return m;
 }
 

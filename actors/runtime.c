@@ -5,6 +5,9 @@
 #include <sys/mman.h>
 
 __thread struct act__tls act__tls;
+#if defined(__SANITIZE_THREAD__)
+__thread _Atomic uint32_t act__fence_word;
+#endif
 
 void act_params_default(struct act_params *p)
 {

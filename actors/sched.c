@@ -66,7 +66,7 @@ static void rq_push(struct act_runtime *rt, struct act_worker *w,
 		act__mpsc_push(&w->inject, &a->rq_node);
 	}
 	/* Dekker with park(): our push before their check of the queues. */
-	atomic_thread_fence(SEQ);
+	act__fence();
 	if (ZB_UNLIKELY(atomic_load_explicit(&rt->nparked, RLX) > 0))
 		wake_one(rt, w);
 }
@@ -163,7 +163,7 @@ void act__make_runnable(struct act_runtime *rt, struct act_actor *a)
 	}
 	struct act_worker *v = &rt->workers[atomic_load_explicit(&a->home, RLX) % rt->nworkers];
 	act__mpsc_push(&v->inject, &a->rq_node);
-	atomic_thread_fence(SEQ);
+	act__fence();
 	act__wake_worker(v);
 }
 
@@ -295,7 +295,7 @@ static void park(struct act_runtime *rt, struct act_worker *w)
 {
 	atomic_store_explicit(&w->parked, 1, SEQ);
 	atomic_fetch_add_explicit(&rt->nparked, 1, SEQ);
-	atomic_thread_fence(SEQ);
+	act__fence();
 	uint64_t next = act__timers_next(w), now = zb_now_ns();
 	if (!has_work(rt, w) && !atomic_load_explicit(&rt->stop, ACQ) &&
 	    (next == 0 || next > now)) {

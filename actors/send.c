@@ -523,7 +523,7 @@ int act_call_async(struct act_ctx *ctx, act_id to, struct act_msg *req,
 	rec->_sys = SYS_REC_CALL;
 	rec->ref = r;
 	rec->to = to;
-	rec->_priv.aux = tref;
+	__atomic_store_n(&rec->_priv.aux, tref, __ATOMIC_RELAXED);
 	list_push(&a->pending, rec);
 	*ref = r;
 	return 0;

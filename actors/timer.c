@@ -93,7 +93,7 @@ int act_send_after(struct act_runtime *rt, act_id to, uint64_t delay_ns,
 	if (w && !heap_room(rt, w))
 		return -ENOBUFS;
 	m->to = to;
-	m->_priv.aux = deadline;
+	__atomic_store_n(&m->_priv.aux, deadline, __ATOMIC_RELAXED);
 	m->_priv.state = MS_TIMER;
 	atomic_store_explicit(&m->_priv.tword, gen << 2 | T_ARMED, REL);
 	if (tref)
@@ -105,7 +105,7 @@ int act_send_after(struct act_runtime *rt, act_id to, uint64_t delay_ns,
 	struct act_actor *a = act__slot(rt, to);
 	struct act_worker *v = &rt->workers[a ? atomic_load_explicit(&a->home, RLX) % rt->nworkers : 0];
 	act__mpsc_push(&v->timer_inbox, act__qn(m));
-	atomic_thread_fence(SEQ);
+	act__fence();
 	act__wake_worker(v);
 	return 0;
 }
