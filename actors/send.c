@@ -484,6 +484,14 @@ void act_consume(struct act_ctx *ctx, uint32_t reductions)
 		w->extra += reductions;
 }
 
+void act_yield(struct act_ctx *ctx)
+{
+	ZB_ASSERT(ctx_actor(ctx) != NULL);
+	struct act_worker *w = act__tls.w;
+	if (w)
+		w->extra = act__tls.rt->p.reductions;
+}
+
 /* ---- request / reply ------------------------------------------------------------- */
 
 int act_reply(struct act_runtime *rt, const struct act_msg *req,

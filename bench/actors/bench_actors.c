@@ -194,9 +194,12 @@ static int prod_handle(struct act_ctx *ctx, struct act_msg *m)
 		}
 		s->left--;
 	}
-	if (s->left)
+	/* the final "get" may meet a full mailbox as well */
+	if (s->left || act_tell(rt, counter_id, 3, NULL, 0) == ZB_ERR_MAILBOX_FULL) {
+		act_yield(ctx); /* backpressure: let the counter run, retry */
 		return act_tell(rt, act_self(ctx), 2, NULL, 0);
-	return act_tell(rt, counter_id, 2, NULL, 0);
+	}
+	return 0;
 }
 static const struct act_behaviour prod_beh = {"prod", sizeof(struct prod), NULL, prod_handle, NULL};
 
@@ -252,8 +255,10 @@ static int fjsrc_handle(struct act_ctx *ctx, struct act_msg *m)
 		if (*sent % 4096 == 0)
 			break; /* let the workers run */
 	}
-	if (*sent < total)
+	if (*sent < total) {
+		act_yield(ctx);
 		return act_tell(rt, act_self(ctx), 2, NULL, 0);
+	}
 	return 0;
 }
 static const struct act_behaviour fjsrc_beh = {"fjsrc", 8, NULL, fjsrc_handle, NULL};

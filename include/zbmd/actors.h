@@ -227,6 +227,10 @@ void act_trap_exit(struct act_ctx *ctx, bool on);
 void act_msg_take(struct act_ctx *ctx, struct act_msg *m);
 /* Counts extra reductions for expensive work done in a handler. */
 void act_consume(struct act_ctx *ctx, uint32_t reductions);
+/* Ends this run after the current message: if the mailbox still holds
+ * messages the actor goes to the back of the run queue. The way to wait out
+ * backpressure: send yourself a "retry" message, then yield. */
+void act_yield(struct act_ctx *ctx);
 
 /* True while `id` names a live local actor. */
 bool act_alive(struct act_runtime *rt, act_id id);

@@ -95,7 +95,10 @@ static int send_init(struct act_ctx *ctx, void *arg)
 static int send_handle(struct act_ctx *ctx, struct act_msg *m)
 {
 	(void)m;
-	int rc = send_step(*(struct send_info **)act_state(ctx), act_self(ctx));
+	struct send_info *si = *(struct send_info **)act_state(ctx);
+	int rc = send_step(si, act_self(ctx));
+	if (si->pending)
+		act_yield(ctx); /* backpressure: let the receivers run */
 	if (rc)
 		tap_diag("sender failed: %s", zb_strerror(rc));
 	return rc;
