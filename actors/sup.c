@@ -40,6 +40,7 @@ struct sup {
 	uint32_t nstop, stop_pos;
 	int phase;
 	int shut_reason;
+	act_id parent;           /* linked starter, if any */
 	uint64_t delay_ns;
 };
 
@@ -233,8 +234,9 @@ static void on_exit_msg(struct act_ctx *ctx, struct sup *s, act_id from, int rea
 {
 	struct act_runtime *rt = act_ctx_runtime(ctx);
 	int i = find_child(s, from);
-	if (i < 0) { /* the parent (or someone linked) ends us */
-		if (s->phase != PH_SHUTTING)
+	if (i < 0) {
+		/* The parent's exit ends us (OTP); others' exits are ignored. */
+		if (from == s->parent && s->phase != PH_SHUTTING)
 			begin_shutdown(ctx, s, reason);
 		return;
 	}
@@ -323,6 +325,9 @@ static int sup_init(struct act_ctx *ctx, void *arg)
 	}
 	*(struct sup **)act_state(ctx) = s;
 	act_trap_exit(ctx, true);
+	/* Before any child: the only link now is the one to our starter. */
+	struct act_actor *self = (struct act_actor *)ctx;
+	s->parent = self->links ? self->links->to : ACT_ID_NONE;
 	for (uint32_t i = 0; i < s->n; i++) {
 		s->ch[i].used = 1;
 		s->ch[i].arg = sp->children[i].arg;
