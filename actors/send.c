@@ -197,6 +197,7 @@ static void exit_rules(struct act_runtime *rt, struct act_actor *a,
 		m->_sys = SYS_NONE;
 		m->tag = ACT_TAG_EXIT;
 		m->kind = ACT_PL_NONE;
+		m->flags = explicit_signal ? ACT_MF_SIGNAL : 0;
 		handle_user(rt, a, m);
 	} else if (reason == ACT_NORMAL) {
 		act_msg_free(rt, m);

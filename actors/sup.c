@@ -225,18 +225,21 @@ static void do_restart(struct act_ctx *ctx, struct sup *s)
 static int find_child(struct sup *s, act_id id)
 {
 	for (uint32_t j = 0; j < s->n; j++)
-		if (s->ch[j].used && atomic_load_explicit(&s->ch[j].id, RLX) == id)
+		if (s->ch[j].used && id != ACT_ID_NONE &&
+		    atomic_load_explicit(&s->ch[j].id, RLX) == id)
 			return (int)j;
 	return -1;
 }
 
-static void on_exit_msg(struct act_ctx *ctx, struct sup *s, act_id from, int reason)
+static void on_exit_msg(struct act_ctx *ctx, struct sup *s, act_id from, int reason,
+			bool explicit_signal)
 {
 	struct act_runtime *rt = act_ctx_runtime(ctx);
 	int i = find_child(s, from);
 	if (i < 0) {
-		/* The parent's exit ends us (OTP); others' exits are ignored. */
-		if (from == s->parent && s->phase != PH_SHUTTING)
+		/* The parent's exit ends us (OTP), and so does an explicit
+		 * act_exit_signal (a stop request); other links' exits do not. */
+		if ((from == s->parent || explicit_signal) && s->phase != PH_SHUTTING)
 			begin_shutdown(ctx, s, reason);
 		return;
 	}
@@ -265,7 +268,8 @@ static int sup_handle(struct act_ctx *ctx, struct act_msg *m)
 	struct sup *s = sup_of(ctx);
 	struct act_runtime *rt = act_ctx_runtime(ctx);
 	if (m->tag == ACT_TAG_EXIT) {
-		on_exit_msg(ctx, s, m->from, act_msg_reason(m));
+		on_exit_msg(ctx, s, m->from, act_msg_reason(m),
+			    (m->flags & ACT_MF_SIGNAL) != 0);
 		return 0;
 	}
 	if (m->_sys != SYS_SUP)

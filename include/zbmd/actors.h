@@ -118,6 +118,7 @@ void act_buf_unref(struct act_buf *b);
 /* Message flags (act_msg.flags). */
 #define ACT_MF_REPLY 0x1u  /* a reply to act_call / act_call_async (ref set) */
 #define ACT_MF_STAMP 0x2u  /* fill ts_ns at send even without params.timestamps */
+#define ACT_MF_SIGNAL 0x4u /* ACT_TAG_EXIT from act_exit_signal, not a link */
 #define ACT_MF_USER  0x100u /* first bit free for applications */
 
 /* Reserved tags of notifications the runtime delivers to handlers. */

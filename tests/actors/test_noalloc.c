@@ -140,7 +140,15 @@ static void workload(struct act_runtime *rt, act_id a, act_id b, bool poll)
 
 int main(void)
 {
-	tap_plan(4);
+	tap_plan(5);
+	/* the counter itself works (the runtime's allocations are seen too) */
+	atomic_store(&armed, 1);
+	struct act_runtime *probe = mk_rt(1, 0);
+	atomic_store(&armed, 0);
+	ok(atomic_load(&allocs) > 0, "interposed malloc sees the runtime's init allocations (%ld)",
+	   atomic_load(&allocs));
+	act_runtime_destroy(probe);
+	atomic_store(&allocs, 0);
 	struct act_runtime *rt = mk_rt(2, 0);
 	act_id a, b;
 	act_spawn(rt, &echob, NULL, &echo_id);

@@ -53,6 +53,16 @@ static const struct act_behaviour kid = {
 	.init = kid_init, .handle = kid_handle, .terminate = kid_term,
 };
 
+static int stub_init(struct act_ctx *ctx, void *arg)
+{
+	act_trap_exit(ctx, true);
+	return kid_init(ctx, arg);
+}
+static const struct act_behaviour stubborn = {
+	.name = "stubborn", .state_size = sizeof(struct kid_state),
+	.init = stub_init, .handle = kid_handle, .terminate = kid_term,
+};
+
 static const struct act_child_spec four[] = {
 	{"A", &kid, "A", ACT_PERMANENT, 0},
 	{"B", &kid, "B", ACT_PERMANENT, 0},
@@ -100,7 +110,7 @@ int main(void)
 		{"rest_for_one", ACT_REST_FOR_ONE, "TB TD TC SB SC SD"},
 		{"simple_one_for_one", ACT_SIMPLE_ONE_FOR_ONE, "TB SB"},
 	};
-	tap_plan(4 * 3 + 10);
+	tap_plan(4 * 3 + 13);
 	struct act_runtime *rt = mk_rt(1, 0);
 	act_id sup;
 
@@ -196,6 +206,67 @@ int main(void)
 	ok(d[0] >= 15 && d[1] >= 30 && d[2] >= 60 && d[2] > d[1] && d[1] > d[0],
 	   "exponential backoff observed: %.1f %.1f %.1f ms", d[0], d[1], d[2]);
 	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	drain(rt, 1);
+
+	/* linear backoff, base 10 ms: 10, 20, 30 ms */
+	bo.backoff = ACT_BACKOFF_LINEAR;
+	bo.backoff_base_ns = 10000000;
+	act_sup_start(rt, &bo, &sup);
+	drain(rt, 1);
+	for (int k = 0; k < 3; k++) {
+		int before = starts[0];
+		uint64_t t0 = zb_now_ns();
+		act_exit_signal(rt, act_sup_child(rt, sup, 0), -EIO);
+		DRAIN_UNTIL(rt, 1, starts[0] > before, 3000);
+		d[k] = (start_ns[0] - t0) / 1e6;
+	}
+	ok(d[0] >= 10 && d[1] >= 20 && d[2] >= 30 && d[2] < 200,
+	   "linear backoff observed: %.1f %.1f %.1f ms", d[0], d[1], d[2]);
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	drain(rt, 1);
+
+	/* restart types: transient exiting normally and temporary: not restarted */
+	static const struct act_child_spec types[] = {
+		{"A", &kid, "A", ACT_TRANSIENT, 0},
+		{"B", &kid, "B", ACT_TEMPORARY, 0},
+		{"C", &kid, "C", ACT_TRANSIENT, 0},
+	};
+	struct act_sup_spec ty = {
+		.strategy = ACT_ONE_FOR_ONE, .max_restarts = 5, .window_ns = 5000000000ull,
+		.children = types, .n_children = 3,
+	};
+	act_sup_start(rt, &ty, &sup);
+	drain(rt, 1);
+	logbuf[0] = 0;
+	act_exit_signal(rt, act_sup_child(rt, sup, 0), ACT_SHUTDOWN); /* A: normal-ish */
+	act_exit_signal(rt, act_sup_child(rt, sup, 1), -EIO);         /* B: temporary */
+	act_exit_signal(rt, act_sup_child(rt, sup, 2), -EIO);         /* C: error */
+	drain(rt, 1);
+	is_str(logbuf, "TA TB TC SC", "transient restarts only on error, temporary never");
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	drain(rt, 1);
+
+	/* a child that traps exits and ignores shutdown is killed after shutdown_ns */
+	static const struct act_child_spec stub[] = {
+		{"A", &kid, "A", ACT_PERMANENT, 0},
+		{"S", &stubborn, "S", ACT_PERMANENT, 20000000},
+	};
+	struct act_sup_spec sb = {
+		.strategy = ACT_ONE_FOR_ALL, .max_restarts = 5, .window_ns = 5000000000ull,
+		.children = stub, .n_children = 2,
+	};
+	act_sup_start(rt, &sb, &sup);
+	drain(rt, 1);
+	logbuf[0] = 0;
+	uint64_t k0 = zb_now_ns();
+	act_exit_signal(rt, act_sup_child(rt, sup, 0), -EIO);
+	DRAIN_UNTIL(rt, 1, strstr(logbuf, "SS") != NULL, 3000);
+	double kd = (zb_now_ns() - k0) / 1e6;
+	ok(strcmp(logbuf, "TA TS SA SS") == 0 && kd >= 20,
+	   "stubborn child killed after its shutdown grace (%.1f ms): %s", kd, logbuf);
+	act_exit_signal(rt, sup, ACT_KILL);
+	drain(rt, 1);
+
 	act_exit_signal(rt, w, ACT_SHUTDOWN);
 	drain(rt, 1);
 	struct act_stats st;
