@@ -60,9 +60,9 @@ static int work_handle(struct act_ctx *ctx, struct act_msg *m)
 	int w = act_current_worker(act_ctx_runtime(ctx));
 	if (w >= 0 && w < 2)
 		atomic_fetch_add(&ran_on[w], 1);
-	if (m->tag == 2) { /* burn ~2 ms */
+	if (m->tag == 2) { /* burn ~4 ms */
 		uint64_t t = zb_now_ns();
-		while (zb_now_ns() - t < 2000000)
+		while (zb_now_ns() - t < 4000000)
 			;
 	}
 	return 0;
