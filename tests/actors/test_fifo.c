@@ -120,8 +120,21 @@ static void *thr_sender(void *arg)
 	return NULL;
 }
 
-static int run_seed(uint64_t seed)
+/* Hosted mode: plain threads drive the workers with act_worker_poll, as
+ * DPDK lcores do inside the appliance. */
+static _Atomic int lcores_stop;
+static void *lcore(void *arg)
 {
+	unsigned w = (unsigned)(uintptr_t)arg;
+	while (!atomic_load(&lcores_stop))
+		if (!act_worker_poll(rt, w, 512))
+			usleep(50); /* the appliance's idle policy */
+	return NULL;
+}
+
+static int run_seed(uint64_t seed, bool hosted)
+{
+	pthread_t lc[2];
 	struct act_params p;
 	act_params_default(&p);
 	p.workers = 2;
@@ -137,7 +150,12 @@ static int run_seed(uint64_t seed)
 	atomic_store(&total_got, 0);
 	for (int r = 0; r < NR; r++)
 		act_spawn(rt, &recv_beh, &rinfo[r], &receivers[r]);
-	act_start_threads(rt);
+	atomic_store(&lcores_stop, 0);
+	if (hosted)
+		for (uintptr_t i = 0; i < 2; i++)
+			pthread_create(&lc[i], NULL, lcore, (void *)i);
+	else
+		act_start_threads(rt);
 	pthread_t th[NS_THR];
 	for (uint32_t s = 0; s < NS; s++) {
 		sinfo[s].idx = s;
@@ -153,7 +171,13 @@ static int run_seed(uint64_t seed)
 	for (int t = 0; t < NS_THR; t++)
 		pthread_join(th[t], NULL);
 	WAIT_UNTIL(atomic_load(&total_got) == (uint64_t)NS * PER_SENDER, getenv("ACT_DEBUG") ? 2000 : 30000);
-	act_stop_threads(rt);
+	if (hosted) {
+		atomic_store(&lcores_stop, 1);
+		for (int i = 0; i < 2; i++)
+			pthread_join(lc[i], NULL);
+	} else {
+		act_stop_threads(rt);
+	}
 	if (getenv("ACT_DEBUG"))
 		for (int s = 0; s < NS; s++)
 			tap_diag("sender %d sent %u pending %d", s, sinfo[s].sent, sinfo[s].pending);
@@ -172,8 +196,8 @@ static int run_seed(uint64_t seed)
 		}
 	struct act_stats st;
 	act_get_stats(rt, &st);
-	tap_diag("seed %llu: sent %llu got %llu full %llu steals %llu",
-		 (unsigned long long)seed, (unsigned long long)sent,
+	tap_diag("%s seed %llu: sent %llu got %llu full %llu steals %llu",
+		 hosted ? "hosted" : "threads", (unsigned long long)seed, (unsigned long long)sent,
 		 (unsigned long long)got, (unsigned long long)st.send_full,
 		 (unsigned long long)st.steals);
 	act_runtime_destroy(rt);
@@ -187,13 +211,15 @@ int main(void)
 	uint64_t seeds[4] = {1, 2, 3, 0};
 	const char *env = getenv("ACT_SEED");
 	seeds[3] = env ? strtoull(env, NULL, 0) : (uint64_t)zb_now_ns() % 100000;
-	tap_plan(4);
-	for (int i = 0; i < 4; i++) {
-		int bad = run_seed(seeds[i]);
-		if (!ok(bad == 0, "per-pair FIFO, no loss, seed %llu",
-			(unsigned long long)seeds[i]))
+	tap_plan(8);
+	for (int i = 0; i < 8; i++) {
+		bool hosted = i >= 4;
+		int bad = run_seed(seeds[i % 4], hosted);
+		if (!ok(bad == 0, "per-pair FIFO, no loss, %s, seed %llu",
+			hosted ? "hosted (act_worker_poll)" : "worker threads",
+			(unsigned long long)seeds[i % 4]))
 			tap_diag("FAILED with seed %llu (rerun: ACT_SEED=%llu)",
-				 (unsigned long long)seeds[i], (unsigned long long)seeds[i]);
+				 (unsigned long long)seeds[i % 4], (unsigned long long)seeds[i % 4]);
 	}
 	return tap_done();
 }
