@@ -576,6 +576,10 @@ int act_call(struct act_runtime *rt, act_id to, struct act_msg *req,
 	ZB_ASSERT(rt != NULL && req != NULL && reply != NULL);
 	ZB_ASSERT(req->_priv.state == MS_OWNED);
 	*reply = NULL;
+	if (act__my_worker(rt)) { /* would block a worker: use act_call_async */
+		act_msg_free(rt, req);
+		return -EDEADLK;
+	}
 	if ((rc = act__slot_acquire(rt, AK_PORT, &p))) {
 		act_msg_free(rt, req);
 		return rc;

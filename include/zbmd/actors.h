@@ -263,7 +263,8 @@ int act_exit_signal(struct act_runtime *rt, act_id to, int reason);
  * sends `req` (ownership moves, also on error) from a temporary port and
  * waits up to timeout_ns for the reply, returned in *reply (caller frees).
  * A reply after the timeout finds the port gone and is discarded.
- * 0, ZB_ERR_TIMEOUT, or the send error. */
+ * 0, ZB_ERR_TIMEOUT, -EDEADLK (called on a worker: inside an actor it would
+ * stall the worker), or the send error. */
 int act_call(struct act_runtime *rt, act_id to, struct act_msg *req,
 	     uint64_t timeout_ns, struct act_msg **reply);
 /* act_call_async: inside an actor. Sends `req` with a fresh ref (*ref). The

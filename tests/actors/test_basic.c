@@ -134,7 +134,7 @@ static int router(void *ctx, struct act_msg *m)
 
 int main(void)
 {
-	tap_plan(51);
+	tap_plan(58);
 	struct act_runtime *rt = mk_rt(1, 8);
 	struct rec_log log = {0};
 	act_id a, b;
@@ -299,5 +299,34 @@ int main(void)
 	is_int(st.actors_live, 0, "no actors left");
 	is_int(st.msgs_free, 16384, "every message back in the pool");
 	act_runtime_destroy(rt);
+
+	/* bad parameters, pool exhaustion, slot exhaustion */
+	struct act_params pp;
+	struct act_runtime *r2 = NULL;
+	act_params_default(&pp);
+	pp.workers = 0;
+	is_int(act_runtime_create(&pp, &r2), -EINVAL, "0 workers: EINVAL");
+	act_params_default(&pp);
+	pp.mailbox_capacity = 0;
+	is_int(act_runtime_create(&pp, &r2), -EINVAL, "0 mailbox capacity: EINVAL");
+	act_params_default(&pp);
+	pp.workers = 1;
+	pp.message_pool = 4;
+	pp.max_actors = 2;
+	pp.pin = false;
+	is_int(act_runtime_create(&pp, &r2), 0, "tiny runtime");
+	act_id s1, s2, s3;
+	act_spawn(r2, &rec_beh, &log, &s1);
+	act_spawn(r2, &rec_beh, &log, &s2);
+	is_int(act_spawn(r2, &rec_beh, &log, &s3), -ENOBUFS, "no slot left: ENOBUFS");
+	struct act_msg *hold[4];
+	for (int i = 0; i < 4; i++)
+		hold[i] = act_msg_alloc(r2);
+	ok(hold[3] != NULL && act_msg_alloc(r2) == NULL, "pool of 4: the 5th alloc fails");
+	is_int(tell_u32(r2, s1, 1, 0), -ENOBUFS, "send with an empty pool: ENOBUFS");
+	for (int i = 0; i < 4; i++)
+		act_msg_free(r2, hold[i]);
+	is_int(tell_u32(r2, s1, 1, 0), 0, "works again once messages are back");
+	act_runtime_destroy(r2);
 	return tap_done();
 }

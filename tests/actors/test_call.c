@@ -21,6 +21,11 @@ static int srv_handle(struct act_ctx *ctx, struct act_msg *m)
 			atomic_store(&late_reply_rc, rc);
 		return 0;
 	}
+	if (m->tag == 5) { /* a blocking call inside an actor is refused */
+		struct act_msg *q = act_msg_alloc(rt), *r = NULL;
+		atomic_store(&late_reply_rc, act_call(rt, act_self(ctx), q, 1000, &r));
+		return 0;
+	}
 	if (m->tag == 2) { /* delay: forward the request to ourselves later */
 		act_msg_take(ctx, m);
 		m->tag = 3;
@@ -59,7 +64,7 @@ static const struct act_behaviour cli = {.name = "cli", .handle = cli_handle};
 
 int main(void)
 {
-	tap_plan(10);
+	tap_plan(11);
 	struct act_runtime *rt = mk_rt(2, 0);
 	act_spawn(rt, &srv, NULL, &server);
 	act_start_threads(rt);
@@ -88,6 +93,11 @@ int main(void)
 
 	q = act_msg_alloc(rt);
 	is_int(act_call(rt, act_id_make(1, 4000, 3), q, 1000000, &r), ZB_ERR_STALE_ID, "call to a dead id: stale");
+
+	atomic_store(&late_reply_rc, 1);
+	act_tell(rt, server, 5, NULL, 0);
+	WAIT_UNTIL(atomic_load(&late_reply_rc) != 1, 2000);
+	is_int(atomic_load(&late_reply_rc), -EDEADLK, "act_call inside an actor: EDEADLK");
 
 	act_id c;
 	act_spawn(rt, &cli, NULL, &c);
