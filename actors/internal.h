@@ -1,0 +1,283 @@
+/* actors/internal.h — shared between the actor runtime's sources only. */
+#ifndef ZBMD_ACTORS_INTERNAL_H
+#define ZBMD_ACTORS_INTERNAL_H
+
+#include "zbmd/actors.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define RLX memory_order_relaxed
+#define ACQ memory_order_acquire
+#define REL memory_order_release
+#define ACR memory_order_acq_rel
+#define SEQ memory_order_seq_cst
+
+static_assert(sizeof(struct act_msg) == 128, "act_msg is two cache lines");
+
+/* Full fence (Dekker-style handshakes with parked workers). ThreadSanitizer
+ * does not model atomic_thread_fence, so it gets a seq_cst RMW instead. */
+#if defined(__SANITIZE_THREAD__)
+extern __thread _Atomic uint32_t act__fence_word;
+#define act__fence() atomic_fetch_add_explicit(&act__fence_word, 0, memory_order_seq_cst)
+#else
+#define act__fence() atomic_thread_fence(memory_order_seq_cst)
+#endif
+
+/* ---- intrusive MPSC queue (Vyukov) -------------------------------------------
+ * Producers: one atomic exchange. The consumer may see a transiently empty
+ * queue while a producer is between its exchange and its link store; callers
+ * keep an exact count elsewhere and retry. */
+struct act__qnode {
+	_Atomic(struct act__qnode *) next;
+};
+struct act__mpsc {
+	_Atomic(struct act__qnode *) head; /* producers */
+	struct act__qnode *tail;           /* consumer */
+	struct act__qnode stub;
+};
+static inline void act__mpsc_init(struct act__mpsc *q)
+{
+	atomic_store_explicit(&q->stub.next, NULL, RLX);
+	atomic_store_explicit(&q->head, &q->stub, RLX);
+	q->tail = &q->stub;
+}
+static inline void act__mpsc_push(struct act__mpsc *q, struct act__qnode *n)
+{
+	atomic_store_explicit(&n->next, NULL, RLX);
+	struct act__qnode *prev = atomic_exchange_explicit(&q->head, n, ACR);
+	atomic_store_explicit(&prev->next, n, REL);
+}
+static inline struct act__qnode *act__mpsc_pop(struct act__mpsc *q)
+{
+	struct act__qnode *tail = q->tail;
+	struct act__qnode *next = atomic_load_explicit(&tail->next, ACQ);
+	if (tail == &q->stub) {
+		if (!next)
+			return NULL;
+		q->tail = next;
+		tail = next;
+		next = atomic_load_explicit(&tail->next, ACQ);
+	}
+	if (next) {
+		q->tail = next;
+		return tail;
+	}
+	if (tail != atomic_load_explicit(&q->head, ACQ))
+		return NULL; /* producer mid-push */
+	act__mpsc_push(q, &q->stub);
+	next = atomic_load_explicit(&tail->next, ACQ);
+	if (next) {
+		q->tail = next;
+		return tail;
+	}
+	return NULL;
+}
+static inline bool act__mpsc_empty(struct act__mpsc *q)
+{
+	struct act__qnode *h = atomic_load_explicit(&q->head, ACQ);
+	return h == &q->stub && q->tail == &q->stub;
+}
+
+/* ---- actors -------------------------------------------------------------------
+ * word: gen (16, bits 48..63) | closed (bit 32) | count (bits 0..31).
+ * count = messages claimed by senders and not yet consumed; its 0 -> 1
+ * transition makes the actor runnable (the sender schedules it), the
+ * consumer's return to 0 makes it idle. One atomic word, so a sender can
+ * never slip a message into a slot reused by a newer generation. */
+#define W_COUNT_MASK 0xffffffffull
+#define W_CLOSED (1ull << 32)
+#define W_GEN_SHIFT 48
+static inline uint16_t w_gen(uint64_t w) { return (uint16_t)(w >> W_GEN_SHIFT); }
+static inline uint32_t w_count(uint64_t w) { return (uint32_t)(w & W_COUNT_MASK); }
+
+enum { AK_FREE = 0, AK_ACTOR, AK_PORT };
+enum { AF_TRAP = 1, AF_EXITING = 2, AF_BIGSTATE = 8, AF_NOTERM = 16 };
+
+struct act_actor {
+	_Atomic uint64_t word;
+	struct act__mpsc mb;              /* mailbox (messages' _priv.next) */
+	struct act__qnode rq_node;        /* inject-queue link */
+	const struct act_behaviour *beh;
+	void *state;
+	struct act_msg *links;            /* dormant EXIT_LINK msgs to peers */
+	struct act_msg *monitors;         /* dormant DOWN msgs to watchers */
+	struct act_msg *pending;          /* monitor + call records (ours) */
+	act_id id;
+	_Atomic uint8_t home;             /* worker that ran it last */
+	_Atomic uint8_t named;            /* registry entry exists */
+	uint8_t kind;
+	uint8_t flags;
+	int32_t exit_reason;
+	union {
+		uint64_t inline_state[ACT_STATE_INLINE / 8];
+		_Atomic uint32_t port_seq;
+	};
+} __attribute__((aligned(64)));
+static_assert(sizeof(struct act_actor) <= 160, "actor slot stays small");
+
+/* Signal types (act_msg._sys). */
+enum {
+	SYS_NONE = 0,
+	SYS_EXIT_LINK,   /* a linked actor exited (from, _reason) */
+	SYS_EXIT_SIGNAL, /* act_exit_signal */
+	SYS_LINK,        /* peer asks to link: msg becomes our dormant EXIT_LINK */
+	SYS_UNLINK,
+	SYS_MONITOR,     /* msg becomes our dormant DOWN to the watcher */
+	SYS_DEMONITOR,   /* ref */
+	SYS_DOWN,        /* monitored actor exited (ref, _reason) */
+	SYS_CALL_TIMEOUT,/* ref */
+	SYS_REC_MON,     /* record in pending: we monitor `to` with `ref` */
+	SYS_REC_CALL,    /* record in pending: call `ref`, timer in aux */
+	SYS_SUP,         /* supervisor control message (sup.c) */
+};
+
+/* Message private state. */
+enum { MS_FREE = 0, MS_OWNED, MS_QUEUED, MS_HANDLING, MS_TIMER };
+
+/* ---- workers ------------------------------------------------------------------ */
+#define RQ_CAP 256u
+struct act_timer_ent {
+	uint64_t deadline;
+	struct act_msg *m;
+};
+
+struct act_worker {
+	/* run queue: SPMC ring, owner pushes at tail, owner+thieves take at head */
+	_Atomic uint32_t rq_head ZB_ALIGNED_CL;
+	_Atomic uint32_t rq_tail;
+	_Atomic(struct act_actor *) rq[RQ_CAP];
+	struct act__mpsc inject ZB_ALIGNED_CL; /* actors made runnable elsewhere */
+	struct act__mpsc timer_inbox;          /* send_after from other threads */
+	_Atomic uint32_t parked ZB_ALIGNED_CL; /* futex word */
+	/* owner-only below */
+	struct act_actor *lifo ZB_ALIGNED_CL;
+	uint32_t lifo_spent;
+	uint32_t extra;                     /* act_consume in this run */
+	struct act_runtime *rt;
+	uint32_t ticks;
+	uint32_t index;
+	uint64_t rng;
+	struct act_msg *cache[128];         /* message cache (pool.c) */
+	_Atomic uint32_t ncache;            /* owner writes; stats read */
+	struct act_timer_ent *heap;
+	uint32_t nheap, heap_cap;
+	pthread_t thread;
+	bool has_thread;
+	/* statistics (owner writes, readers relaxed) */
+	_Atomic uint64_t st_msgs, st_preempt, st_steals, st_parks, st_late,
+		st_fired, st_tdrop, st_sends, st_full, st_stale;
+};
+
+struct act_name {
+	char name[ACT_NAME_MAX + 1];
+	act_id id;
+};
+
+struct act_runtime {
+	struct act_params p;
+	struct act_actor *slots;
+	size_t slots_bytes;
+	_Atomic uint32_t slot_bump;          /* never-used slots start here */
+	_Atomic uint64_t slot_free;          /* Treiber head: idx+1 | tag<<32 */
+	_Atomic uint32_t *slot_next;
+	_Atomic uint32_t live;
+	struct act_msg *msgs;
+	_Atomic uint64_t msg_free;           /* Treiber head of chains */
+	_Atomic uint32_t msg_free_n;
+	struct act_worker *workers;
+	uint32_t nworkers;
+	_Atomic uint32_t rr;                 /* round-robin home */
+	_Atomic uint32_t nparked;
+	_Atomic bool stop;
+	bool threads;
+	_Atomic uint64_t ref_seq;
+	act_router_fn router;
+	void *router_ctx;
+	pthread_mutex_t names_lock;
+	struct act_name *names;
+	_Atomic uint64_t ext_sends, ext_full, ext_stale; /* non-worker senders */
+	size_t footprint;
+};
+
+/* Thread-local view: which runtime/worker/actor this thread is running. */
+struct act__tls {
+	struct act_runtime *rt;
+	struct act_worker *w;
+	struct act_actor *cur;
+};
+extern __thread struct act__tls act__tls;
+
+static inline struct act_worker *act__my_worker(struct act_runtime *rt)
+{
+	return act__tls.rt == rt ? act__tls.w : NULL;
+}
+static inline struct act_actor *act__slot(struct act_runtime *rt, act_id id)
+{
+	uint32_t s = act_id_slot(id);
+	return s < rt->p.max_actors ? &rt->slots[s] : NULL;
+}
+static inline uint32_t act__msg_index(struct act_runtime *rt, struct act_msg *m)
+{
+	return (uint32_t)(m - rt->msgs);
+}
+static inline struct act_msg *act__msg_of(struct act__qnode *n)
+{
+	return (struct act_msg *)((char *)n - offsetof(struct act_msg, _priv.next));
+}
+static inline struct act__qnode *act__qn(struct act_msg *m)
+{
+	return (struct act__qnode *)&m->_priv.next;
+}
+/* owner-only singly linked lists through _priv.next */
+static inline struct act_msg *lnext(struct act_msg *m)
+{
+	return atomic_load_explicit(&m->_priv.next, RLX);
+}
+static inline void lset(struct act_msg *m, struct act_msg *n)
+{
+	atomic_store_explicit(&m->_priv.next, n, RLX);
+}
+
+/* pool.c */
+int act__pool_init(struct act_runtime *rt);
+struct act_msg *act__msg_get(struct act_runtime *rt);
+void act__msg_put(struct act_runtime *rt, struct act_msg *m);
+void act__cache_flush(struct act_runtime *rt, struct act_worker *w);
+
+/* sched.c */
+void act__make_runnable(struct act_runtime *rt, struct act_actor *a);
+int act__sched_init(struct act_runtime *rt);
+void act__sched_fini(struct act_runtime *rt);
+void act__wake_worker(struct act_worker *w);
+
+/* send.c */
+/* Claims a mailbox place and enqueues. sys: ignore capacity. */
+int act__deliver(struct act_runtime *rt, act_id to, struct act_msg *m, bool sys);
+void act__dispatch(struct act_runtime *rt, struct act_actor *a, struct act_msg *m);
+void act__terminate(struct act_runtime *rt, struct act_actor *a, uint32_t consumed);
+uint64_t act__new_ref(struct act_runtime *rt);
+
+/* timer.c */
+void act__timers_run(struct act_runtime *rt, struct act_worker *w, uint64_t now);
+uint64_t act__timers_next(struct act_worker *w);
+
+/* registry.c */
+void act__unregister_id(struct act_runtime *rt, act_id id);
+
+/* runtime.c */
+void act__slot_release(struct act_runtime *rt, struct act_actor *a);
+int act__slot_acquire(struct act_runtime *rt, uint8_t kind, struct act_actor **out);
+
+static inline void act__stat(struct act_runtime *rt, _Atomic uint64_t *wf,
+			     _Atomic uint64_t *ext)
+{
+	(void)rt;
+	if (wf)
+		atomic_store_explicit(wf, atomic_load_explicit(wf, RLX) + 1, RLX);
+	else
+		atomic_fetch_add_explicit(ext, 1, RLX);
+}
+
+#endif

@@ -1,0 +1,403 @@
+/* actors/runtime.c — runtime creation, actor slots, spawn, actor context. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+
+__thread struct act__tls act__tls;
+#if defined(__SANITIZE_THREAD__)
+__thread _Atomic uint32_t act__fence_word;
+#endif
+
+void act_params_default(struct act_params *p)
+{
+	ZB_ASSERT(p != NULL);
+	memset(p, 0, sizeof(*p));
+	p->node = 1;
+	p->max_actors = 65536;
+	p->mailbox_capacity = 256;
+	p->reductions = 2000;
+	p->workers = 2;
+	p->message_pool = 65536;
+	p->timers = 4096;
+	p->max_names = 1024;
+	p->pin = true;
+	p->timestamps = false;
+}
+
+static int params_check(const struct act_params *p)
+{
+	if (!p->max_actors || p->max_actors > (1u << 30) || !p->mailbox_capacity ||
+	    p->mailbox_capacity > (1u << 30) || !p->reductions || !p->workers ||
+	    p->workers > 256 || !p->message_pool || p->message_pool > (1u << 30) ||
+	    !p->timers || !p->max_names)
+		return -EINVAL;
+	return 0;
+}
+
+static void *big_alloc(size_t bytes)
+{
+	/* Zeroed pages on demand: untouched slots cost no memory. */
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int act_runtime_create(const struct act_params *p, struct act_runtime **out)
+{
+	struct act_runtime *rt;
+	int rc;
+	ZB_ASSERT(p != NULL && out != NULL);
+	*out = NULL;
+	if ((rc = params_check(p)))
+		return rc;
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	rt->p = *p;
+	rt->nworkers = p->workers;
+	rc = -ENOMEM;
+	rt->slots_bytes = (size_t)p->max_actors * sizeof(struct act_actor);
+	rt->slots = big_alloc(rt->slots_bytes);
+	if (!rt->slots)
+		goto fail_rt;
+	rt->slot_next = big_alloc((size_t)p->max_actors * sizeof(uint32_t));
+	if (!rt->slot_next)
+		goto fail_slots;
+	rt->msgs = big_alloc((size_t)p->message_pool * sizeof(struct act_msg));
+	if (!rt->msgs)
+		goto fail_next;
+	rt->names = calloc(p->max_names, sizeof(*rt->names));
+	if (!rt->names)
+		goto fail_msgs;
+	if ((rc = act__pool_init(rt)))
+		goto fail_names;
+	if ((rc = act__sched_init(rt)))
+		goto fail_names;
+	pthread_mutex_init(&rt->names_lock, NULL);
+	rt->footprint = rt->slots_bytes + (size_t)p->max_actors * 4 +
+			(size_t)p->message_pool * sizeof(struct act_msg) +
+			(size_t)p->max_names * sizeof(struct act_name) +
+			(size_t)p->workers * (sizeof(struct act_worker) +
+					      p->timers * sizeof(struct act_timer_ent));
+	*out = rt;
+	return 0;
+fail_names:
+	free(rt->names);
+fail_msgs:
+	munmap(rt->msgs, (size_t)p->message_pool * sizeof(struct act_msg));
+fail_next:
+	munmap(rt->slot_next, (size_t)p->max_actors * sizeof(uint32_t));
+fail_slots:
+	munmap(rt->slots, rt->slots_bytes);
+fail_rt:
+	free(rt);
+	return rc;
+}
+
+void act_runtime_destroy(struct act_runtime *rt)
+{
+	if (!rt)
+		return;
+	act_stop_threads(rt);
+	/* Release buffer references still held by messages anywhere. */
+	for (uint32_t i = 0; i < rt->p.message_pool; i++) {
+		struct act_msg *m = &rt->msgs[i];
+		if (m->_priv.state != MS_FREE && m->kind == ACT_PL_BUF &&
+		    m->u.buf.buf) {
+			act_buf_unref(m->u.buf.buf);
+			m->u.buf.buf = NULL;
+		}
+	}
+	uint32_t used = atomic_load(&rt->slot_bump);
+	for (uint32_t i = 0; i < used && i < rt->p.max_actors; i++)
+		if (rt->slots[i].kind == AK_ACTOR && (rt->slots[i].flags & AF_BIGSTATE))
+			free(rt->slots[i].state);
+	act__sched_fini(rt);
+	pthread_mutex_destroy(&rt->names_lock);
+	free(rt->names);
+	munmap(rt->msgs, (size_t)rt->p.message_pool * sizeof(struct act_msg));
+	munmap(rt->slot_next, (size_t)rt->p.max_actors * sizeof(uint32_t));
+	munmap(rt->slots, rt->slots_bytes);
+	free(rt);
+}
+
+size_t act_runtime_footprint(const struct act_runtime *rt)
+{
+	ZB_ASSERT(rt != NULL);
+	return rt->footprint;
+}
+
+/* ---- slots: bump allocation, then a tagged Treiber free list --------------- */
+
+int act__slot_acquire(struct act_runtime *rt, uint8_t kind, struct act_actor **out)
+{
+	uint64_t old = atomic_load_explicit(&rt->slot_free, ACQ), nw;
+	uint32_t idx;
+	for (;;) {
+		uint32_t i1 = (uint32_t)old;
+		if (!i1) {
+			idx = atomic_fetch_add_explicit(&rt->slot_bump, 1, RLX);
+			if (idx >= rt->p.max_actors) {
+				atomic_fetch_sub_explicit(&rt->slot_bump, 1, RLX);
+				return -ENOBUFS;
+			}
+			break;
+		}
+		uint32_t nx = atomic_load_explicit(&rt->slot_next[i1 - 1], RLX);
+		nw = (uint64_t)((uint32_t)(old >> 32) + 1) << 32 | nx;
+		if (atomic_compare_exchange_weak_explicit(&rt->slot_free, &old, nw,
+							  ACQ, ACQ)) {
+			idx = i1 - 1;
+			break;
+		}
+	}
+	struct act_actor *a = &rt->slots[idx];
+	uint64_t w = atomic_load_explicit(&a->word, ACQ);
+	uint16_t gen = w_gen(w) ? w_gen(w) : 1;
+	ZB_DASSERT(w_count(w) == 0);
+	act__mpsc_init(&a->mb);
+	a->beh = NULL;
+	a->state = a->inline_state;
+	memset(a->inline_state, 0, sizeof(a->inline_state));
+	a->links = a->monitors = a->pending = NULL;
+	a->id = act_id_make(rt->p.node, idx, gen);
+	a->kind = kind;
+	a->flags = 0;
+	atomic_store_explicit(&a->named, 0, RLX);
+	a->exit_reason = 0;
+	/* Opened later by the spawner (count held at 1 while init runs). */
+	atomic_store_explicit(&a->word, (uint64_t)gen << W_GEN_SHIFT | W_CLOSED, REL);
+	atomic_fetch_add_explicit(&rt->live, 1, RLX);
+	*out = a;
+	return 0;
+}
+
+/* Slot back to the free list with the next generation. The mailbox must be
+ * closed and drained. */
+void act__slot_release(struct act_runtime *rt, struct act_actor *a)
+{
+	uint32_t idx = (uint32_t)(a - rt->slots);
+	uint16_t gen = act_id_gen(a->id) + 1;
+	if (!gen)
+		gen = 1;
+	ZB_ASSERT(idx < rt->p.max_actors);
+	if (a->flags & AF_BIGSTATE)
+		free(a->state);
+	a->flags = 0;
+	a->kind = AK_FREE;
+	atomic_store_explicit(&a->word, (uint64_t)gen << W_GEN_SHIFT | W_CLOSED, REL);
+	uint64_t old = atomic_load_explicit(&rt->slot_free, RLX), nw;
+	do {
+		atomic_store_explicit(&rt->slot_next[idx], (uint32_t)old, RLX);
+		nw = (uint64_t)((uint32_t)(old >> 32) + 1) << 32 | (idx + 1);
+	} while (!atomic_compare_exchange_weak_explicit(&rt->slot_free, &old, nw,
+							 REL, RLX));
+	atomic_fetch_sub_explicit(&rt->live, 1, RLX);
+}
+
+bool act_alive(struct act_runtime *rt, act_id id)
+{
+	struct act_actor *a = act__slot(rt, id);
+	if (!a || act_id_node(id) != rt->p.node)
+		return false;
+	uint64_t w = atomic_load_explicit(&a->word, ACQ);
+	return w_gen(w) == act_id_gen(id) && !(w & W_CLOSED);
+}
+
+/* ---- spawn ------------------------------------------------------------------ */
+
+int act_spawn(struct act_runtime *rt, const struct act_behaviour *beh,
+	      void *arg, act_id *out)
+{
+	return act_spawn_opt(rt, beh, arg, NULL, out);
+}
+
+static void link_pair_direct(struct act_actor *a, struct act_actor *b,
+			     struct act_msg *ma, struct act_msg *mb)
+{
+	/* Neither side runs concurrently (b is not published yet), so both link
+	 * lists can be written here. ma: a's notice to b; mb: b's notice to a. */
+	ma->_sys = SYS_EXIT_LINK; ma->from = a->id; ma->to = b->id;
+	mb->_sys = SYS_EXIT_LINK; mb->from = b->id; mb->to = a->id;
+	lset(ma, a->links); a->links = ma;
+	lset(mb, b->links); b->links = mb;
+}
+
+int act_spawn_opt(struct act_runtime *rt, const struct act_behaviour *beh,
+		  void *arg, const struct act_spawn_opts *o, act_id *out)
+{
+	struct act_actor *a, *parent = NULL;
+	struct act_msg *ma = NULL, *mb = NULL;
+	int rc;
+	ZB_ASSERT(rt != NULL && beh != NULL && beh->handle != NULL);
+	if (o && o->link) {
+		if (act__tls.rt != rt || !act__tls.cur)
+			return -EPERM;
+		parent = act__tls.cur;
+		ma = act_msg_alloc(rt);
+		mb = act_msg_alloc(rt);
+		if (!ma || !mb) {
+			rc = -ENOBUFS;
+			goto fail_msgs;
+		}
+	}
+	if ((rc = act__slot_acquire(rt, AK_ACTOR, &a)))
+		goto fail_msgs;
+	a->beh = beh;
+	if (beh->state_size > ACT_STATE_INLINE) {
+		a->state = calloc(1, beh->state_size);
+		if (!a->state) {
+			a->state = a->inline_state;
+			rc = -ENOMEM;
+			goto fail_slot;
+		}
+		a->flags |= AF_BIGSTATE;
+	}
+	if (o && o->trap_exit)
+		a->flags |= AF_TRAP;
+	struct act_worker *mw = act__my_worker(rt);
+	uint32_t home;
+	if (o && o->home > 0 && (uint32_t)o->home <= rt->nworkers)
+		home = (uint32_t)o->home - 1;
+	else if (mw)
+		home = mw->index;
+	else
+		home = atomic_fetch_add_explicit(&rt->rr, 1, RLX) % rt->nworkers;
+	atomic_store_explicit(&a->home, (uint8_t)home, RLX);
+	if (parent)
+		link_pair_direct(parent, a, ma, mb);
+	/* Open the mailbox holding one phantom count: senders reached from init
+	 * queue messages but do not schedule the actor until init is done. */
+	uint64_t gen = act_id_gen(a->id);
+	atomic_store_explicit(&a->word, gen << W_GEN_SHIFT | 1, REL);
+	if (beh->init) {
+		struct act__tls saved = act__tls;
+		act__tls.rt = rt;
+		act__tls.cur = a;
+		if (saved.rt != rt)
+			act__tls.w = NULL;
+		rc = beh->init((struct act_ctx *)a, arg);
+		act__tls = saved;
+		if (rc) {
+			/* Did not start: links are undone silently, as OTP's
+			 * start_link returning {error, R} to the caller. */
+			if (rc > 0)
+				rc = -EINVAL;
+			if (parent) {
+				struct act_msg **pp = &parent->links;
+				while (*pp && *pp != ma)
+					pp = (struct act_msg **)&(*pp)->_priv.next;
+				if (*pp)
+					*pp = lnext(ma);
+			}
+			a->flags |= AF_EXITING | AF_NOTERM;
+			a->exit_reason = rc;
+			act__terminate(rt, a, 1);
+			if (parent)
+				act_msg_free(rt, ma);
+			return rc;
+		}
+	}
+	act_id id = a->id;
+	uint64_t left = atomic_fetch_sub_explicit(&a->word, 1, ACR) - 1;
+	if (w_count(left) > 0)
+		act__make_runnable(rt, a);
+	if (out)
+		*out = id;
+	return 0;
+fail_slot:
+	act__slot_release(rt, a);
+fail_msgs:
+	if (ma)
+		act_msg_free(rt, ma);
+	if (mb)
+		act_msg_free(rt, mb);
+	return rc;
+}
+
+/* ---- actor context ------------------------------------------------------------ */
+
+act_id act_self(const struct act_ctx *ctx)
+{
+	ZB_DASSERT(ctx != NULL);
+	return ((const struct act_actor *)ctx)->id;
+}
+
+void *act_state(struct act_ctx *ctx)
+{
+	ZB_DASSERT(ctx != NULL);
+	return ((struct act_actor *)ctx)->state;
+}
+
+struct act_runtime *act_ctx_runtime(const struct act_ctx *ctx)
+{
+	ZB_ASSERT(ctx != NULL);
+	ZB_ASSERT((const struct act_actor *)ctx == act__tls.cur);
+	return act__tls.rt;
+}
+
+void act_exit(struct act_ctx *ctx, int reason)
+{
+	struct act_actor *a = (struct act_actor *)ctx;
+	ZB_ASSERT(a != NULL && a == act__tls.cur);
+	if (!(a->flags & AF_EXITING)) {
+		a->flags |= AF_EXITING;
+		a->exit_reason = reason == ACT_KILL ? ACT_KILLED : reason;
+	}
+}
+
+void act_trap_exit(struct act_ctx *ctx, bool on)
+{
+	struct act_actor *a = (struct act_actor *)ctx;
+	ZB_ASSERT(a != NULL && a == act__tls.cur);
+	if (on)
+		a->flags |= AF_TRAP;
+	else
+		a->flags &= (uint8_t)~AF_TRAP;
+}
+
+void act_msg_take(struct act_ctx *ctx, struct act_msg *m)
+{
+	ZB_ASSERT(ctx != NULL && m != NULL);
+	ZB_ASSERT(m->_priv.state == MS_HANDLING);
+	m->_priv.state = MS_OWNED;
+}
+
+const char *act_reason_name(int reason)
+{
+	switch (reason) {
+	case ACT_NORMAL: return "normal";
+	case ACT_SHUTDOWN: return "shutdown";
+	case ACT_KILLED: return "killed";
+	case ACT_NOPROC: return "noproc";
+	case ACT_KILL: return "kill";
+	default: return reason < 0 ? zb_strerror(reason) : "unknown";
+	}
+}
+
+void act_get_stats(struct act_runtime *rt, struct act_stats *out)
+{
+	ZB_ASSERT(rt != NULL && out != NULL);
+	memset(out, 0, sizeof(*out));
+	out->sends = atomic_load_explicit(&rt->ext_sends, RLX);
+	out->send_full = atomic_load_explicit(&rt->ext_full, RLX);
+	out->send_stale = atomic_load_explicit(&rt->ext_stale, RLX);
+	uint32_t cached = 0;
+	for (uint32_t i = 0; i < rt->nworkers; i++) {
+		struct act_worker *w = &rt->workers[i];
+		out->messages += atomic_load_explicit(&w->st_msgs, RLX);
+		out->preemptions += atomic_load_explicit(&w->st_preempt, RLX);
+		out->steals += atomic_load_explicit(&w->st_steals, RLX);
+		out->parks += atomic_load_explicit(&w->st_parks, RLX);
+		out->late_replies += atomic_load_explicit(&w->st_late, RLX);
+		out->timers_fired += atomic_load_explicit(&w->st_fired, RLX);
+		out->timers_dropped += atomic_load_explicit(&w->st_tdrop, RLX);
+		out->sends += atomic_load_explicit(&w->st_sends, RLX);
+		out->send_full += atomic_load_explicit(&w->st_full, RLX);
+		out->send_stale += atomic_load_explicit(&w->st_stale, RLX);
+		cached += atomic_load_explicit(&w->ncache, RLX);
+	}
+	out->actors_live = atomic_load_explicit(&rt->live, RLX);
+	out->msgs_free = atomic_load_explicit(&rt->msg_free_n, RLX) + cached;
+}
