@@ -144,7 +144,8 @@ uint16_t zb_f32_to_f16(float f)
 	if (a < 0x38800000u) {                                /* subnormal/zero */
 		/* Add 0.5 (as float) so the FPU rounds the mantissa for us. */
 		float v = u2f(a) + 0.5f;
-		return (uint16_t)(sign | ((f2u(v) - 0x3f000000u) & 0x3ffu));
+		/* No mask: a carry out of the mantissa is the smallest normal (0x0400). */
+		return (uint16_t)(sign | (f2u(v) - 0x3f000000u));
 	}
 	uint32_t mant_odd = (a >> 13) & 1u;
 	a += 0xc8000fffu + mant_odd;      /* rebias exponent (-112<<23) + round */

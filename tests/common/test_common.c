@@ -9,7 +9,7 @@ int main(void)
 	enum zb_dtype t;
 	enum zb_redop op;
 
-	tap_plan(12);
+	tap_plan(14);
 	is_str(zb_strerror(ZB_ERR_MAILBOX_FULL), "mailbox full (backpressure)", "project code named");
 	is_str(zb_strerror(-ENOMEM), "Cannot allocate memory", "errno named");
 	ok(strncmp(zb_strerror(-(ZB_ERR_BASE + 999)), "unknown", 7) == 0, "unknown code named");
@@ -29,6 +29,9 @@ int main(void)
 	is_int(bad, 0, "f16 round trip exact for all finite values");
 	ok(zb_f32_to_f16(1.0f + 1.0f / 4096) == 0x3c00, "f16 rounds to nearest even");
 	ok(zb_bf16_to_f32(zb_f32_to_bf16(3.140625f)) == 3.140625f, "bf16 exact value");
+	/* Just below 2^-14 rounds up into the smallest normal, not to zero. */
+	is_int(zb_f32_to_f16(6.1035e-05f * 0.99999f), 0x0400, "f16 subnormal carry reaches smallest normal");
+	is_int(zb_f32_to_f16(-6.1035e-05f * 0.99999f), 0x8400, "negative carry keeps the sign");
 	ok(isnan(zb_f16_to_f32(zb_f32_to_f16(NAN))), "f16 NaN stays NaN");
 	return tap_done();
 }
