@@ -3,107 +3,9 @@
 #include "zbmd/gpu.h"
 #include "../../gpu/internal.h"
 #include "tap.h"
+#include "ref.h"
 
 #include <math.h>
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-static float frand(void) { return (float)((int)(next() % 2001) - 1000) / 128.0f; }
-
-static void fill(void *p, size_t n, enum zb_dtype t, enum zb_redop op)
-{
-	for (size_t i = 0; i < n; i++) {
-		float f = frand();
-		switch (t) {
-		case ZB_F32: ((float *)p)[i] = f; break;
-		case ZB_F64: ((double *)p)[i] = (double)f * 1.000001; break;
-		case ZB_F16: ((uint16_t *)p)[i] = zb_f32_to_f16(f); break;
-		case ZB_BF16: ((uint16_t *)p)[i] = zb_f32_to_bf16(f); break;
-		case ZB_I32:
-			((int32_t *)p)[i] = op == ZB_PROD ? (int32_t)(next() % 7) - 3
-							  : (int32_t)next();
-			break;
-		case ZB_I64:
-			((int64_t *)p)[i] = op == ZB_PROD ? (int64_t)(next() % 7) - 3
-							  : (int64_t)next();
-			break;
-		default: break;
-		}
-	}
-}
-
-/* The reference: one element at a time, no tricks. */
-static double fop(double a, double b, enum zb_redop op)
-{
-	switch (op) {
-	case ZB_SUM: case ZB_AVG: return a + b;
-	case ZB_PROD: return a * b;
-	case ZB_MIN: return b < a ? b : a;
-	default: return b > a ? b : a;
-	}
-}
-
-static void ref_reduce(void *d, const void *s, size_t n, enum zb_dtype t,
-		       enum zb_redop op)
-{
-	for (size_t i = 0; i < n; i++) {
-		switch (t) {
-		case ZB_F32: {
-			float a = ((float *)d)[i], b = ((const float *)s)[i];
-			((float *)d)[i] = op == ZB_PROD ? a * b
-					  : (op == ZB_SUM || op == ZB_AVG) ? a + b
-					  : (float)fop(a, b, op);
-			break;
-		}
-		case ZB_F64:
-			((double *)d)[i] = fop(((double *)d)[i], ((const double *)s)[i], op);
-			break;
-		case ZB_F16: {
-			float a = zb_f16_to_f32(((uint16_t *)d)[i]);
-			float b = zb_f16_to_f32(((const uint16_t *)s)[i]);
-			float r = op == ZB_PROD ? a * b
-				  : (op == ZB_SUM || op == ZB_AVG) ? a + b
-				  : (float)fop(a, b, op);
-			((uint16_t *)d)[i] = zb_f32_to_f16(r);
-			break;
-		}
-		case ZB_BF16: {
-			float a = zb_bf16_to_f32(((uint16_t *)d)[i]);
-			float b = zb_bf16_to_f32(((const uint16_t *)s)[i]);
-			float r = op == ZB_PROD ? a * b
-				  : (op == ZB_SUM || op == ZB_AVG) ? a + b
-				  : (float)fop(a, b, op);
-			((uint16_t *)d)[i] = zb_f32_to_bf16(r);
-			break;
-		}
-		case ZB_I32: {
-			int64_t a = ((int32_t *)d)[i], b = ((const int32_t *)s)[i];
-			int64_t r = op == ZB_SUM || op == ZB_AVG ? a + b
-				    : op == ZB_PROD ? a * b
-				    : op == ZB_MIN ? (a < b ? a : b) : (a > b ? a : b);
-			((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)r;
-			break;
-		}
-		case ZB_I64: {
-			uint64_t ua = (uint64_t)((int64_t *)d)[i];
-			uint64_t ub = (uint64_t)((const int64_t *)s)[i];
-			int64_t a = (int64_t)ua, b = (int64_t)ub;
-			int64_t r = op == ZB_SUM || op == ZB_AVG ? (int64_t)(ua + ub)
-				    : op == ZB_PROD ? (int64_t)(ua * ub)
-				    : op == ZB_MIN ? (a < b ? a : b) : (a > b ? a : b);
-			((int64_t *)d)[i] = r;
-			break;
-		}
-		default: break;
-		}
-	}
-}
 
 #define MAXN 4099
 static unsigned char d1[MAXN * 8 + 64], d2[MAXN * 8 + 64], sb[MAXN * 8 + 64];
@@ -151,8 +53,8 @@ int main(void)
 			for (size_t si = 0; si < ZB_ARRAY_LEN(sizes); si++)
 				for (size_t oi = 0; oi < ZB_ARRAY_LEN(offs); oi++) {
 					size_t n = sizes[si], off = offs[oi] * es;
-					fill(d1 + off, n, t, op);
-					fill(sb + off, n, t, op);
+					ref_fill(d1 + off, n, t, op);
+					ref_fill(sb + off, n, t, op);
 					memcpy(d2 + off, d1 + off, n * es);
 					ref_reduce(d2 + off, sb + off, n, t, op);
 					if (gpu_host_reduce(d1 + off, sb + off, n, t, op) != 0 ||
@@ -167,7 +69,7 @@ int main(void)
 	for (int t = 0; t < ZB_DTYPE_COUNT; t++) {
 		size_t n = 1001, es = zb_dtype_size(t);
 		int bad = 0;
-		fill(d1, n, t, ZB_SUM);
+		ref_fill(d1, n, t, ZB_SUM);
 		memcpy(d2, d1, n * es);
 		if (gpu_host_scale(d1, n, t, 1.0 / 3) != 0)
 			bad++;
