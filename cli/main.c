@@ -1,6 +1,7 @@
 /* zbmd — the node process and its tools. `zbmd help` lists the commands. */
 #include "cli.h"
 #include "zbmd/common.h"
+#include "zbmd/gpu.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static int cmd_version(int argc, char **argv)
 
 /* `zbmd bench WHAT`: one row per benchmark. */
 static const struct zb_cmd bench_commands[] = {
+	{"gpu", gpu_cmd_bench, "sgemm and reduce per GPU backend [--backend B]"},
 	{NULL, NULL, NULL},
 };
 
@@ -38,6 +40,7 @@ static int cmd_bench(int argc, char **argv)
 static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
+	{"gpu-info", gpu_cmd_info, "GPU backends compiled in, usable, devices"},
 	{"version", cmd_version, "print the version"},
 };
 
