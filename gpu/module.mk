@@ -46,6 +46,13 @@ gpu_CFLAGS += -DZB_GPU_VULKAN_WHY='"$(if $(GPU_GLSLC),,no glslc )$(if $(GPU_HAVE
 GPU_NOT += vulkan(no $(if $(GPU_GLSLC),,glslc )$(if $(GPU_HAVE_VK),,vulkan headers))
 endif
 
+# The cuda/hip kernel source, embedded as a string for NVRTC / hipRTC.
+GPU_RTC_C := $(BUILD)/gen/gpu/rtc_source.c
+gpu_SRCS += $(GPU_RTC_C)
+$(GPU_RTC_C): gpu/kernels/zb_kernels.cu gpu/shaders/embed_text.sh
+	@mkdir -p $(@D)
+	gpu/shaders/embed_text.sh $@ gpu__rtc_source $<
+
 # cuda: compiled against the CUDA headers when present, loaded at run time
 # with dlopen (libcuda.so.1, libcublas, libnvrtc): the binary runs anywhere.
 CUDA_HOME ?= /usr/local/cuda
