@@ -229,7 +229,7 @@ struct cu_be {
 	CUdevice dev;
 	CUcontext cuctx;
 	CUmodule mod;
-	CUfunction reduce[ZB_DTYPE_COUNT], scale[ZB_DTYPE_COUNT];
+	CUfunction reduce[ZB_DTYPE_COUNT], scale[ZB_DTYPE_COUNT], sgemm;
 	cublasHandle_t blas;
 	unsigned max_blocks;
 };
@@ -283,7 +283,7 @@ static int load_kernels(struct cu_be *be)
 		if (rc == 0)
 			rc = cu_err(p_cuModuleGetFunction(&be->scale[t], be->mod, name));
 	}
-	return rc;
+	return rc ? rc : cu_err(p_cuModuleGetFunction(&be->sgemm, be->mod, "zb_sgemm"));
 }
 
 static int cu_open(struct gpu_ctx *ctx, int index)
@@ -443,9 +443,17 @@ static int cu_sgemm(struct gpu_ctx *ctx, struct gpu_stream *s, bool ta,
 		    int ldc)
 {
 	struct cu_be *be = BE(ctx);
+	CUR(ctx);
+	if (!be->blas && be->sgemm) { /* no cuBLAS: the NVRTC-compiled kernel */
+		int ta_ = ta, tb_ = tb;
+		void *args[] = {&ta_, &tb_, &m, &n, &k, &alpha, &a, &lda, &b, &ldb,
+				&beta, &c, &ldc};
+		return cu_err(p_cuLaunchKernel(be->sgemm, (unsigned)(m + 15) / 16,
+					       (unsigned)(n + 15) / 16, 1, 16, 16, 1,
+					       0, CS(s), args, NULL));
+	}
 	if (!be->blas)
 		return ZB_ERR_UNSUPPORTED;
-	CUR(ctx);
 	if (p_cublasSetStream_v2(be->blas, (cudaStream_t)CS(s)) != CUBLAS_STATUS_SUCCESS)
 		return ZB_ERR_DEVICE;
 	cublasStatus_t st = p_cublasSgemm_v2(

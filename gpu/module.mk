@@ -63,11 +63,11 @@ else
 GPU_NOT += cuda(no $(CUDA_HOME)/include/cuda.h)
 endif
 
-# hip: the same through the HIP runtime and hipRTC (dlopen); the kernels
-# are also compile-checked with hipcc at build time when it works.
-ifneq ($(wildcard /usr/include/hip/hip_runtime_api.h /opt/rocm/include/hip/hip_runtime_api.h),)
-GPU_HIP_INC := $(dir $(patsubst %/,%,$(dir $(firstword $(wildcard /usr/include/hip/hip_runtime_api.h /opt/rocm/include/hip/hip_runtime_api.h)))))
-$(BUILD)/obj/gpu/hip_backend.o: CFLAGS += -DZB_GPU_HAVE_HIP
+# hip: the same through the HIP runtime and hipRTC (dlopen); the kernel
+# source is also compile-checked with hipcc by tests/gpu/test_kernels_compile.sh.
+GPU_HIP_HDR := $(firstword $(wildcard /usr/include/hip/hip_runtime_api.h /opt/rocm/include/hip/hip_runtime_api.h))
+ifneq ($(GPU_HIP_HDR),)
+$(BUILD)/obj/gpu/hip_backend.o: CFLAGS += -DZB_GPU_HAVE_HIP -D__HIP_PLATFORM_AMD__ $(if $(filter /opt/%,$(GPU_HIP_HDR)),-isystem /opt/rocm/include)
 GPU_BUILT += hip(dlopen)
 else
 GPU_NOT += hip(no HIP headers)

@@ -113,3 +113,37 @@ extern "C" __global__ void zb_scale_5(zb_i64 *d, zb_u64 n, float ff, double fd)
 		      d[i] = v >= 9223372036854775808.0 ? 9223372036854775807LL
 			     : v < -9223372036854775808.0 ? (-9223372036854775807LL - 1) : (zb_i64)v)
 }
+
+// C = alpha op(A) op(B) + beta C, column-major, 16x16 shared-memory tiles;
+// launch with block (16, 16) and grid (ceil(m/16), ceil(n/16)).  Used by
+// hip (no BLAS dependency) and by cuda when cuBLAS is missing.  beta == 0
+// means C is not read (BLAS rule).
+extern "C" __global__ void zb_sgemm(int ta, int tb, int m, int n, int k,
+				    float alpha, const float *a, int lda,
+				    const float *b, int ldb, float beta,
+				    float *c, int ldc)
+{
+	__shared__ float As[16][17];
+	__shared__ float Bs[16][17];
+	int lx = threadIdx.x, ly = threadIdx.y;
+	int i = blockIdx.x * 16 + lx, j = blockIdx.y * 16 + ly;
+	float acc = 0.0f;
+	for (int t = 0; t < k; t += 16) {
+		int p = t + ly, q = t + lx;
+		As[lx][ly] = (i < m && p < k)
+			? (ta ? a[p + (zb_u64)i * lda] : a[i + (zb_u64)p * lda]) : 0.0f;
+		Bs[lx][ly] = (q < k && j < n)
+			? (tb ? b[j + (zb_u64)q * ldb] : b[q + (zb_u64)j * ldb]) : 0.0f;
+		__syncthreads();
+		for (int r = 0; r < 16; r++)
+			acc = __fadd_rn(acc, __fmul_rn(As[lx][r], Bs[r][ly]));
+		__syncthreads();
+	}
+	if (i < m && j < n) {
+		zb_u64 ci = i + (zb_u64)j * ldc;
+		float v = alpha * acc;
+		if (beta != 0.0f)
+			v += beta * c[ci];
+		c[ci] = v;
+	}
+}

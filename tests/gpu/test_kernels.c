@@ -28,7 +28,8 @@ int main(void)
 		snprintf(s, sizeof(s), ".entry zb_scale_%d", t);
 		found += has(img, len, r) + has(img, len, s);
 	}
-	is_int(found, 2 * ZB_DTYPE_COUNT, "PTX has every reduce/scale entry point");
+	found += rc == 0 && has(img, len, ".entry zb_sgemm");
+	is_int(found, 2 * ZB_DTYPE_COUNT + 1, "PTX has every reduce/scale/sgemm entry point");
 	free(img);
 	img = NULL;
 	rc = gpu__nvrtc_compile("sm_80", &img, &len, log, sizeof(log));
