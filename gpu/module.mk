@@ -42,7 +42,7 @@ $(GPU_SPV_C): $(foreach n,$(GPU_SPV_NAMES),$(GPU_SPV_DIR)/$(n).spv)
 	@mkdir -p $(@D)
 	gpu/shaders/embed.sh $@ $(foreach n,$(GPU_SPV_NAMES),$(n)=$(GPU_SPV_DIR)/$(n).spv)
 else
-gpu_CFLAGS += -DZB_GPU_VULKAN_WHY='"$(if $(GPU_GLSLC),,no glslc )$(if $(GPU_HAVE_VK),,no vulkan.pc)at build time"'
+gpu_CFLAGS += -DZB_GPU_VULKAN_WHY='"$(if $(GPU_GLSLC),,no glslc, )$(if $(GPU_HAVE_VK),,no vulkan.pc, )at build time"'
 GPU_NOT += vulkan(no $(if $(GPU_GLSLC),,glslc )$(if $(GPU_HAVE_VK),,vulkan headers))
 endif
 
@@ -75,3 +75,25 @@ endif
 GPU_HIPCC := $(shell command -v hipcc 2>/dev/null)
 
 gpu_SUMMARY = $(GPU_BUILT)$(if $(GPU_NOT),; not built: $(GPU_NOT))
+
+# ---- targets --------------------------------------------------------------
+# bench-gpu: the benchmark through zbmd (never part of make test).
+# gpu-only / test-gpu-only / bench-gpu-only: build and run only common + gpu
+# + its tests and a stand-alone gpu-info/bench helper, with no DPDK and no
+# other module: what a GPU machine needs (see docs/gpu.md).  BINS= drops the
+# zbmd binary (which links every module) from the test prerequisites.
+GPU_ONLY_GOALS = $(BUILD)/lib/libzb_gpu.a \
+	$(patsubst tests/%.c,$(BUILD)/tests/%.t,$(wildcard tests/gpu/test_*.c)) \
+	$(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/gpu/helper_*.c))
+GPU_ONLY_RUN = $(patsubst tests/%.c,$(BUILD)/tests/%.t,$(wildcard tests/gpu/test_*.c)) \
+	$(wildcard tests/gpu/test_*.sh)
+.PHONY: bench-gpu gpu-only test-gpu-only bench-gpu-only
+bench-gpu: $(BUILD)/bin/zbmd
+	$(BUILD)/bin/zbmd bench gpu $(GPU_BENCH_ARGS)
+gpu-only:
+	$(MAKE) BINS= $(GPU_ONLY_GOALS)
+	@echo "gpu-only: $(gpu_SUMMARY)"
+test-gpu-only: gpu-only
+	ZBMD_GPU_CLI=$(abspath $(BUILD))/tests/gpu/helper_gpucli $(PROVE) $(GPU_ONLY_RUN)
+bench-gpu-only: gpu-only
+	$(BUILD)/tests/gpu/helper_gpucli bench gpu $(GPU_BENCH_ARGS)
