@@ -23,7 +23,7 @@ GPU_HAVE_VK := $(shell $(PKG_CONFIG) --exists vulkan 2>/dev/null && echo 1)
 ifeq ($(GPU_HAVE_VK)$(if $(GPU_GLSLC),1),11)
 GPU_SPV_C := $(BUILD)/gen/gpu/vk_spirv.c
 GPU_SPV_DIR := $(BUILD)/gen/gpu/spv
-GPU_SPV_NAMES := $(foreach t,0 1 2 3 4 5,reduce_$(t) scale_$(t)) sgemm
+GPU_SPV_NAMES := $(foreach t,0 1 2 3 4 5,reduce_$(t) scale_$(t)) sgemm sgemm_naive
 gpu_SRCS += $(GPU_SPV_C)
 gpu_CFLAGS += -DZB_GPU_HAVE_VULKAN $(shell $(PKG_CONFIG) --cflags vulkan)
 gpu_LDLIBS += $(shell $(PKG_CONFIG) --libs vulkan)
@@ -38,6 +38,9 @@ $(GPU_SPV_DIR)/scale_%.spv: gpu/shaders/scale.comp $(GPU_SHADER_DEPS)
 $(GPU_SPV_DIR)/sgemm.spv: gpu/shaders/sgemm.comp
 	@mkdir -p $(@D)
 	$(GPU_GLSLC) --target-env=vulkan1.1 -O $< -o $@
+$(GPU_SPV_DIR)/sgemm_naive.spv: gpu/shaders/sgemm.comp
+	@mkdir -p $(@D)
+	$(GPU_GLSLC) --target-env=vulkan1.1 -O -DNAIVE $< -o $@
 $(GPU_SPV_C): $(foreach n,$(GPU_SPV_NAMES),$(GPU_SPV_DIR)/$(n).spv)
 	@mkdir -p $(@D)
 	gpu/shaders/embed.sh $@ $(foreach n,$(GPU_SPV_NAMES),$(n)=$(GPU_SPV_DIR)/$(n).spv)

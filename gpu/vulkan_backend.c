@@ -275,7 +275,9 @@ static int make_pipes(struct gpu_ctx *ctx, struct vk_be *be)
 			rc = make_pipe(be, name, &be->pipes[PIPE_SCALE + t]);
 		}
 	}
-	return rc ? rc : make_pipe(be, "sgemm", &be->pipes[PIPE_SGEMM]);
+	/* software devices: the barrier-free variant (see sgemm.comp) */
+	return rc ? rc : make_pipe(be, ctx->dev.software ? "sgemm_naive" : "sgemm",
+				   &be->pipes[PIPE_SGEMM]);
 }
 
 static int pick_memtype(struct vk_be *be)

@@ -12,8 +12,10 @@ layout(push_constant) uniform PC {
 	float alpha, beta;
 } pc;
 
+#ifndef NAIVE
 shared float As[16][17];
 shared float Bs[16][17];
+#endif
 
 float opA(int i, int p)
 {
@@ -33,6 +35,13 @@ void main()
 	int i = int(gl_WorkGroupID.x) * 16 + lx;
 	int j = int(gl_WorkGroupID.y) * 16 + ly;
 	float acc = 0.0;
+#ifdef NAIVE
+	// One C element per invocation, no shared memory or barriers: on a
+	// software device (lavapipe) barriers cost far more than the loads.
+	if (i < pc.m && j < pc.n)
+		for (int p = 0; p < pc.k; p++)
+			acc += opA(i, p) * opB(p, j);
+#else
 	for (int t = 0; t < pc.k; t += 16) {
 		As[lx][ly] = (i < pc.m && t + ly < pc.k) ? opA(i, t + ly) : 0.0;
 		Bs[lx][ly] = (t + lx < pc.k && j < pc.n) ? opB(t + lx, j) : 0.0;
@@ -41,6 +50,7 @@ void main()
 			acc += As[lx][p] * Bs[p][ly];
 		barrier();
 	}
+#endif
 	if (i < pc.m && j < pc.n) {
 		uint ci = pc.c_off + uint(i + j * pc.ldc);
 		float r = pc.alpha * acc;
