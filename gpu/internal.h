@@ -11,9 +11,13 @@
 #include <string.h>
 
 /* ---- branch-free half-precision conversions ------------------------------
- * Bit-identical to zb_f16_to_f32 & co in common/common.c (the test checks
- * every 16-bit input and a sweep of f32 inputs), but inline and written as
- * selects so that gcc vectorises the loops that use them. */
+ * The algorithms of zb_f16_to_f32 & co in common/common.c, inline and
+ * written as selects so that gcc vectorises the loops that use them, with
+ * one fix: f32 -> f16 of a value just below 2^-14 that rounds up to the
+ * smallest normal (|x| in [0x387fe000, 0x38800000) as f32 bits) gives
+ * 0x0400; common.c masks the carry away and returns 0 there.  The tests
+ * check these against an exact double-based reference on every 16-bit
+ * input and a sweep of f32 inputs. */
 static inline uint32_t gpu__f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float gpu__u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
@@ -22,12 +26,17 @@ static inline float gpu__bf16_to_f32(uint16_t h)
 	return gpu__u2f((uint32_t)h << 16);
 }
 
+/* Select by mask (all ones / all zeros): gcc if-converts and vectorises
+ * these where it would keep a branch for a nested ?: chain. */
+static inline uint32_t gpu__mask(bool c) { return (uint32_t)0 - (uint32_t)c; }
+
 static inline uint16_t gpu__f32_to_bf16(float f)
 {
 	uint32_t u = gpu__f2u(f);
 	uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 	uint32_t quiet = (u >> 16) | 0x40u;
-	return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+	uint32_t nan = gpu__mask((u & 0x7fffffffu) > 0x7f800000u);
+	return (uint16_t)((quiet & nan) | (rounded & ~nan));
 }
 
 static inline float gpu__f16_to_f32(uint16_t h)
@@ -38,7 +47,8 @@ static inline float gpu__f16_to_f32(uint16_t h)
 	uint32_t infnan = sign | 0x7f800000u | (man << 13);
 	/* subnormal (and zero): man * 2^-24, exact in f32 */
 	uint32_t sub = sign | gpu__f2u((float)man * (1.0f / 16777216.0f));
-	return gpu__u2f(exp == 0 ? sub : exp == 31 ? infnan : norm);
+	uint32_t m_sub = gpu__mask(exp == 0), m_inf = gpu__mask(exp == 31);
+	return gpu__u2f((sub & m_sub) | (infnan & m_inf) | (norm & ~(m_sub | m_inf)));
 }
 
 static inline uint16_t gpu__f32_to_f16(float f)
@@ -46,16 +56,23 @@ static inline uint16_t gpu__f32_to_f16(float f)
 	uint32_t u = gpu__f2u(f);
 	uint32_t sign = (u >> 16) & 0x8000u;
 	uint32_t a = u & 0x7fffffffu;
-	/* subnormal/zero: adding 0.5 lets the FPU round the mantissa */
-	uint32_t sub = (gpu__f2u(gpu__u2f(a) + 0.5f) - 0x3f000000u) & 0x3ffu;
+	/* subnormal/zero: adding 0.5 lets the FPU round the mantissa; a carry
+	 * into bit 10 is the correct smallest-normal encoding 0x0400 */
+	uint32_t sub = gpu__f2u(gpu__u2f(a) + 0.5f) - 0x3f000000u;
 	/* normal: rebias exponent (-112 << 23) and round to nearest even */
 	uint32_t norm = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;
-	uint32_t r = a > 0x7f800000u ? 0x7e00u
-		     : a >= 0x477ff000u ? 0x7c00u
-		     : a < 0x38800000u ? sub : norm;
+	uint32_t m_nan = gpu__mask(a > 0x7f800000u);
+	uint32_t m_inf = gpu__mask(a >= 0x477ff000u) & ~m_nan; /* overflow: inf */
+	uint32_t m_sub = gpu__mask(a < 0x38800000u);
+	uint32_t r = (0x7e00u & m_nan) | (0x7c00u & m_inf) | (sub & m_sub) |
+		     (norm & ~(m_nan | m_inf | m_sub));
 	return (uint16_t)(sign | r);
 }
 
+/* Block conversions used by the host reduction: hw = true allows the x86
+ * F16C path (same bits as the portable one; the test forces each path). */
+void gpu__f16_widen(float *out, const uint16_t *in, size_t n, bool hw);
+void gpu__f16_narrow(uint16_t *out, const float *in, size_t n, bool hw);
 
 /* ---- the backend interface ---------------------------------------------- */
 

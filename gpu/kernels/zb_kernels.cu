@@ -5,8 +5,8 @@
 // also compile-checks this file with nvcc and hipcc.
 //
 // 16-bit floats travel as raw 16-bit words and are converted with integer
-// code bit-identical to zb_f16_to_f32 & co in common/common.c, so results
-// match the host reference exactly, whatever the device's own half support.
+// code bit-identical to gpu__f16_to_f32 & co in gpu/internal.h, so results
+// match the host reduction exactly, whatever the device's own half support.
 #if defined(__HIPCC__) && !defined(__HIPCC_RTC__)
 #include <hip/hip_runtime.h>
 #endif
@@ -35,7 +35,7 @@ __device__ __forceinline__ zb_u16 zb_f32_to_f16(float f)
 		return (zb_u16)(sign | 0x7c00u);
 	if (a < 0x38800000u) {
 		float v = __fadd_rn(__uint_as_float(a), 0.5f);
-		return (zb_u16)(sign | ((__float_as_uint(v) - 0x3f000000u) & 0x3ffu));
+		return (zb_u16)(sign | (__float_as_uint(v) - 0x3f000000u)); // carry = 0x0400
 	}
 	return (zb_u16)(sign | ((a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13));
 }

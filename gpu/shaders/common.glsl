@@ -1,7 +1,8 @@
 // Shared by the zbmd compute shaders.  DT selects the element type with the
 // numbering of enum zb_dtype: 0 f32, 1 f16, 2 bf16, 3 f64, 4 i32, 5 i64.
 // 16-bit floats are stored as raw 16-bit words and converted with integer
-// code that is bit-identical to zb_f16_to_f32 & co in common/common.c.
+// code that is bit-identical to gpu__f16_to_f32 & co in gpu/internal.h
+// (the common.c algorithms, with the rounding-to-smallest-normal fix).
 #if DT == 1 || DT == 2
 #extension GL_EXT_shader_16bit_storage : require
 #define STORE_T uint16_t
@@ -42,7 +43,7 @@ uint zb_f32_to_f16(float f)
 		return sign | 0x7c00u;
 	if (a < 0x38800000u) {
 		float v = uintBitsToFloat(a) + 0.5;
-		return sign | ((floatBitsToUint(v) - 0x3f000000u) & 0x3ffu);
+		return sign | (floatBitsToUint(v) - 0x3f000000u); // carry = 0x0400
 	}
 	return sign | ((a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13);
 }

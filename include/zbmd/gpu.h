@@ -213,7 +213,9 @@ enum gpu_reg_path gpu_reg_path_for(struct gpu_ctx *ctx, gpu_ptr_t p,
  * gpu_host_reduce: dst[i] = dst[i] OP src[i] for i in [0, count).
  *   ZB_AVG accumulates a sum; the caller scales by 1/n at the end with
  *   gpu_host_scale.  f16/bf16 are computed in f32 and rounded back to
- *   nearest-even (zb_f32_to_f16 / zb_f32_to_bf16).  Integer sum and prod wrap
+ *   nearest-even (the algorithms of zb_f32_to_f16 / zb_f32_to_bf16; for f16
+ *   values that round up to the smallest normal, 0x0400 where common.c
+ *   currently gives 0).  Integer sum and prod wrap
  *   modulo 2^bits (no undefined behaviour).  min/max on floats: a NaN in dst
  *   is kept, a NaN in src is ignored (the SIMD minps/maxps rule).
  *   dst and src may be the same buffer; a partial overlap is -EINVAL.

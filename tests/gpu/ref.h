@@ -21,6 +21,34 @@ static inline float ref_frand(void)
 	return (float)((int)(ref_next() % 2001) - 1000) / 128.0f;
 }
 
+/* f32 -> f16, round to nearest even, computed exactly in double: an
+ * independent reference (common.c's zb_f32_to_f16 returns 0 instead of
+ * 0x0400 for values just below 2^-14 that round up to the smallest normal). */
+static inline uint16_t ref_f32_to_f16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+	double x = fabs((double)f);
+	if (isnan(f))
+		return sign | 0x7e00u;
+	if (isinf(f))
+		return sign | 0x7c00u;
+	if (x < 0x1p-14) /* subnormal step 2^-24; 1024 steps = smallest normal */
+		return (uint16_t)(sign | (uint16_t)nearbyint(x * 0x1p24));
+	int e;
+	double m = frexp(x, &e) * 2; /* x = m * 2^(e-1), m in [1, 2) */
+	e -= 1;
+	double q = nearbyint((m - 1.0) * 1024.0);
+	if (q == 1024.0) {
+		q = 0;
+		e++;
+	}
+	if (e + 15 >= 31)
+		return sign | 0x7c00u;
+	return (uint16_t)(sign | ((e + 15) << 10) | (int)q);
+}
+
 /* Random values; small integers for prod so products stay meaningful. */
 static inline void ref_fill(void *p, size_t n, enum zb_dtype t, enum zb_redop op)
 {
@@ -76,7 +104,7 @@ static inline void ref_reduce(void *d, const void *s, size_t n, enum zb_dtype t,
 			((double *)d)[i] = ref_dop(((double *)d)[i], ((const double *)s)[i], op);
 			break;
 		case ZB_F16:
-			((uint16_t *)d)[i] = zb_f32_to_f16(ref_fop(
+			((uint16_t *)d)[i] = ref_f32_to_f16(ref_fop(
 				zb_f16_to_f32(((uint16_t *)d)[i]),
 				zb_f16_to_f32(((const uint16_t *)s)[i]), op));
 			break;
@@ -113,7 +141,7 @@ static inline void ref_scale(void *p, size_t n, enum zb_dtype t, double f)
 		switch (t) {
 		case ZB_F32: ((float *)p)[i] *= (float)f; break;
 		case ZB_F64: ((double *)p)[i] *= f; break;
-		case ZB_F16: ((uint16_t *)p)[i] = zb_f32_to_f16(zb_f16_to_f32(((uint16_t *)p)[i]) * (float)f); break;
+		case ZB_F16: ((uint16_t *)p)[i] = ref_f32_to_f16(zb_f16_to_f32(((uint16_t *)p)[i]) * (float)f); break;
 		case ZB_BF16: ((uint16_t *)p)[i] = zb_f32_to_bf16(zb_bf16_to_f32(((uint16_t *)p)[i]) * (float)f); break;
 		case ZB_I32: {
 			double v = round((double)((int32_t *)p)[i] * f);

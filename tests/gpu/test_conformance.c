@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 14)
+#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 15)
 #define MAXN 70001
 #define MAXB (MAXN * 8 + 64)
 
@@ -201,6 +201,30 @@ static void suite(enum gpu_backend be)
 		if (!rc) rc = gpu_stream_sync(ctx, NULL);
 		ok(rc == 0 && ref_mismatches(got, want, 101, ZB_F32) == 0,
 		   "%s: avg over 3 ranks = sum then scale", bn);
+	}
+
+	/* f16 rounding edges: a product that ties between the largest
+	 * subnormal and the smallest normal (-> 0x0400, even), overflow to
+	 * inf, a subnormal sum, NaN canonicalised */
+	{
+		uint16_t a[4] = {0x3bff, 0x7bff, 0x03ff, 0x7e01};
+		uint16_t b[4] = {0x0400, 0x4000, 0x0001, 0x3c00};
+		uint16_t want_prod[4] = {0x0400, 0x7c00, 0x0000, 0x7e00};
+		uint16_t got[4];
+		rc = ZB_ERR_UNSUPPORTED;
+		if (di->fp16) {
+			rc = gpu_memcpy_h2d(ctx, NULL, dd, a, sizeof(a));
+			if (!rc) rc = gpu_memcpy_h2d(ctx, NULL, ds, b, sizeof(b));
+			if (!rc) rc = gpu_reduce(ctx, NULL, dd, ds, 4, ZB_F16, ZB_PROD);
+			if (!rc) rc = gpu_memcpy_d2h(ctx, NULL, got, dd, sizeof(got));
+			if (!rc) rc = gpu_stream_sync(ctx, NULL);
+		}
+		if (rc == ZB_ERR_UNSUPPORTED)
+			tap_skip(1, "f16 unsupported by the device");
+		else if (!ok(rc == 0 && memcmp(got, want_prod, 6) == 0 &&
+			     (got[3] & 0x7fff) > 0x7c00,
+			     "%s: f16 rounding edges (tie to smallest normal, overflow, NaN)", bn))
+			tap_diag("  got %04x %04x %04x %04x", got[0], got[1], got[2], got[3]);
 	}
 
 	/* memset / d2d at odd byte offsets and lengths */
