@@ -17,13 +17,20 @@ struct cpu_chunk {
 	bool numa;
 };
 
+/* Filled once by the probe (which the generic layer serialises): libnuma's
+ * node/cpu maps initialise lazily and are not thread-safe. */
+static struct gpu_device_info cpu_dev;
+static void cpu_fill_info(struct gpu_device_info *out);
+static int cpu_device_count(void) { return 1; }
+
 static int cpu_probe(char *why, size_t len)
 {
+	cpu_fill_info(&cpu_dev);
 	return gpu__why(why, len, 0, "usable (OpenBLAS, %s)",
 			numa_available() < 0 ? "no NUMA" : "libnuma");
 }
 
-static int cpu_device_count(void) { return 1; }
+
 
 static void cpu_model(char *out, size_t len)
 {
@@ -48,7 +55,14 @@ static void cpu_model(char *out, size_t len)
 static int cpu_device_info(int index, struct gpu_device_info *out)
 {
 	ZB_ASSERT(index == 0 && out);
-	out->index = index;
+	*out = cpu_dev;
+	return 0;
+}
+
+static void cpu_fill_info(struct gpu_device_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->index = 0;
 	cpu_model(out->name, sizeof(out->name));
 	snprintf(out->driver, sizeof(out->driver), "%.63s", openblas_get_config());
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -57,7 +71,6 @@ static int cpu_device_info(int index, struct gpu_device_info *out)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	out->compute_units = n > 0 ? (uint32_t)n : 1;
 	out->fp64 = out->int64 = out->fp16 = true;
-	return 0;
 }
 
 static int cpu_open(struct gpu_ctx *ctx, int index)
