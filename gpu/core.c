@@ -157,8 +157,9 @@ int gpu_open(const struct gpu_options *o, struct gpu_ctx **out, char *why,
 	}
 	rc = ops->open(ctx, opt.device);
 	if (rc < 0) {
-		gpu__why(why, why_len, rc, "%s: opening device %d: %s",
-			 ops->name, opt.device, zb_strerror(rc));
+		gpu__why(why, why_len, rc, "%s: opening device %d: %s%s%s",
+			 ops->name, opt.device, zb_strerror(rc),
+			 ctx->why[0] ? ": " : "", ctx->why);
 		goto err_free;
 	}
 	ctx->default_stream.ctx = ctx;

@@ -261,9 +261,9 @@ static void cu_close(struct gpu_ctx *ctx)
 	ctx->be = NULL;
 }
 
-static int load_kernels(struct cu_be *be)
+static int load_kernels(struct gpu_ctx *ctx, struct cu_be *be)
 {
-	char arch[16], log[512];
+	char arch[16], log[GPU_WHY_LEN - 64];
 	void *img = NULL;
 	size_t len = 0;
 
@@ -272,9 +272,16 @@ static int load_kernels(struct cu_be *be)
 		 attr(be->dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
 	int rc = gpu__nvrtc_compile(arch, &img, &len, log, sizeof(log));
 	if (rc < 0)
-		return rc;
-	rc = cu_err(p_cuModuleLoadData(&be->mod, img));
+		return gpu__why(ctx->why, sizeof(ctx->why), rc,
+				"NVRTC for %s: %s", arch, log);
+	CUresult r = p_cuModuleLoadData(&be->mod, img);
 	free(img);
+	if (r != CUDA_SUCCESS) {
+		const char *name = "?";
+		p_cuGetErrorName(r, &name);
+		return gpu__why(ctx->why, sizeof(ctx->why), ZB_ERR_DEVICE,
+				"cuModuleLoadData(%s cubin): %s", arch, name);
+	}
 	for (int t = 0; rc == 0 && t < ZB_DTYPE_COUNT; t++) {
 		char name[32];
 		snprintf(name, sizeof(name), "zb_reduce_%d", t);
@@ -303,7 +310,7 @@ static int cu_open(struct gpu_ctx *ctx, int index)
 	if (rc)
 		goto fail;
 	/* without NVRTC, reduce/scale report ZB_ERR_UNSUPPORTED */
-	if (p_nvrtcCompileProgram && (rc = load_kernels(be)) < 0)
+	if (p_nvrtcCompileProgram && (rc = load_kernels(ctx, be)) < 0)
 		goto fail;
 	if (p_cublasSgemm_v2 && p_cublasCreate_v2(&be->blas) != CUBLAS_STATUS_SUCCESS)
 		be->blas = NULL;

@@ -174,7 +174,6 @@ static int hip_open(struct gpu_ctx *ctx, int index)
 {
 	struct hip_be *be = calloc(1, sizeof(*be));
 	void *img = NULL;
-	char log[512];
 	int rc;
 
 	if (!be)
@@ -183,7 +182,7 @@ static int hip_open(struct gpu_ctx *ctx, int index)
 	be->dev = index;
 	rc = hip_err(p_hipSetDevice(index));
 	if (!rc && p_hiprtcCompileProgram) {
-		rc = rtc(gpu__rtc_source, &img, log, sizeof(log));
+		rc = rtc(gpu__rtc_source, &img, ctx->why, sizeof(ctx->why));
 		if (!rc)
 			rc = hip_err(p_hipModuleLoadData(&be->mod, img));
 		free(img);

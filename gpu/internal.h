@@ -214,6 +214,7 @@ struct gpu_ctx {
 	void *be;               /* backend state */
 	size_t max_chunk;       /* largest chunk the backend can make (0: any) */
 	struct gpu_stream default_stream;
+	char why[GPU_WHY_LEN];  /* a backend's open() explains a failure here */
 	struct gpu_pool pool;
 };
 
