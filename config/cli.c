@@ -1,0 +1,135 @@
+/* config/cli.c — `zbmd check-config` and `zbmd config-doc`. The only code in
+ * config/ that prints. */
+#include "zbmd/config.h"
+
+#include "zbmd/common.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Exit statuses (cli/cli.h): 0 ok, 2 usage or bad input. */
+enum { EXIT_OK = 0, EXIT_USAGE = 2 };
+
+#define CHECK_USAGE "usage: zbmd check-config [-q] FILE.ini|-\n"
+
+/* All of stdin as a string (NULL on failure). */
+static char *read_stdin(void)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+
+	while (buf != NULL) {
+		size_t n = fread(buf + len, 1, cap - len - 1, stdin);
+
+		len += n;
+		if (n == 0)
+			break;
+		if (len + 1 == cap) {
+			char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (nb == NULL) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf == NULL || ferror(stdin)) {
+		free(buf);
+		return NULL;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+static int check_help(void)
+{
+	printf(CHECK_USAGE "\n"
+	       "Validate a node configuration (\"-\" reads it from stdin). A "
+	       "good file\nprints the effective configuration (defaults "
+	       "included) as INI and exits 0;\notherwise every problem is "
+	       "printed to stderr as\n  FILE:LINE: what is wrong (what was "
+	       "expected)\nand the exit status is 2.\n\n"
+	       "  -q, --quiet   print nothing for a good file (exit status "
+	       "only)\n\nEvery key: docs/config.md (zbmd config-doc).\n");
+	return EXIT_OK;
+}
+
+int cfg_cmd_check_config(int argc, char **argv)
+{
+	struct zb_config *cfg = malloc(sizeof(*cfg));
+	struct cfg_error *err = malloc(sizeof(*err));
+	const char *path = NULL;
+	bool quiet = false;
+	char *text = NULL;
+	int rc = EXIT_USAGE;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			rc = check_help();
+			goto out;
+		} else if (strcmp(argv[i], "-q") == 0 ||
+			   strcmp(argv[i], "--quiet") == 0) {
+			quiet = true;
+		} else if ((argv[i][0] != '-' || strcmp(argv[i], "-") == 0) &&
+			   path == NULL) {
+			path = argv[i];
+		} else {
+			path = NULL;
+			break;
+		}
+	}
+	if (path == NULL) {
+		fputs(CHECK_USAGE, stderr);
+		goto out;
+	}
+	if (cfg == NULL || err == NULL) {
+		fprintf(stderr, "zbmd check-config: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	if (strcmp(path, "-") == 0) {
+		text = read_stdin();
+		if (text == NULL) {
+			fprintf(stderr, "<stdin>: cannot read (expected an INI "
+				"text)\n");
+			goto out;
+		}
+		rc = cfg_load_string(cfg, text, "<stdin>", err);
+	} else {
+		rc = cfg_load_file(cfg, path, err);
+	}
+	if (rc != 0) {
+		fputs(err->list, stderr);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (!quiet)
+		cfg_dump(cfg, stdout);
+	rc = EXIT_OK;
+out:
+	free(text);
+	free(cfg);
+	free(err);
+	return rc;
+}
+
+int cfg_cmd_config_doc(int argc, char **argv)
+{
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
+			  strcmp(argv[1], "-h") == 0)) {
+		printf("usage: zbmd config-doc\n\nPrint the configuration "
+		       "reference (docs/config.md) generated from the\n"
+		       "schema table.\n");
+		return EXIT_OK;
+	}
+	if (argc != 1) {
+		fprintf(stderr, "usage: zbmd config-doc\n");
+		return EXIT_USAGE;
+	}
+	cfg_write_doc(stdout);
+	return EXIT_OK;
+}

@@ -1,0 +1,228 @@
+/* CLI commands of the control module: `zbmd control` (run only the control
+ * thread of a node, foreground) and `zbmd status` (ask a running node's admin
+ * endpoint). Only these functions print. */
+#include "zbmd/control.h"
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "../cli/cli.h"
+
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static void log_stderr(void *arg, int level, const char *msg)
+{
+	struct timespec ts;
+	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(stderr, "%ld.%03ld %s %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000,
+		level <= CTL_LOG_ERR ? "error" : level <= CTL_LOG_WARN ? "warn" : "info",
+		msg);
+}
+
+static int load_cfg(const char *path, struct zb_config *cfg)
+{
+	struct cfg_error e;
+	int rc = cfg_load_file(cfg, path, &e);
+	if (rc != 0) {
+		if (rc == ZB_ERR_CONFIG)
+			fprintf(stderr, "zbmd: %s\n", e.msg);
+		else
+			fprintf(stderr, "zbmd: %s: %s\n", path, zb_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int ctl_cmd_control(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"no-leave", no_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *path = NULL;
+	bool leave = true;
+	int o;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "c:nh", lo, NULL)) != -1) {
+		switch (o) {
+		case 'c': path = optarg; break;
+		case 'n': leave = false; break;
+		default:
+			fprintf(stderr, "usage: zbmd control -c FILE [--no-leave]\n"
+				"Run only the control thread of a node (heartbeats, Raft,\n"
+				"metrics, admin) in the foreground until SIGTERM/SIGINT;\n"
+				"then leave the cluster gracefully unless --no-leave.\n");
+			return o == 'h' ? ZB_EXIT_OK : ZB_EXIT_USAGE;
+		}
+	}
+	if (!path || optind != argc) {
+		fprintf(stderr, "usage: zbmd control -c FILE [--no-leave]\n");
+		return ZB_EXIT_USAGE;
+	}
+	struct zb_config *cfg = malloc(sizeof(*cfg));
+	if (!cfg || load_cfg(path, cfg) != 0) {
+		free(cfg);
+		return ZB_EXIT_FAIL;
+	}
+	/* Block the signals before the threads start, so they inherit the
+	 * mask and only sigwait() below sees them. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	struct ctl_opts opts = {.log = log_stderr};
+	char err[512] = "";
+	int rc = ctl_start(cfg, &opts, err, sizeof(err));
+	free(cfg);
+	if (rc != 0) {
+		fprintf(stderr, "zbmd control: %s\n", err[0] ? err : zb_strerror(rc));
+		return ZB_EXIT_FAIL;
+	}
+	int sig = 0;
+	sigwait(&set, &sig);
+	fprintf(stderr, "zbmd control: %s, stopping\n", strsignal(sig));
+	if (!leave) {
+		ctl_node_stop(ctl_self(), false);
+		return ZB_EXIT_OK;
+	}
+	ctl_stop();
+	return ZB_EXIT_OK;
+}
+
+/* GET path from ip:port; the body into a malloc'd string, NULL on error
+ * (reason printed). */
+static char *http_get(const char *addr, const char *path)
+{
+	char host[64], req[256];
+	const char *colon = strrchr(addr, ':');
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+
+	if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
+		fprintf(stderr, "zbmd status: '%s' is not ip:port\n", addr);
+		return NULL;
+	}
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	int port = atoi(colon + 1);
+	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "zbmd status: '%s' is not ip:port\n", addr);
+		return NULL;
+	}
+	sa.sin_port = htons((uint16_t)port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = {.tv_sec = 3};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "zbmd status: cannot reach the admin endpoint %s: %s\n",
+			addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	int k = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr);
+	if (write(fd, req, (size_t)k) != k) {
+		fprintf(stderr, "zbmd status: write to %s failed\n", addr);
+		close(fd);
+		return NULL;
+	}
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap + 1);
+	ssize_t r;
+	while (buf && (r = read(fd, buf + len, cap - len)) > 0) {
+		len += (size_t)r;
+		if (len == cap) {
+			char *nb = realloc(buf, 2 * cap + 1);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (!buf)
+		return NULL;
+	buf[len] = '\0';
+	char *body = strstr(buf, "\r\n\r\n");
+	if (strncmp(buf, "HTTP/1.", 7) != 0 || !body || atoi(buf + 9) != 200) {
+		fprintf(stderr, "zbmd status: bad reply from %s\n", addr);
+		free(buf);
+		return NULL;
+	}
+	memmove(buf, body + 4, strlen(body + 4) + 1);
+	return buf;
+}
+
+int ctl_cmd_status(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"admin", required_argument, NULL, 'a'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *path = NULL, *admin = NULL;
+	bool json = false;
+	int o;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "c:a:jh", lo, NULL)) != -1) {
+		switch (o) {
+		case 'c': path = optarg; break;
+		case 'a': admin = optarg; break;
+		case 'j': json = true; break;
+		default:
+			fprintf(stderr, "usage: zbmd status [-c FILE | --admin IP:PORT] [--json]\n"
+				"Print a running node's members, leader, epoch, phi per peer\n"
+				"and port counters, from its admin endpoint.\n");
+			return o == 'h' ? ZB_EXIT_OK : ZB_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || (path && admin)) {
+		fprintf(stderr, "usage: zbmd status [-c FILE | --admin IP:PORT] [--json]\n");
+		return ZB_EXIT_USAGE;
+	}
+	char addr[CFG_STR] = "127.0.0.1:7401";
+	if (admin) {
+		snprintf(addr, sizeof(addr), "%s", admin);
+	} else if (path) {
+		struct zb_config *cfg = malloc(sizeof(*cfg));
+		if (!cfg || load_cfg(path, cfg) != 0) {
+			free(cfg);
+			return ZB_EXIT_USAGE;
+		}
+		snprintf(addr, sizeof(addr), "%s", cfg->control.admin_listen);
+		free(cfg);
+	}
+	char *body = http_get(addr, json ? "/status.json" : "/status");
+	if (!body)
+		return ZB_EXIT_FAIL;
+	fputs(body, stdout);
+	free(body);
+	if (json)
+		return ZB_EXIT_OK;
+	/* Port counters, when the dataplane registered them. */
+	char *m = http_get(addr, "/metrics");
+	if (m) {
+		for (char *line = strtok(m, "\n"); line; line = strtok(NULL, "\n"))
+			if (strncmp(line, "zbmd_port", 9) == 0)
+				printf("port %s\n", line);
+		free(m);
+	}
+	return ZB_EXIT_OK;
+}

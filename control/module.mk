@@ -1,0 +1,22 @@
+# control/: two modules.
+#   metrics  the process-wide metrics registry + Prometheus text (no deps but
+#            common, so that every module, dataplane included, can use it)
+#   control  the control thread: phi-accrual, Raft (libraft), membership FSM,
+#            PSK auth (libsodium), HTTP metrics/admin (libmicrohttpd), CLI
+MODULES += metrics
+metrics_SRCS := control/metrics.c
+metrics_DEPS := common
+metrics_SUMMARY := registry (per-lcore counter rows) + Prometheus text
+TSAN_MODULES += metrics
+
+MODULES += control
+control_SRCS := $(filter-out control/metrics.c,$(wildcard control/*.c))
+control_DEPS := metrics config common
+control_CFLAGS := $(shell $(PKG_CONFIG) --cflags raft libuv libsodium libmicrohttpd 2>/dev/null)
+control_LDLIBS := $(shell $(PKG_CONFIG) --libs raft libuv libsodium libmicrohttpd 2>/dev/null)
+control_SUMMARY := phi-accrual + Raft (raft $(shell $(PKG_CONFIG) --modversion raft 2>/dev/null || echo MISSING)) + PSK auth + metrics/admin HTTP
+TSAN_MODULES += control
+
+.PHONY: bench-phi
+bench-phi: $(BUILD)/bin/zbmd
+	$(BUILD)/bin/zbmd bench phi

@@ -1,0 +1,1029 @@
+/* The control thread of one node: a libuv loop in a pthread running
+ *   - heartbeats over UDP on the control address, fed to a phi-accrual
+ *     detector per peer (phi.c), every message authenticated (auth.c);
+ *   - Raft (libraft + raft_uv for the durable log/snapshots under raft_dir,
+ *     raft_uv_tcp wrapped by the PSK handshake in tcp_auth.c);
+ *   - the membership FSM (fsm.c) and, on the leader, reconciliation of the
+ *     member set with what the detector sees (member.c);
+ *   - events to the lcores and commands from them over ctl_rings.
+ * Everything in struct ctl_node except `status` (status_lock) and `epoch`
+ * (atomic) belongs to the loop thread once it runs.
+ */
+#include "internal.h"
+#include "zbmd/common.h"
+#include "zbmd/metrics.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define TICK_MS          10
+#define MSG_HEARTBEAT    1
+#define MSG_LEAVE        2
+#define MSG_LEAVE_ACK    3    /* leader -> leaving node: removal committed */
+#define LEAVE_WAIT_MS    2000
+#define OP_RETRY_MS      200
+
+struct peer {
+	char addr[CTL_ADDR_MAX];
+	struct sockaddr_in sa;
+	bool sa_ok;
+	struct ctl_phi phi;
+	uint64_t heartbeats;          /* real ones since the detector reset */
+	uint64_t incarnation;
+	uint64_t left_incarnation;    /* LEAVE seen for this incarnation */
+	bool left;
+	bool suspected;               /* phi >= threshold at the last tick */
+	uint64_t down_hint_ns;        /* lcores reported it down */
+};
+
+struct ctl_node {
+	struct zb_config cfg;
+	struct ctl_opts opts;
+	uint16_t self;
+	struct sockaddr_in self_sa;   /* advertised control address */
+	struct sockaddr_in bind_sa;   /* [control] listen (may be 0.0.0.0) */
+	char adv[CTL_ADDR_MAX];       /* advertised "ip:port": raft + heartbeats */
+	uint64_t incarnation;
+	struct ctl_phi_params phi_params;
+	uint64_t hb_ns;
+
+	uv_loop_t loop;
+	uv_udp_t udp;
+	uv_timer_t tick;
+	uv_async_t wake;
+	pthread_t thread;
+	bool loop_ok, udp_ok, tick_ok, wake_ok, raft_inited, thread_ok;
+	bool stop_req, leave_req;     /* under status_lock */
+	bool closing;
+
+	struct ctl_auth auth;
+	struct ctl_tcp_auth *tcp;
+	struct raft_io io;
+	bool io_inited;
+	struct raft raft;
+	struct raft_fsm fsm;
+	struct ctl_state st;
+	struct peer peers[CFG_MAX_NODES];
+	struct sockaddr_in seeds[CFG_MAX_SEEDS];
+	unsigned n_seeds;
+	uint64_t next_hb_ns;
+	int last_leader;
+
+	/* leader's single in-flight membership operation */
+	bool op_busy;
+	uint64_t op_next_ns;
+	struct ctl_action op;
+	struct raft_apply op_apply;
+	struct raft_change op_change;
+
+	/* graceful leave */
+	bool leaving, leave_acked;
+	uint64_t leave_deadline_ns;
+	bool transferred;
+	struct raft_transfer transfer;
+
+	struct ctl_ring *commands;
+	struct ctl_ring *events[CFG_MAX_LCORES];
+	unsigned n_events;
+	uint64_t epoch;               /* atomic mirror of st.epoch */
+	uint64_t convictions, events_dropped;
+
+	/* rate-limited auth logging */
+	uint64_t auth_log_ns[CTL_AUTH_NREASONS + 1];
+	uint64_t auth_suppressed[CTL_AUTH_NREASONS + 1];
+
+	pthread_mutex_t status_lock;
+	struct ctl_status status;
+	struct ctl_node *next_node;   /* nodes list for the metrics collector */
+	void *http_metrics, *http_admin;
+	uint8_t rxbuf[2048];
+};
+
+/* http.c */
+int ctl__http_start(struct ctl_node *n, const char *listen, void **out,
+		    char *err, size_t errlen);
+void ctl__http_stop(void *d);
+void ctl__collector_add(struct ctl_node *n);
+void ctl__collector_remove(struct ctl_node *n);
+
+static void logf_(struct ctl_node *n, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void logf_(struct ctl_node *n, int level, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!n->opts.log)
+		return;
+	va_start(ap, fmt);
+	int k = snprintf(buf, sizeof(buf), "control[%u]: ", n->self);
+	vsnprintf(buf + k, sizeof(buf) - (size_t)k, fmt, ap);
+	va_end(ap);
+	n->opts.log(n->opts.log_arg, level, buf);
+}
+
+/* At most one line per second per reason; the rest are counted and the
+ * count is reported with the next line. */
+static void auth_log(struct ctl_node *n, unsigned reason, const char *what,
+		     const char *from)
+{
+	uint64_t now = zb_now_ns();
+	ZB_ASSERT(reason <= CTL_AUTH_NREASONS);
+	if (n->auth_log_ns[reason] && now - n->auth_log_ns[reason] < 1000000000ull) {
+		n->auth_suppressed[reason]++;
+		return;
+	}
+	logf_(n, CTL_LOG_WARN, "rejected %s from %s (%llu similar suppressed)", what,
+	      from, (unsigned long long)n->auth_suppressed[reason]);
+	n->auth_log_ns[reason] = now;
+	n->auth_suppressed[reason] = 0;
+}
+
+static void on_tcp_reject(void *arg, const char *why)
+{
+	auth_log(arg, CTL_AUTH_NREASONS, "raft connection", why);
+}
+
+static int parse_addr(const char *s, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || port <= 0 || port > 65535)
+		return -EINVAL;
+	return uv_ip4_addr(host, (int)port, sa) == 0 ? 0 : -EINVAL;
+}
+
+static bool same_sa(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+static void peer_set_addr(struct peer *p, const char *addr)
+{
+	if (strcmp(p->addr, addr) == 0)
+		return;
+	snprintf(p->addr, sizeof(p->addr), "%s", addr);
+	p->sa_ok = parse_addr(addr, &p->sa) == 0;
+}
+
+static void peer_reset_detector(struct ctl_node *n, struct peer *p)
+{
+	int rc = ctl_phi_init(&p->phi, &n->phi_params);
+	ZB_ASSERT(rc == 0);
+	p->heartbeats = 0;
+	p->suspected = false;
+}
+
+/* ---- events to the lcores ------------------------------------------------ */
+
+static void publish(struct ctl_node *n, uint32_t type, int leader)
+{
+	struct ctl_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = type;
+	ev.leader = leader < 0 ? UINT16_MAX : (uint16_t)leader;
+	ev.epoch = n->st.epoch;
+	ev.n_members = (uint16_t)n->st.n;
+	memcpy(ev.ring, n->st.ring, sizeof(ev.ring));
+	for (unsigned i = 0; i < n->n_events; i++)
+		if (ctl_ring_enqueue(n->events[i], &ev) != 0)
+			n->events_dropped++;
+}
+
+static void on_fsm_change(void *arg, const struct ctl_state *st)
+{
+	struct ctl_node *n = arg;
+
+	__atomic_store_n(&n->epoch, st->epoch, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < st->n; i++)
+		if (st->m[i].id != n->self)
+			peer_set_addr(&n->peers[st->m[i].id], st->m[i].addr);
+	publish(n, CTL_EV_EPOCH, n->last_leader);
+	logf_(n, CTL_LOG_INFO, "epoch %llu: %u member(s)",
+	      (unsigned long long)st->epoch, st->n);
+}
+
+/* ---- heartbeats ------------------------------------------------------------ */
+
+static void udp_sent(uv_udp_send_t *req, int status)
+{
+	(void)status;
+	free(req);
+}
+
+static void send_msg(struct ctl_node *n, const struct sockaddr_in *to,
+		     uint8_t type, const uint8_t *payload, size_t len)
+{
+	struct {
+		uv_udp_send_t req;
+		uint8_t buf[CTL_MSG_MAX];
+	} *s = malloc(sizeof(*s));
+	if (!s)
+		return;
+	int k = ctl_auth_seal(&n->auth, type, payload, len, s->buf, sizeof(s->buf));
+	ZB_ASSERT(k > 0);
+	uv_buf_t b = uv_buf_init((char *)s->buf, (unsigned)k);
+	if (uv_udp_send(&s->req, &n->udp, &b, 1, (const struct sockaddr *)to,
+			udp_sent) != 0)
+		free(s);
+}
+
+static size_t hb_payload(struct ctl_node *n, uint8_t *p, size_t cap)
+{
+	raft_id lid = 0;
+	const char *laddr = NULL;
+	size_t alen = strlen(n->adv), llen;
+
+	raft_leader(&n->raft, &lid, &laddr);
+	llen = laddr ? strlen(laddr) : 0;
+	ZB_ASSERT(cap >= 28 + 2 + alen + llen);
+	memcpy(p, &n->incarnation, 8);
+	uint64_t term = n->raft.current_term;
+	memcpy(p + 8, &term, 8);
+	memcpy(p + 16, &n->st.epoch, 8);
+	uint16_t leader = lid ? (uint16_t)(lid - 1) : UINT16_MAX;
+	memcpy(p + 24, &leader, 2);
+	p[26] = (uint8_t)alen;
+	memcpy(p + 27, n->adv, alen);
+	p[27 + alen] = (uint8_t)llen;
+	memcpy(p + 28 + alen, laddr ? laddr : "", llen);
+	return 28 + alen + llen;
+}
+
+static void send_heartbeats(struct ctl_node *n)
+{
+	uint8_t p[256];
+	size_t len = hb_payload(n, p, sizeof(p));
+
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
+		if (id != n->self && n->peers[id].sa_ok)
+			send_msg(n, &n->peers[id].sa, MSG_HEARTBEAT, p, len);
+	for (unsigned s = 0; s < n->n_seeds; s++) {
+		bool known = false;
+		for (unsigned id = 0; id < CFG_MAX_NODES && !known; id++)
+			known = n->peers[id].sa_ok && same_sa(&n->peers[id].sa, &n->seeds[s]);
+		if (!known)
+			send_msg(n, &n->seeds[s], MSG_HEARTBEAT, p, len);
+	}
+}
+
+static void on_heartbeat(struct ctl_node *n, uint16_t from, const uint8_t *p,
+			 size_t len, uint64_t now)
+{
+	struct peer *pe = &n->peers[from];
+	uint64_t inc;
+	uint16_t leader;
+	char addr[CTL_ADDR_MAX], laddr[CTL_ADDR_MAX];
+
+	if (len < 28 || 27 + (size_t)p[26] >= len || p[26] >= CTL_ADDR_MAX)
+		return;
+	size_t alen = p[26], llen = p[27 + alen];
+	if (len != 28 + alen + llen || llen >= CTL_ADDR_MAX)
+		return;
+	memcpy(&inc, p, 8);
+	memcpy(&leader, p + 24, 2);
+	memcpy(addr, p + 27, alen);
+	addr[alen] = '\0';
+	memcpy(laddr, p + 28 + alen, llen);
+	laddr[llen] = '\0';
+	peer_set_addr(pe, addr);
+	/* A restarted node, or one we had convicted: start its history afresh
+	 * so the silent gap does not inflate its mean and deviation. */
+	if (inc != pe->incarnation || pe->suspected ||
+	    (pe->phi.last_ns && ctl_phi_convicted(&pe->phi, now))) {
+		if (pe->incarnation && inc != pe->incarnation)
+			logf_(n, CTL_LOG_INFO, "node %u restarted", from);
+		pe->incarnation = inc;
+		peer_reset_detector(n, pe);
+	}
+	if (pe->left && pe->left_incarnation != inc)
+		pe->left = false;
+	ctl_phi_heartbeat(&pe->phi, now);
+	pe->heartbeats++;
+	pe->down_hint_ns = 0;
+	/* Learn the leader's address so that a joiner reaches it. */
+	if (leader < CFG_MAX_NODES && leader != n->self && llen &&
+	    !n->peers[leader].sa_ok)
+		peer_set_addr(&n->peers[leader], laddr);
+}
+
+static void on_alloc(uv_handle_t *h, size_t sug, uv_buf_t *buf)
+{
+	struct ctl_node *n = h->data;
+	(void)sug;
+	buf->base = (char *)n->rxbuf;
+	buf->len = sizeof(n->rxbuf);
+}
+
+static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
+		   const struct sockaddr *from, unsigned flags)
+{
+	struct ctl_node *n = h->data;
+	uint8_t type;
+	uint16_t sender;
+	const uint8_t *payload;
+	size_t plen;
+	enum ctl_auth_reason why;
+	char src[64] = "?";
+	(void)flags;
+
+	if (nread <= 0 || !from || n->closing)
+		return;
+	if (from->sa_family == AF_INET)
+		uv_ip4_name((const struct sockaddr_in *)from, src, sizeof(src));
+	if (ctl_auth_open(&n->auth, (const uint8_t *)buf->base, (size_t)nread,
+			  &type, &sender, &payload, &plen, &why) != 0) {
+		char what[64];
+		snprintf(what, sizeof(what), "control message (%s)",
+			 ctl_auth_reason_name(why));
+		auth_log(n, why, what, src);
+		return;
+	}
+	uint64_t now = zb_now_ns();
+	if (type == MSG_HEARTBEAT) {
+		on_heartbeat(n, sender, payload, plen, now);
+	} else if (type == MSG_LEAVE && plen == 8) {
+		struct peer *pe = &n->peers[sender];
+		memcpy(&pe->left_incarnation, payload, 8);
+		if (!pe->left)
+			logf_(n, CTL_LOG_INFO, "node %u is leaving", sender);
+		pe->left = true;
+	} else if (type == MSG_LEAVE_ACK && plen == 8 && n->leaving &&
+		   memcmp(payload, &n->incarnation, 8) == 0) {
+		n->leave_acked = true;
+	}
+}
+
+/* ---- leader: membership operations --------------------------------------- */
+
+static void op_done(struct ctl_node *n, int status, const char *what)
+{
+	n->op_busy = false;
+	if (status != 0) {
+		logf_(n, CTL_LOG_WARN, "%s node %u failed: %s", what, n->op.id,
+		      raft_strerror(status));
+		n->op_next_ns = zb_now_ns() + OP_RETRY_MS * 1000000ull;
+	}
+}
+
+static void on_apply_done(struct raft_apply *req, int status, void *result)
+{
+	struct ctl_node *n = req->data;
+	struct peer *p = &n->peers[n->op.id];
+	(void)result;
+	/* Tell a gracefully leaving node that its removal is committed: it
+	 * stops replicating once raft drops it, so it could not see it. */
+	if (status == 0 && n->op.type == CTL_ACT_LEAVE &&
+	    n->op.reason == CTL_LEAVE_GRACEFUL && p->sa_ok)
+		send_msg(n, &p->sa, MSG_LEAVE_ACK, (const uint8_t *)&p->left_incarnation, 8);
+	op_done(n, status, ctl__action_name(n->op.type));
+}
+
+static void on_change_done(struct raft_change *req, int status)
+{
+	op_done(req->data, status, ctl__action_name(((struct ctl_node *)req->data)->op.type));
+}
+
+static void build_liveness(struct ctl_node *n, struct ctl_liveness *lv, uint64_t now)
+{
+	memset(lv, 0, sizeof(*lv));
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++) {
+		struct peer *p = &n->peers[id];
+		if (id == n->self)
+			continue;
+		double phi = ctl_phi_value(&p->phi, now);
+		lv->convicted[id] = p->suspected;
+		lv->alive[id] = p->heartbeats >= 3 && phi < n->phi_params.threshold / 2;
+		lv->left[id] = p->left;
+		snprintf(lv->addr[id], CTL_ADDR_MAX, "%s", p->addr);
+	}
+}
+
+static void leader_step(struct ctl_node *n, uint64_t now)
+{
+	struct ctl_liveness lv;
+	struct raft_buffer buf;
+	int rc = 0;
+
+	if (n->op_busy || now < n->op_next_ns || n->leaving)
+		return;
+	build_liveness(n, &lv, now);
+	ctl__reconcile(&n->raft, &n->st, n->self, n->adv, &lv, &n->op);
+	if (n->op.type == CTL_ACT_NONE)
+		return;
+	raft_id rid = (raft_id)n->op.id + 1;
+	n->op_apply.data = n;
+	n->op_change.data = n;
+	switch (n->op.type) {
+	case CTL_ACT_JOIN:
+	case CTL_ACT_LEAVE:
+		rc = ctl_fsm_encode(&buf, n->op.type == CTL_ACT_JOIN ? CTL_CMD_JOIN
+								     : CTL_CMD_LEAVE,
+				    n->op.id, n->op.addr, n->op.reason);
+		if (rc != 0)
+			break;
+		rc = raft_apply(&n->raft, &n->op_apply, &buf, 1, on_apply_done);
+		if (rc != 0)
+			raft_free(buf.base);
+		if (rc == 0 && n->op.type == CTL_ACT_LEAVE && n->op.reason == CTL_LEAVE_CONVICTED)
+			n->convictions++;
+		break;
+	case CTL_ACT_RAFT_ADD:
+		rc = raft_add(&n->raft, &n->op_change, rid, n->op.addr, on_change_done);
+		break;
+	case CTL_ACT_RAFT_ASSIGN:
+		rc = raft_assign(&n->raft, &n->op_change, rid, RAFT_VOTER, on_change_done);
+		break;
+	case CTL_ACT_RAFT_REMOVE:
+		rc = raft_remove(&n->raft, &n->op_change, rid, on_change_done);
+		break;
+	default:
+		break;
+	}
+	logf_(n, rc ? CTL_LOG_WARN : CTL_LOG_INFO, "leader: %s node %u%s%s",
+	      ctl__action_name(n->op.type), n->op.id, rc ? ": " : "",
+	      rc ? raft_strerror(rc) : "");
+	if (rc == 0)
+		n->op_busy = true;
+	else
+		n->op_next_ns = now + OP_RETRY_MS * 1000000ull;
+}
+
+/* ---- the tick -------------------------------------------------------------- */
+
+static const char *state_name(int s)
+{
+	switch (s) {
+	case RAFT_FOLLOWER: return "follower";
+	case RAFT_CANDIDATE: return "candidate";
+	case RAFT_LEADER: return "leader";
+	default: return "unavailable";
+	}
+}
+
+static void update_status(struct ctl_node *n, uint64_t now)
+{
+	struct ctl_status *s = &n->status;
+	struct ctl_tcp_auth_stats ts;
+	raft_id lid = 0;
+	const char *laddr;
+
+	raft_leader(&n->raft, &lid, &laddr);
+	ctl__tcp_auth_stats(n->tcp, &ts);
+	pthread_mutex_lock(&n->status_lock);
+	s->self = n->self;
+	snprintf(s->addr, sizeof(s->addr), "%s", n->adv);
+	s->raft_state = state_name(raft_state(&n->raft));
+	s->leader = lid ? (int)lid - 1 : -1;
+	s->term = n->raft.current_term;
+	s->commit = n->raft.commit_index;
+	s->applied = raft_last_applied(&n->raft);
+	s->last_index = raft_last_index(&n->raft);
+	s->st = n->st;
+	s->n_peers = 0;
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++) {
+		struct peer *p = &n->peers[id];
+		if (id == n->self || (!p->addr[0] && !p->heartbeats))
+			continue;
+		struct ctl_peer_status *ps = &s->peers[s->n_peers++];
+		ps->id = (uint16_t)id;
+		snprintf(ps->addr, sizeof(ps->addr), "%s", p->addr);
+		ps->phi = ctl_phi_value(&p->phi, now);
+		ps->member = ctl_state_has(&n->st, (uint16_t)id);
+		ps->convicted = p->suspected;
+		ps->heard = p->heartbeats > 0;
+		ps->heartbeats = p->phi.arrivals;
+		ps->last_heard_ms = p->phi.last_ns ? (double)(now - p->phi.last_ns) / 1e6 : -1;
+	}
+	s->auth_ok = n->auth.accepted;
+	memcpy(s->auth_rejected, n->auth.rejected, sizeof(s->auth_rejected));
+	s->handshake_ok = ts.ok;
+	s->handshake_rejected = ts.rejected;
+	s->convictions = n->convictions;
+	s->events_dropped = n->events_dropped;
+	pthread_mutex_unlock(&n->status_lock);
+}
+
+static void drain_commands(struct ctl_node *n, uint64_t now)
+{
+	struct ctl_command c;
+
+	for (unsigned i = 0; i < 64 && ctl_ring_dequeue(n->commands, &c) == 0; i++) {
+		if (c.type == CTL_REQ_PEER_DOWN && c.node < CFG_MAX_NODES &&
+		    c.node != n->self)
+			n->peers[c.node].down_hint_ns = now;
+	}
+}
+
+static void update_suspicion(struct ctl_node *n, uint64_t now)
+{
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++) {
+		struct peer *p = &n->peers[id];
+		if (id == n->self)
+			continue;
+		/* Arm the detector for members never heard from, so that a
+		 * member that is already dead gets convicted too. */
+		if (!p->phi.last_ns && ctl_state_has(&n->st, (uint16_t)id))
+			ctl_phi_heartbeat(&p->phi, now);
+		bool s = p->phi.last_ns && ctl_phi_convicted(&p->phi, now);
+		/* The transport said it is gone and nothing came since. */
+		if (p->down_hint_ns && now - p->down_hint_ns > 2 * n->hb_ns)
+			s = true;
+		if (s && !p->suspected)
+			logf_(n, CTL_LOG_INFO, "node %u suspected (phi %.1f)", id,
+			      ctl_phi_value(&p->phi, now));
+		p->suspected = s;
+	}
+}
+
+static void leave_step(struct ctl_node *n, uint64_t now);
+
+static void on_tick(uv_timer_t *t)
+{
+	struct ctl_node *n = t->data;
+	uint64_t now = zb_now_ns();
+
+	if (n->closing)
+		return;
+	drain_commands(n, now);
+	if (now >= n->next_hb_ns) {
+		send_heartbeats(n);
+		n->next_hb_ns += n->hb_ns;
+		if (n->next_hb_ns < now)
+			n->next_hb_ns = now + n->hb_ns;
+	}
+	update_suspicion(n, now);
+	raft_id lid = 0;
+	const char *laddr;
+	raft_leader(&n->raft, &lid, &laddr);
+	int leader = lid ? (int)lid - 1 : -1;
+	if (leader != n->last_leader) {
+		n->last_leader = leader;
+		publish(n, CTL_EV_LEADER, leader);
+		logf_(n, CTL_LOG_INFO, "leader is %d (term %llu)", leader,
+		      (unsigned long long)n->raft.current_term);
+	}
+	if (n->leaving)
+		leave_step(n, now);
+	else if (raft_state(&n->raft) == RAFT_LEADER)
+		leader_step(n, now);
+	update_status(n, now);
+}
+
+/* ---- shutdown ------------------------------------------------------------ */
+
+static void handle_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void close_handles(struct ctl_node *n)
+{
+	if (n->tick_ok)
+		uv_close((uv_handle_t *)&n->tick, handle_closed);
+	if (n->udp_ok)
+		uv_close((uv_handle_t *)&n->udp, handle_closed);
+	if (n->wake_ok)
+		uv_close((uv_handle_t *)&n->wake, handle_closed);
+	n->tick_ok = n->udp_ok = n->wake_ok = false;
+}
+
+static void on_raft_closed(struct raft *r)
+{
+	struct ctl_node *n = r->data;
+	raft_uv_close(&n->io);
+	n->io_inited = false;
+	close_handles(n);
+}
+
+/* Start closing everything; the loop then runs until all handles closed. */
+static void begin_close(struct ctl_node *n)
+{
+	if (n->closing)
+		return;
+	n->closing = true;
+	if (n->raft_inited)
+		raft_close(&n->raft, on_raft_closed);
+	else
+		close_handles(n);
+}
+
+static void on_transfer(struct raft_transfer *req)
+{
+	(void)req;
+}
+
+static void leave_step(struct ctl_node *n, uint64_t now)
+{
+	uint8_t p[8];
+
+	/* Hand leadership over first so that someone can remove us. */
+	if (raft_state(&n->raft) == RAFT_LEADER && !n->transferred && n->st.n > 1) {
+		n->transferred = true;
+		if (raft_transfer(&n->raft, &n->transfer, 0, on_transfer) != 0)
+			n->transferred = false;
+	}
+	memcpy(p, &n->incarnation, 8);
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
+		if (id != n->self && n->peers[id].sa_ok)
+			send_msg(n, &n->peers[id].sa, MSG_LEAVE, p, sizeof(p));
+	bool gone = n->leave_acked || !ctl_state_has(&n->st, n->self);
+	if (gone || now >= n->leave_deadline_ns || n->st.n <= 1) {
+		logf_(n, CTL_LOG_INFO, "left the cluster%s",
+		      gone || n->st.n <= 1 ? "" : " (not confirmed)");
+		begin_close(n);
+	}
+}
+
+static void on_wake(uv_async_t *a)
+{
+	struct ctl_node *n = a->data;
+	bool stop, leave;
+
+	pthread_mutex_lock(&n->status_lock);
+	stop = n->stop_req;
+	leave = n->leave_req;
+	pthread_mutex_unlock(&n->status_lock);
+	if (!stop || n->closing || n->leaving)
+		return;
+	if (leave && n->raft_inited && ctl_state_has(&n->st, n->self)) {
+		n->leaving = true;
+		n->leave_deadline_ns = zb_now_ns() + LEAVE_WAIT_MS * 1000000ull;
+		return;
+	}
+	begin_close(n);
+}
+
+static void *loop_main(void *arg)
+{
+	struct ctl_node *n = arg;
+	sigset_t set;
+
+	/* A peer closing a raft connection must give EPIPE, not kill the
+	 * process: SIGPIPE is per-thread for a failing write. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	uv_run(&n->loop, UV_RUN_DEFAULT);
+	return NULL;
+}
+
+/* ---- start / stop ---------------------------------------------------------- */
+
+static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
+{
+	const struct zb_config *c = &n->cfg;
+	raft_id id = (raft_id)n->self + 1;
+	int rc;
+
+	if (mkdir(c->control.raft_dir, 0700) != 0 && errno != EEXIST) {
+		rc = -errno;
+		snprintf(err, errlen, "raft_dir %s: %s", c->control.raft_dir, strerror(errno));
+		return rc;
+	}
+	rc = ctl__tcp_auth_create(&n->tcp, &n->loop, c->cluster.id, n->auth.key,
+				  on_tcp_reject, n);
+	if (rc != 0) {
+		snprintf(err, errlen, "raft transport: %s", zb_strerror(rc));
+		return rc;
+	}
+	if (strcmp(n->adv, c->control.listen) != 0 &&
+	    raft_uv_tcp_set_bind_address(ctl__tcp_auth_inner(n->tcp), c->control.listen) != 0) {
+		snprintf(err, errlen, "raft bind address %s rejected", c->control.listen);
+		return ZB_ERR_CONFIG;
+	}
+	rc = raft_uv_init(&n->io, &n->loop, c->control.raft_dir,
+			  ctl__tcp_auth_iface(n->tcp));
+	if (rc != 0) {
+		snprintf(err, errlen, "raft_uv_init(%s): %s", c->control.raft_dir,
+			 n->io.errmsg[0] ? n->io.errmsg : raft_strerror(rc));
+		return -EIO;
+	}
+	n->io_inited = true;
+	raft_uv_set_segment_size(&n->io, 512 * 1024);
+	raft_uv_set_connect_retry_delay(&n->io, 200);
+	raft_uv_set_snapshot_compression(&n->io, false);
+	ctl_fsm_init(&n->fsm, &n->st, on_fsm_change, n);
+	rc = raft_init(&n->raft, &n->io, &n->fsm, id, n->adv);
+	if (rc != 0) {
+		snprintf(err, errlen, "raft_init: %s", raft_errmsg(&n->raft));
+		return -EIO;
+	}
+	n->raft_inited = true;
+	n->raft.data = n;
+	raft_set_election_timeout(&n->raft, c->control.election_timeout_ms);
+	raft_set_heartbeat_timeout(&n->raft, c->control.raft_heartbeat_ms);
+	raft_set_snapshot_threshold(&n->raft, c->control.snapshot_threshold);
+	raft_set_snapshot_trailing(&n->raft, c->control.snapshot_threshold / 2 + 1);
+	raft_set_pre_vote(&n->raft, true);
+	/* The first seed bootstraps a one-node cluster; everyone else joins by
+	 * heartbeating and is added by the leader. A non-pristine raft_dir
+	 * keeps its configuration (RAFT_CANTBOOTSTRAP is expected then). */
+	bool first = n->n_seeds == 0 || same_sa(&n->seeds[0], &n->self_sa) ||
+		     c->cluster.seed_count == 0;
+	if (c->cluster.seed_count > 0 && !first) {
+		struct sockaddr_in s0;
+		first = parse_addr(c->cluster.seeds[0], &s0) == 0 && same_sa(&s0, &n->self_sa);
+	}
+	if (first) {
+		struct raft_configuration conf;
+		raft_configuration_init(&conf);
+		rc = raft_configuration_add(&conf, id, n->adv, RAFT_VOTER);
+		if (rc == 0)
+			rc = raft_bootstrap(&n->raft, &conf);
+		raft_configuration_close(&conf);
+		if (rc != 0 && rc != RAFT_CANTBOOTSTRAP) {
+			snprintf(err, errlen, "raft_bootstrap: %s", raft_strerror(rc));
+			return -EIO;
+		}
+	}
+	rc = raft_start(&n->raft);
+	if (rc != 0) {
+		snprintf(err, errlen, "raft_start: %s", raft_errmsg(&n->raft));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int setup_net(struct ctl_node *n, char *err, size_t errlen)
+{
+	int rc;
+
+	if (uv_loop_init(&n->loop) != 0) {
+		snprintf(err, errlen, "uv_loop_init failed");
+		return -ENOMEM;
+	}
+	n->loop_ok = true;
+	uv_udp_init(&n->loop, &n->udp);
+	n->udp_ok = true;
+	n->udp.data = n;
+	rc = uv_udp_bind(&n->udp, (const struct sockaddr *)&n->bind_sa, 0);
+	if (rc == 0)
+		rc = uv_udp_recv_start(&n->udp, on_alloc, on_udp);
+	if (rc != 0) {
+		snprintf(err, errlen, "control listen %s (udp): %s",
+			 n->cfg.control.listen, uv_strerror(rc));
+		return rc;
+	}
+	uv_timer_init(&n->loop, &n->tick);
+	n->tick_ok = true;
+	n->tick.data = n;
+	uv_async_init(&n->loop, &n->wake, on_wake);
+	n->wake_ok = true;
+	n->wake.data = n;
+	return 0;
+}
+
+static int check_config(const struct zb_config *c, struct ctl_node *n,
+			char *err, size_t errlen)
+{
+	if (c->node.id >= CFG_MAX_NODES) {
+		snprintf(err, errlen, "[node] id %u out of range", c->node.id);
+		return ZB_ERR_CONFIG;
+	}
+	/* Advertise [control] listen, or [peer.<self>] control when listen is
+	 * the wildcard address. */
+	if (parse_addr(c->control.listen, &n->bind_sa) != 0) {
+		snprintf(err, errlen, "[control] listen '%s' is not ip:port",
+			 c->control.listen);
+		return ZB_ERR_CONFIG;
+	}
+	const char *adv = c->control.listen;
+	if (n->bind_sa.sin_addr.s_addr == htonl(INADDR_ANY))
+		adv = c->peers[c->node.id].present ? c->peers[c->node.id].control : "";
+	if (parse_addr(adv, &n->self_sa) != 0 || strlen(adv) >= CTL_ADDR_MAX ||
+	    n->self_sa.sin_addr.s_addr == htonl(INADDR_ANY) ||
+	    n->self_sa.sin_port != n->bind_sa.sin_port) {
+		snprintf(err, errlen, "[control] listen '%s' is a wildcard and "
+			 "[peer.%u] control gives no concrete ip with the same port",
+			 c->control.listen, c->node.id);
+		return ZB_ERR_CONFIG;
+	}
+	snprintf(n->adv, sizeof(n->adv), "%s", adv);
+	if (c->control.heartbeat_ms == 0 || !c->control.raft_dir[0]) {
+		snprintf(err, errlen, "[control] heartbeat_ms and raft_dir are required");
+		return ZB_ERR_CONFIG;
+	}
+	if (!c->cluster.psk_file[0] && c->cluster.seed_count > 0) {
+		snprintf(err, errlen, "[cluster] psk_file is required when [cluster] "
+			 "seeds lists other nodes (control messages are authenticated)");
+		return ZB_ERR_CONFIG;
+	}
+	for (unsigned i = 0; i < c->cluster.seed_count && i < CFG_MAX_SEEDS; i++) {
+		if (parse_addr(c->cluster.seeds[i], &n->seeds[n->n_seeds]) != 0) {
+			snprintf(err, errlen, "[cluster] seeds: '%s' is not ip:port",
+				 c->cluster.seeds[i]);
+			return ZB_ERR_CONFIG;
+		}
+		if (!same_sa(&n->seeds[n->n_seeds], &n->self_sa))
+			n->n_seeds++;
+	}
+	ctl_phi_params_from_config(c, &n->phi_params);
+	struct ctl_phi tmp;
+	if (ctl_phi_init(&tmp, &n->phi_params) != 0) {
+		snprintf(err, errlen, "[control] phi parameters out of range");
+		return ZB_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static void node_free(struct ctl_node *n)
+{
+	if (n->loop_ok) {
+		begin_close(n);
+		uv_run(&n->loop, UV_RUN_DEFAULT);
+		if (n->io_inited)
+			raft_uv_close(&n->io);
+		ctl__tcp_auth_free(n->tcp);
+		uv_loop_close(&n->loop);
+	}
+	ctl_fsm_close(&n->fsm);
+	for (unsigned i = 0; i < n->n_events; i++)
+		ctl_ring_free(n->events[i]);
+	ctl_ring_free(n->commands);
+	pthread_mutex_destroy(&n->status_lock);
+	sodium_memzero(&n->auth, sizeof(n->auth));
+	free(n);
+}
+
+int ctl_node_start(const struct zb_config *cfg, const struct ctl_opts *opts,
+		   struct ctl_node **out, char *err, size_t errlen)
+{
+	static const struct ctl_opts none;
+	struct ctl_node *n;
+	uint8_t key[CTL_KEY_BYTES];
+	struct timespec ts;
+	int rc;
+
+	ZB_ASSERT(cfg != NULL && out != NULL);
+	opts = opts ? opts : &none;
+	if (opts->event_consumers > CFG_MAX_LCORES) {
+		snprintf(err, errlen, "too many event consumers");
+		return -EINVAL;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&n->status_lock, NULL);
+	n->cfg = *cfg;
+	n->opts = *opts;
+	n->self = cfg->node.id;
+	n->last_leader = -1;
+	rc = check_config(cfg, n, err, errlen);
+	if (rc != 0)
+		goto fail;
+	/* A node without seeds is a cluster of one: with no psk_file it uses a
+	 * random key, so nothing can join it. */
+	if (cfg->cluster.psk_file[0]) {
+		rc = ctl_auth_load_key(cfg->cluster.psk_file, key, err, errlen);
+		if (rc != 0)
+			goto fail;
+	} else {
+		if (sodium_init() < 0) {
+			rc = -ENOSYS;
+			snprintf(err, errlen, "libsodium failed to initialise");
+			goto fail;
+		}
+		randombytes_buf(key, sizeof(key));
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n->incarnation = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	ctl_auth_init(&n->auth, cfg->cluster.id, n->self, key, n->incarnation);
+	sodium_memzero(key, sizeof(key));
+	n->hb_ns = (uint64_t)cfg->control.heartbeat_ms * 1000000ull;
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
+		peer_reset_detector(n, &n->peers[id]);
+	rc = ctl_ring_create(&n->commands, opts->command_ring_size ? opts->command_ring_size : 256,
+			     sizeof(struct ctl_command));
+	for (unsigned i = 0; rc == 0 && i < opts->event_consumers; i++, n->n_events++)
+		rc = ctl_ring_create(&n->events[i], opts->event_ring_size ? opts->event_ring_size : 64,
+				     sizeof(struct ctl_event));
+	if (rc != 0) {
+		snprintf(err, errlen, "event/command rings: %s", zb_strerror(rc));
+		goto fail;
+	}
+	rc = setup_net(n, err, errlen);
+	if (rc == 0)
+		rc = setup_raft(n, err, errlen);
+	if (rc != 0)
+		goto fail;
+	update_status(n, zb_now_ns());
+	if (cfg->metrics.listen[0] &&
+	    (rc = ctl__http_start(n, cfg->metrics.listen, &n->http_metrics, err, errlen)) != 0)
+		goto fail;
+	if (cfg->control.admin_listen[0] &&
+	    (rc = ctl__http_start(n, cfg->control.admin_listen, &n->http_admin, err, errlen)) != 0)
+		goto fail_http;
+	ctl__collector_add(n);
+	n->next_hb_ns = zb_now_ns();
+	uv_timer_start(&n->tick, on_tick, TICK_MS, TICK_MS);
+	rc = pthread_create(&n->thread, NULL, loop_main, n);
+	if (rc != 0) {
+		rc = -rc;
+		snprintf(err, errlen, "pthread_create: %s", strerror(-rc));
+		ctl__collector_remove(n);
+		goto fail_http;
+	}
+	n->thread_ok = true;
+	logf_(n, CTL_LOG_INFO, "started on %s (cluster %u)", n->adv,
+	      cfg->cluster.id);
+	if (!cfg->cluster.psk_file[0])
+		logf_(n, CTL_LOG_WARN, "no [cluster] psk_file: single-node cluster "
+		      "with a random key, no other node can join");
+	*out = n;
+	return 0;
+fail_http:
+	ctl__http_stop(n->http_admin);
+	ctl__http_stop(n->http_metrics);
+fail:
+	node_free(n);
+	return rc;
+}
+
+void ctl_node_stop(struct ctl_node *n, bool leave)
+{
+	if (!n)
+		return;
+	ZB_ASSERT(n->thread_ok);
+	ctl__http_stop(n->http_admin);
+	ctl__http_stop(n->http_metrics);
+	ctl__collector_remove(n);
+	pthread_mutex_lock(&n->status_lock);
+	n->stop_req = true;
+	n->leave_req = n->leave_req || leave;
+	pthread_mutex_unlock(&n->status_lock);
+	uv_async_send(&n->wake);
+	pthread_join(n->thread, NULL);
+	n->thread_ok = false;
+	node_free(n);
+}
+
+struct ctl_ring *ctl_node_events(struct ctl_node *n, unsigned consumer)
+{
+	ZB_ASSERT(n != NULL);
+	return consumer < n->n_events ? n->events[consumer] : NULL;
+}
+
+struct ctl_ring *ctl_node_commands(struct ctl_node *n)
+{
+	ZB_ASSERT(n != NULL);
+	return n->commands;
+}
+
+uint64_t ctl_node_epoch(const struct ctl_node *n)
+{
+	return __atomic_load_n(&n->epoch, __ATOMIC_ACQUIRE);
+}
+
+int ctl_node_status(struct ctl_node *n, struct ctl_status *out)
+{
+	ZB_ASSERT(n != NULL && out != NULL);
+	pthread_mutex_lock(&n->status_lock);
+	*out = n->status;
+	pthread_mutex_unlock(&n->status_lock);
+	return 0;
+}
+
+/* ---- the process-wide singleton ----------------------------------------- */
+
+static struct ctl_node *self_node;
+
+int ctl_start(const struct zb_config *cfg, const struct ctl_opts *opts,
+	      char *err, size_t errlen)
+{
+	if (self_node) {
+		snprintf(err, errlen, "control plane already started");
+		return -EALREADY;
+	}
+	return ctl_node_start(cfg, opts, &self_node, err, errlen);
+}
+
+void ctl_stop(void)
+{
+	ctl_node_stop(self_node, true);
+	self_node = NULL;
+}
+
+struct ctl_node *ctl_self(void)
+{
+	return self_node;
+}
+
+/* Accessors for http.c (same module). */
+struct ctl_node *ctl__node_next(struct ctl_node *n) { return n->next_node; }
+void ctl__node_set_next(struct ctl_node *n, struct ctl_node *next) { n->next_node = next; }

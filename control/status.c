@@ -1,0 +1,105 @@
+/* Rendering of struct ctl_status: "key value" text (stable, one fact per
+ * line, easy to grep) and JSON. */
+#include "zbmd/control.h"
+#include "zbmd/common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void ids(FILE *f, const uint16_t *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? " " : "", v[i]);
+}
+
+char *ctl_status_text(const struct ctl_status *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	uint16_t m[CFG_MAX_NODES];
+
+	ZB_ASSERT(s != NULL);
+	if (!f)
+		return NULL;
+	for (uint32_t i = 0; i < s->st.n; i++)
+		m[i] = s->st.m[i].id;
+	fprintf(f, "node %u\naddress %s\nstate %s\nleader %d\nterm %llu\n"
+		"commit %llu\napplied %llu\nepoch %llu\n", s->self, s->addr,
+		s->raft_state ? s->raft_state : "unavailable", s->leader,
+		(unsigned long long)s->term, (unsigned long long)s->commit,
+		(unsigned long long)s->applied, (unsigned long long)s->st.epoch);
+	fprintf(f, "members ");
+	ids(f, m, s->st.n);
+	fprintf(f, "\nring ");
+	ids(f, s->st.ring, s->st.n);
+	fprintf(f, "\nplacement ");
+	ids(f, s->st.placement, s->st.n ? CTL_SUPERVISORS : 0);
+	fprintf(f, "\n");
+	for (uint32_t i = 0; i < s->n_peers; i++) {
+		const struct ctl_peer_status *p = &s->peers[i];
+		fprintf(f, "peer %u addr %s phi %.3f member %s convicted %s heartbeats %llu "
+			"last_heard_ms %.0f\n", p->id, p->addr[0] ? p->addr : "-", p->phi,
+			p->member ? "yes" : "no", p->convicted ? "yes" : "no",
+			(unsigned long long)p->heartbeats, p->last_heard_ms);
+	}
+	unsigned long long rej = s->handshake_rejected;
+	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
+		rej += s->auth_rejected[r];
+	fprintf(f, "auth_accepted %llu\nauth_rejected %llu\n",
+		(unsigned long long)s->auth_ok, rej);
+	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
+		fprintf(f, "auth_rejected_%s %llu\n", ctl_auth_reason_name(r),
+			(unsigned long long)s->auth_rejected[r]);
+	fprintf(f, "auth_rejected_raft_transport %llu\nconvictions %llu\n",
+		(unsigned long long)s->handshake_rejected,
+		(unsigned long long)s->convictions);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+char *ctl_status_json(const struct ctl_status *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ZB_ASSERT(s != NULL);
+	if (!f)
+		return NULL;
+	fprintf(f, "{\"node\":%u,\"address\":\"%s\",\"state\":\"%s\",\"leader\":%d,"
+		"\"term\":%llu,\"commit\":%llu,\"applied\":%llu,\"epoch\":%llu,\"members\":[",
+		s->self, s->addr, s->raft_state ? s->raft_state : "unavailable",
+		s->leader, (unsigned long long)s->term, (unsigned long long)s->commit,
+		(unsigned long long)s->applied, (unsigned long long)s->st.epoch);
+	for (uint32_t i = 0; i < s->st.n; i++)
+		fprintf(f, "%s{\"id\":%u,\"address\":\"%s\"}", i ? "," : "",
+			s->st.m[i].id, s->st.m[i].addr);
+	fprintf(f, "],\"ring\":[");
+	for (uint32_t i = 0; i < s->st.n; i++)
+		fprintf(f, "%s%u", i ? "," : "", s->st.ring[i]);
+	fprintf(f, "],\"placement\":[");
+	for (uint32_t i = 0; s->st.n && i < CTL_SUPERVISORS; i++)
+		fprintf(f, "%s%u", i ? "," : "", s->st.placement[i]);
+	fprintf(f, "],\"peers\":[");
+	for (uint32_t i = 0; i < s->n_peers; i++) {
+		const struct ctl_peer_status *p = &s->peers[i];
+		fprintf(f, "%s{\"id\":%u,\"address\":\"%s\",\"phi\":%.3f,\"member\":%s,"
+			"\"convicted\":%s,\"heartbeats\":%llu}", i ? "," : "", p->id,
+			p->addr, p->phi, p->member ? "true" : "false",
+			p->convicted ? "true" : "false", (unsigned long long)p->heartbeats);
+	}
+	fprintf(f, "],\"auth\":{\"accepted\":%llu", (unsigned long long)s->auth_ok);
+	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
+		fprintf(f, ",\"%s\":%llu", ctl_auth_reason_name(r),
+			(unsigned long long)s->auth_rejected[r]);
+	fprintf(f, ",\"raft_transport\":%llu}}\n", (unsigned long long)s->handshake_rejected);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}

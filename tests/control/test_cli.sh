@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
+# errors and exit statuses, never a crash or a hang.
+source "$ZBMD_ROOT/tests/common/tap.sh"
+plan 8
+Z=$ZBMD_BUILD/bin/zbmd
+D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
+trap 'rm -rf "$D"' EXIT
+$Z control >/dev/null 2>&1; [ $? -eq 2 ]; ok $? "control without -c: usage (2)"
+$Z control -c "$D/none.ini" 2>"$D/err"; [ $? -eq 1 ] && grep -q "none.ini" "$D/err"
+ok $? "control with a missing file: names it, exit 1"
+echo "secret key of enough length" > "$D/psk"; chmod 644 "$D/psk"
+cat > "$D/n.ini" <<EOT
+[node]
+id = 0
+[cluster]
+id = 5
+seeds = 127.0.0.1:17600
+psk_file = $D/psk
+[control]
+listen = 127.0.0.1:17600
+raft_dir = $D/raft
+admin_listen = 127.0.0.1:17601
+EOT
+timeout 10 $Z control -c "$D/n.ini" 2>"$D/err"; [ $? -eq 1 ] && grep -q "chmod 600" "$D/err"
+ok $? "PSK file readable by others: refused to start ($(head -c 90 "$D/err"))"
+$Z status --admin 127.0.0.1:1 2>"$D/err"; [ $? -eq 1 ] && grep -q "cannot reach" "$D/err"
+ok $? "status with nothing listening: clear error, exit 1"
+$Z status --admin nonsense 2>/dev/null; [ $? -eq 1 ]; ok $? "status with a bad address: exit 1"
+$Z status --bogus 2>/dev/null; [ $? -eq 2 ]; ok $? "status with an unknown flag: usage (2)"
+$Z bench phi -t 0 2>/dev/null; [ $? -eq 2 ]; ok $? "bench phi with 0 trials: usage (2)"
+chmod 600 "$D/psk"
+timeout 10 $Z control -c "$D/n.ini" 2>"$D/log" & pid=$!
+sleep 1.5
+out=$($Z status -c "$D/n.ini")
+kill -TERM $pid; wait $pid; st=$?
+echo "$out" | grep -q "^state leader" && [ $st -eq 0 ]
+ok $? "control runs, answers status, exits 0 on SIGTERM"
+done_testing

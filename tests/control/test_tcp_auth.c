@@ -1,0 +1,248 @@
+/* The PSK handshake wrapped around libraft's TCP transport, over real
+ * loopback sockets: same key -> both sides get the stream and raft's bytes
+ * pass through untouched; wrong key or wrong cluster id -> no stream on
+ * either side, both count the rejection. */
+#include "../../control/internal.h"
+#include "zbmd/common.h"
+#include "tap.h"
+
+#include <unistd.h>
+
+static uv_loop_t loop;
+static int port;
+static struct {
+	int connect_status;
+	bool connected, accepted;
+	raft_id accepted_id;
+	char got[64];
+	size_t got_len;
+	int closed;
+	uv_stream_t *cli_stream, *srv_stream;
+	uv_write_t wr;
+} r;
+
+static void freed(uv_handle_t *h) { raft_free(h); }
+
+static void on_alloc(uv_handle_t *h, size_t sug, uv_buf_t *b)
+{
+	(void)h;
+	(void)sug;
+	b->base = r.got + r.got_len;
+	b->len = sizeof(r.got) - 1 - r.got_len;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	(void)s;
+	(void)b;
+	if (n > 0)
+		r.got_len += (size_t)n;
+}
+
+static void on_accept(struct raft_uv_transport *t, raft_id id, const char *addr,
+		      uv_stream_t *s)
+{
+	(void)t;
+	(void)addr;
+	r.accepted = true;
+	r.accepted_id = id;
+	r.srv_stream = s;
+	uv_read_start(s, on_alloc, on_read);
+}
+
+static void on_written(uv_write_t *w, int status) { (void)w; (void)status; }
+
+static void on_connect(struct raft_uv_connect *req, uv_stream_t *s, int status)
+{
+	static char msg[] = "raft-bytes";
+	(void)req;
+	r.connect_status = status;
+	r.connected = true;
+	r.cli_stream = s;
+	if (s) {
+		uv_buf_t b = uv_buf_init(msg, sizeof(msg) - 1);
+		uv_write(&r.wr, s, &b, 1, on_written);
+	}
+}
+
+static void on_closed(struct raft_uv_transport *t) { (void)t; r.closed++; }
+
+static struct ctl_tcp_auth *g_srv;
+static uint64_t t_end;
+
+/* Stop once the outcome is settled (or after 2.5 s). */
+static void on_timer(uv_timer_t *t)
+{
+	struct ctl_tcp_auth_stats s;
+	ctl__tcp_auth_stats(g_srv, &s);
+	bool done = r.connected && ((r.connect_status == 0 && r.accepted && r.got_len == 10) ||
+				    s.rejected > 0);
+	if (done || zb_now_ns() > t_end)
+		uv_stop(t->loop);
+}
+
+
+/* ---- a man in the middle: relays client <-> server, flipping one byte of
+ * the first frame after the handshake (client -> server direction). */
+static struct {
+	uv_tcp_t listener, c, s;
+	uv_connect_t conn;
+	size_t c2s, flip_at;
+	bool active;
+	int closed;
+} mitm;
+
+struct mw {
+	uv_write_t req;
+	char data[];
+};
+
+static void mw_done(uv_write_t *w, int st) { (void)st; free(w); }
+
+static void relay_alloc(uv_handle_t *h, size_t sug, uv_buf_t *b)
+{
+	(void)h;
+	b->base = malloc(sug);
+	b->len = sug;
+}
+
+static void relay_read(uv_stream_t *from, ssize_t n, const uv_buf_t *b)
+{
+	uv_stream_t *to = from == (uv_stream_t *)&mitm.c ? (uv_stream_t *)&mitm.s
+							   : (uv_stream_t *)&mitm.c;
+	if (n > 0) {
+		struct mw *w = malloc(sizeof(*w) + (size_t)n);
+		memcpy(w->data, b->base, (size_t)n);
+		if (to == (uv_stream_t *)&mitm.s) {
+			if (mitm.flip_at >= mitm.c2s && mitm.flip_at < mitm.c2s + (size_t)n)
+				w->data[mitm.flip_at - mitm.c2s] ^= 0x40;
+			mitm.c2s += (size_t)n;
+		}
+		uv_buf_t o = uv_buf_init(w->data, (unsigned)n);
+		uv_write(&w->req, to, &o, 1, mw_done);
+	}
+	free(b->base);
+}
+
+static void relay_connected(uv_connect_t *c, int st)
+{
+	(void)c;
+	if (st != 0)
+		return;
+	uv_read_start((uv_stream_t *)&mitm.c, relay_alloc, relay_read);
+	uv_read_start((uv_stream_t *)&mitm.s, relay_alloc, relay_read);
+}
+
+static struct sockaddr_in mitm_to;
+
+static void relay_accept(uv_stream_t *l, int st)
+{
+	if (st != 0 || mitm.active)
+		return;
+	mitm.active = true;
+	uv_tcp_init(&loop, &mitm.c);
+	uv_tcp_init(&loop, &mitm.s);
+	uv_accept(l, (uv_stream_t *)&mitm.c);
+	uv_tcp_connect(&mitm.conn, &mitm.s, (struct sockaddr *)&mitm_to, relay_connected);
+}
+
+static void mitm_closed(uv_handle_t *h) { (void)h; mitm.closed++; }
+
+/* One connection attempt; returns after the exchange settles. With
+ * via_mitm, the client connects through the tampering relay. */
+static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_cluster,
+		    const uint8_t *cli_key, struct ctl_tcp_auth_stats *ss,
+		    struct ctl_tcp_auth_stats *cs, bool via_mitm)
+{
+	char ra[32];
+	struct ctl_tcp_auth *srv, *cli;
+	struct raft_uv_connect req;
+	char sa[32], ca[32];
+	uv_timer_t tm;
+
+	memset(&r, 0, sizeof(r));
+	port++;
+	snprintf(sa, sizeof(sa), "127.0.0.1:%d", port);
+	snprintf(ca, sizeof(ca), "127.0.0.1:%d", port + 1000);
+	ZB_ASSERT(ctl__tcp_auth_create(&srv, &loop, srv_cluster, srv_key, NULL, NULL) == 0);
+	ZB_ASSERT(ctl__tcp_auth_create(&cli, &loop, cli_cluster, cli_key, NULL, NULL) == 0);
+	struct raft_uv_transport *st = ctl__tcp_auth_iface(srv), *ct = ctl__tcp_auth_iface(cli);
+	ZB_ASSERT(st->init(st, 1, sa) == 0 && st->listen(st, on_accept) == 0);
+	ZB_ASSERT(ct->init(ct, 2, ca) == 0);
+	if (via_mitm) {
+		struct sockaddr_in la;
+		memset(&mitm, 0, sizeof(mitm));
+		snprintf(ra, sizeof(ra), "127.0.0.1:%d", port + 2000);
+		uv_ip4_addr("127.0.0.1", port, &mitm_to);
+		uv_ip4_addr("127.0.0.1", port + 2000, &la);
+		uv_tcp_init(&loop, &mitm.listener);
+		ZB_ASSERT(uv_tcp_bind(&mitm.listener, (struct sockaddr *)&la, 0) == 0);
+		ZB_ASSERT(uv_listen((uv_stream_t *)&mitm.listener, 4, relay_accept) == 0);
+		/* raft preamble (24 + padded address) + H1 (32) + H3 (32), then
+		 * the first frame's header (12): flip a payload byte. */
+		mitm.flip_at = 24 + ((strlen(ca) + 1 + 7) & ~(size_t)7) + 32 + 32 + 12 + 3;
+	}
+	ZB_ASSERT(ct->connect(ct, &req, 1, via_mitm ? ra : sa, on_connect) == 0);
+	uv_timer_init(&loop, &tm);
+	g_srv = srv;
+	t_end = zb_now_ns() + 2500000000ull;      /* > handshake timeout */
+	uv_timer_start(&tm, on_timer, 10, 10);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_close((uv_handle_t *)&tm, NULL);
+	if (r.cli_stream)
+		uv_close((uv_handle_t *)r.cli_stream, freed);
+	if (r.srv_stream)
+		uv_close((uv_handle_t *)r.srv_stream, freed);
+	ctl__tcp_auth_stats(srv, ss);
+	ctl__tcp_auth_stats(cli, cs);
+	if (via_mitm) {
+		uv_close((uv_handle_t *)&mitm.listener, mitm_closed);
+		if (mitm.active) {
+			uv_close((uv_handle_t *)&mitm.c, mitm_closed);
+			uv_close((uv_handle_t *)&mitm.s, mitm_closed);
+		}
+	}
+	st->close(st, on_closed);
+	ct->close(ct, on_closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ZB_ASSERT(r.closed == 2);
+	ctl__tcp_auth_free(srv);
+	ctl__tcp_auth_free(cli);
+}
+
+int main(void)
+{
+	uint8_t k1[CTL_KEY_BYTES], k2[CTL_KEY_BYTES];
+	struct ctl_tcp_auth_stats ss, cs;
+
+	tap_plan(11);
+	memset(k1, 0x11, sizeof(k1));
+	memset(k2, 0x22, sizeof(k2));
+	port = 30000 + (int)(getpid() % 3000) * 4;
+	ZB_ASSERT(uv_loop_init(&loop) == 0);
+
+	attempt(5, k1, 5, k1, &ss, &cs, false);
+	ok(r.connected && r.connect_status == 0 && r.cli_stream, "same key: client gets its stream");
+	ok(r.accepted && r.accepted_id == 2, "same key: server hands the stream to raft (peer id 2)");
+	r.got[r.got_len] = '\0';
+	is_str(r.got, "raft-bytes", "raft's bytes pass through untouched");
+	ok(ss.ok == 1 && cs.ok == 1 && ss.rejected == 0, "both count one good handshake");
+
+	attempt(5, k1, 5, k2, &ss, &cs, false);
+	ok(r.connected && r.connect_status != 0 && !r.cli_stream,
+	   "wrong key: the client gets no stream (%s)", raft_strerror(r.connect_status));
+	ok(!r.accepted, "wrong key: the server never hands a stream to raft");
+	ok(ss.rejected == 1 && cs.rejected == 1, "both sides count the rejection");
+
+	attempt(5, k1, 6, k1, &ss, &cs, false);
+	ok(!r.accepted && r.connect_status != 0, "wrong cluster id: refused");
+	ok(ss.rejected == 1, "... and counted by the server");
+
+	attempt(5, k1, 5, k1, &ss, &cs, true);
+	ok(r.accepted && r.connect_status == 0 && ss.ok == 1,
+	   "through a tampering relay: the handshake itself passes");
+	ok(ss.rejected == 1 && r.got_len == 0,
+	   "a flipped byte in a raft frame: rejected, nothing delivered to raft");
+	uv_loop_close(&loop);
+	return tap_done();
+}
