@@ -70,6 +70,24 @@ struct gpu_options {
 };
 void gpu_options_default(struct gpu_options *o);
 
+/* The [gpu] section of the config onto the options, for callers that have
+ * the config (gpu/ itself does not depend on it): defined only when
+ * zbmd/config.h is included before this header. */
+#ifdef ZBMD_CONFIG_H
+static_assert((int)CFG_GPU_AUTO == (int)GPU_AUTO && (int)CFG_GPU_CPU == (int)GPU_CPU &&
+	      (int)CFG_GPU_CUDA == (int)GPU_CUDA && (int)CFG_GPU_HIP == (int)GPU_HIP &&
+	      (int)CFG_GPU_VULKAN == (int)GPU_VULKAN, "cfg and gpu backend enums agree");
+static inline void gpu_options_from_config(const struct zb_config *c,
+					   struct gpu_options *o)
+{
+	gpu_options_default(o);
+	o->backend = (enum gpu_backend)c->gpu.backend;
+	o->device = c->gpu.device;
+	if (c->gpu.pool_mb)
+		o->pool_bytes = (size_t)c->gpu.pool_mb << 20;
+}
+#endif
+
 struct gpu_ctx;
 struct gpu_stream;
 
