@@ -120,35 +120,50 @@ out:
 	return rc;
 }
 
-/* reduce f32 sum of n bytes; bandwidth counts memory traffic (read dst,
- * read src, write dst = 3n) against the copy's (read + write = 2n). */
-static int bench_reduce(struct gpu_ctx *ctx, size_t bytes, double *red_gbs,
-			double *copy_gbs, bool *checked)
+/* Values that stay finite and exact-ish under repeated sums, per dtype. */
+static void fill_dtype(void *p, size_t n, enum zb_dtype t, unsigned seed)
 {
-	size_t n = bytes / 4;
-	float *h0 = malloc(bytes), *h1 = malloc(bytes), *out = malloc(bytes);
+	for (size_t i = 0; i < n; i++) {
+		float v = (float)((i * 2654435761u + seed) % 1000) * 0.25f;
+		switch (t) {
+		case ZB_F32: ((float *)p)[i] = v; break;
+		case ZB_F16: ((uint16_t *)p)[i] = gpu__f32_to_f16(v); break;
+		case ZB_BF16: ((uint16_t *)p)[i] = gpu__f32_to_bf16(v); break;
+		case ZB_F64: ((double *)p)[i] = v; break;
+		case ZB_I32: ((int32_t *)p)[i] = (int32_t)(v * 4); break;
+		default: ((int64_t *)p)[i] = (int64_t)(v * 4); break;
+		}
+	}
+}
+
+/* sum-reduce of `bytes` of dtype t; bandwidth counts memory traffic (read
+ * dst, read src, write dst = 3 x bytes) against the copy's (2 x bytes). */
+static int bench_reduce(struct gpu_ctx *ctx, size_t bytes, enum zb_dtype t,
+			double *red_gbs, double *copy_gbs, bool *checked)
+{
+	size_t n = bytes / zb_dtype_size(t);
+	void *h0 = malloc(bytes), *h1 = malloc(bytes), *out = malloc(bytes);
 	gpu_ptr_t d0 = 0, d1 = 0, d2 = 0;
 	int rc = -ENOMEM, iters;
 
 	if (!h0 || !h1 || !out)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		h0[i] = (float)(i % 1000) * 0.25f;
-		h1[i] = (float)(i % 777) * 0.5f;
-	}
+	fill_dtype(h0, n, t, 1);
+	fill_dtype(h1, n, t, 7);
 	rc = gpu_alloc(ctx, bytes, &d0);
 	if (!rc) rc = gpu_alloc(ctx, bytes, &d1);
 	if (!rc) rc = gpu_alloc(ctx, bytes, &d2);
 	if (!rc) rc = gpu_memcpy_h2d(ctx, NULL, d0, h0, bytes);
 	if (!rc) rc = gpu_memcpy_h2d(ctx, NULL, d1, h1, bytes);
-	if (!rc) rc = gpu_reduce(ctx, NULL, d0, d1, n, ZB_F32, ZB_SUM);
+	if (!rc) rc = gpu_reduce(ctx, NULL, d0, d1, n, t, ZB_SUM);
 	if (!rc) rc = gpu_memcpy_d2h(ctx, NULL, out, d0, bytes);
 	if (!rc) rc = gpu_stream_sync(ctx, NULL);
-	if (!rc) rc = gpu_host_reduce(h0, h1, n, ZB_F32, ZB_SUM);
+	if (!rc) rc = gpu_host_reduce(h0, h1, n, t, ZB_SUM);
+	/* every backend computes the host reduction's exact bits */
 	*checked = rc == 0 && memcmp(out, h0, bytes) == 0;
 	uint64_t t0 = zb_now_ns();
 	for (iters = 0; rc == 0 && (iters < 3 || secs(t0) < 0.3); iters++) {
-		rc = gpu_reduce(ctx, NULL, d0, d1, n, ZB_F32, ZB_SUM);
+		rc = gpu_reduce(ctx, NULL, d0, d1, n, t, ZB_SUM);
 		if (!rc) rc = gpu_stream_sync(ctx, NULL);
 	}
 	*red_gbs = 3.0 * (double)bytes * iters / secs(t0) / 1e9;
@@ -166,7 +181,7 @@ out:
 	return rc;
 }
 
-static int bench_one(enum gpu_backend b, bool quick)
+static int bench_one(enum gpu_backend b, bool quick, enum zb_dtype dt)
 {
 	static const int gemm_full[] = {256, 512, 1024}, gemm_quick[] = {64},
 			 gemm_soft[] = {64, 128};
@@ -203,9 +218,9 @@ static int bench_one(enum gpu_backend b, bool quick)
 	for (size_t i = 0; i < nr; i++) {
 		double rg = 0, cg = 0;
 		bool chk = false;
-		int rc = bench_reduce(ctx, rs[i], &rg, &cg, &chk);
-		printf("  reduce f32 sum %6zu KiB %8.2f GB/s   d2d copy %8.2f GB/s   "
-		       "ratio %5.1f%%   %s\n", rs[i] >> 10, rg, cg,
+		int rc = bench_reduce(ctx, rs[i], dt, &rg, &cg, &chk);
+		printf("  reduce %-8s sum %6zu KiB %8.2f GB/s   d2d copy %8.2f GB/s   "
+		       "ratio %5.1f%%   %s\n", zb_dtype_name(dt), rs[i] >> 10, rg, cg,
 		       cg > 0 ? 100 * rg / cg : 0,
 		       rc ? zb_strerror(rc) : chk ? "checked" : "WRONG RESULT");
 		fails += rc || !chk;
@@ -217,6 +232,7 @@ static int bench_one(enum gpu_backend b, bool quick)
 int gpu_cmd_bench(int argc, char **argv)
 {
 	enum gpu_backend only = GPU_AUTO;
+	enum zb_dtype dt = ZB_F32;
 	bool quick = false;
 
 	for (int i = 1; i < argc; i++) {
@@ -226,11 +242,17 @@ int gpu_cmd_bench(int argc, char **argv)
 						"(auto|cpu|cuda|hip|vulkan)\n", argv[i]);
 				return 2;
 			}
+		} else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
+			if (zb_dtype_parse(argv[++i], &dt) < 0) {
+				fprintf(stderr, "zbmd bench gpu: unknown dtype '%s' "
+						"(f32|f16|bf16|f64|i32|i64)\n", argv[i]);
+				return 2;
+			}
 		} else if (strcmp(argv[i], "--quick") == 0) {
 			quick = true;
 		} else {
-			fprintf(stderr, "usage: zbmd bench gpu [--backend auto|cpu|cuda|hip|vulkan] [--quick]\n"
-					"  per usable backend: sgemm GFLOP/s and f32 sum-reduce GB/s\n"
+			fprintf(stderr, "usage: zbmd bench gpu [--backend auto|cpu|cuda|hip|vulkan] [--dtype f32|f16|bf16|f64|i32|i64] [--quick]\n"
+					"  per usable backend: sgemm GFLOP/s and sum-reduce GB/s\n"
 					"  (memory traffic, 3 bytes moved per byte reduced) next to the\n"
 					"  device-to-device copy (2 per byte), results checked.\n");
 			return 2;
@@ -246,7 +268,7 @@ int gpu_cmd_bench(int argc, char **argv)
 			continue;
 		}
 		ran++;
-		fails += bench_one(b, quick);
+		fails += bench_one(b, quick, dt);
 	}
 	if (only != GPU_AUTO && !ran)
 		return 1;
