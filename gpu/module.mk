@@ -15,7 +15,7 @@ GPU_NOT :=
 $(BUILD)/obj/gpu/host_reduce.o: CFLAGS += -O3
 
 # cpu: OpenBLAS + libnuma (required).
-GPU_BUILT += cpu
+GPU_BUILT += cpu(OpenBLAS, libnuma)
 
 # vulkan: the loader headers + glslc for the SPIR-V, compiled in and linked.
 GPU_GLSLC := $(shell command -v glslc 2>/dev/null)
@@ -27,7 +27,7 @@ GPU_SPV_NAMES := $(foreach t,0 1 2 3 4 5,reduce_$(t) scale_$(t)) sgemm sgemm_nai
 gpu_SRCS += $(GPU_SPV_C)
 gpu_CFLAGS += -DZB_GPU_HAVE_VULKAN $(shell $(PKG_CONFIG) --cflags vulkan)
 gpu_LDLIBS += $(shell $(PKG_CONFIG) --libs vulkan)
-GPU_BUILT += vulkan
+GPU_BUILT += vulkan(SPIR-V by glslc, embedded)
 GPU_SHADER_DEPS := gpu/shaders/common.glsl gpu/shaders/embed.sh
 $(GPU_SPV_DIR)/reduce_%.spv: gpu/shaders/reduce.comp $(GPU_SHADER_DEPS)
 	@mkdir -p $(@D)
@@ -61,7 +61,7 @@ $(GPU_RTC_C): gpu/kernels/zb_kernels.cu gpu/shaders/embed_text.sh
 CUDA_HOME ?= /usr/local/cuda
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 $(BUILD)/obj/gpu/cuda_backend.o: CFLAGS += -DZB_GPU_HAVE_CUDA -isystem $(CUDA_HOME)/include -DZB_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
-GPU_BUILT += cuda(dlopen)
+GPU_BUILT += cuda(dlopen: driver+cuBLAS+NVRTC at run time)
 else
 GPU_NOT += cuda(no $(CUDA_HOME)/include/cuda.h)
 endif
@@ -71,11 +71,10 @@ endif
 GPU_HIP_HDR := $(firstword $(wildcard /usr/include/hip/hip_runtime_api.h /opt/rocm/include/hip/hip_runtime_api.h))
 ifneq ($(GPU_HIP_HDR),)
 $(BUILD)/obj/gpu/hip_backend.o: CFLAGS += -DZB_GPU_HAVE_HIP -D__HIP_PLATFORM_AMD__ $(if $(filter /opt/%,$(GPU_HIP_HDR)),-isystem /opt/rocm/include)
-GPU_BUILT += hip(dlopen)
+GPU_BUILT += hip(dlopen$(if $(shell command -v hipcc 2>/dev/null),; kernels compile-checked by hipcc in test-gpu,; no hipcc: no compile check))
 else
 GPU_NOT += hip(no HIP headers)
 endif
-GPU_HIPCC := $(shell command -v hipcc 2>/dev/null)
 
 gpu_SUMMARY = $(GPU_BUILT)$(if $(GPU_NOT),; not built: $(GPU_NOT))
 
