@@ -114,7 +114,9 @@ const struct gpu_device_info *gpu_ctx_device(const struct gpu_ctx *ctx);
  * that coalesces on free.  Every block is 256-byte aligned.
  * gpu_alloc: 0, -EINVAL (size 0), -ENOMEM (pool exhausted / device out of
  * memory / bookkeeping full) — never an abort.
- * gpu_free: 0, -EINVAL (not an allocation of this context; nothing freed). */
+ * gpu_free: 0, -EINVAL (not an allocation of this context; nothing freed).
+ *   It does not wait for queued work: sync the streams that use the block
+ *   first (the block may be handed out again at once). */
 int gpu_alloc(struct gpu_ctx *ctx, size_t bytes, gpu_ptr_t *out);
 int gpu_free(struct gpu_ctx *ctx, gpu_ptr_t p);
 

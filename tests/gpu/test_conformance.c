@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 15)
+#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 16)
 #define MAXN 70001
 #define MAXB (MAXN * 8 + 64)
 
@@ -304,13 +304,30 @@ static void suite(enum gpu_backend be)
 	ok(gpu_free(ctx, dd + 8) == -EINVAL && gpu_free(ctx, 12345) == -EINVAL,
 	   "%s: freeing a non-allocation is -EINVAL", bn);
 	{
+		/* run-time compilation: compile, launch, read the effect back */
 		struct gpu_kernel *k = NULL;
-		char log[256];
-		rc = gpu_kernel_compile(ctx, "extern \"C\" __global__ void k(int *p) { *p = 1; }",
+		char log[512] = "";
+		int32_t one = 0;
+		rc = gpu_kernel_compile(ctx, "extern \"C\" __global__ void k(int *p, int v) { *p = v + 1; }",
 					"k", &k, log, sizeof(log));
-		ok(rc == 0 || rc == ZB_ERR_UNSUPPORTED,
-		   "%s: run-time compile %s", bn, rc == 0 ? "works" : "reports unsupported");
+		if (rc == 0) {
+			unsigned g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
+			gpu_ptr_t p = dd;
+			int v = 41;
+			void *args[] = {&p, &v};
+			rc = gpu_kernel_launch(ctx, NULL, k, g, b, args);
+			if (!rc) rc = gpu_memcpy_d2h(ctx, NULL, &one, dd, sizeof(one));
+			if (!rc) rc = gpu_stream_sync(ctx, NULL);
+			ok(rc == 0 && one == 42, "%s: run-time compiled kernel runs (%d)", bn, one);
+		} else {
+			ok(rc == ZB_ERR_UNSUPPORTED, "%s: run-time compile reports unsupported (%s)",
+			   bn, log);
+		}
 		gpu_kernel_free(ctx, k);
+		char log2[512] = "";
+		rc = gpu_kernel_compile(ctx, "this is not CUDA", "k", &k, log2, sizeof(log2));
+		ok(rc == ZB_ERR_UNSUPPORTED || (rc == -EINVAL && log2[0] && !k),
+		   "%s: a compile error is -EINVAL with the compiler log", bn);
 	}
 	{
 		struct gpu_pool_stats st;
