@@ -36,6 +36,7 @@ struct vk_be {
 	VkDevice dev;
 	VkQueue queue;
 	uint32_t qfam, memtype;
+	int memtype_host;       /* host-coherent, not device-local; -1 none */
 	VkCommandPool cpool;
 	VkDescriptorSetLayout dsl;
 	VkPipelineLayout layout;
@@ -287,19 +288,24 @@ static int pick_memtype(struct vk_be *be)
 					   VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
 	int best = -1;
 
+	be->memtype_host = -1;
 	vkGetPhysicalDeviceMemoryProperties(be->pd, &mp);
 	for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
 		VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
 		if ((f & host) != host)
 			continue;
-		if (best < 0 || (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+		if (!(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && be->memtype_host < 0)
+			be->memtype_host = (int)i;
+		if (best < 0 || ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) &&
+				 !(mp.memoryTypes[best].propertyFlags &
+				   VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)))
 			best = (int)i;
-		if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
-			break;
 	}
 	if (best < 0)
 		return ZB_ERR_UNSUPPORTED;
 	be->memtype = (uint32_t)best;
+	if (be->memtype_host == best)
+		be->memtype_host = -1;
 	return 0;
 }
 
@@ -429,8 +435,10 @@ static int vk_chunk_alloc(struct gpu_ctx *ctx, size_t bytes, gpu_ptr_t *base,
 		.sharingMode = VK_SHARING_MODE_EXCLUSIVE,
 	};
 	r = vkCreateBuffer(be->dev, &bci, NULL, &c->buf);
-	if (r != VK_SUCCESS)
+	if (r != VK_SUCCESS) {
+		c->buf = VK_NULL_HANDLE;
 		goto fail;
+	}
 	VkMemoryRequirements req;
 	vkGetBufferMemoryRequirements(be->dev, c->buf, &req);
 	if (!(req.memoryTypeBits & (1u << be->memtype))) {
@@ -443,8 +451,17 @@ static int vk_chunk_alloc(struct gpu_ctx *ctx, size_t bytes, gpu_ptr_t *base,
 		.memoryTypeIndex = be->memtype,
 	};
 	r = vkAllocateMemory(be->dev, &mai, NULL, &c->mem);
-	if (r != VK_SUCCESS)
+	/* device-local + host-visible memory can be a small BAR window: fall
+	 * back to host memory the device reads over the bus */
+	if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY && be->memtype_host >= 0 &&
+	    (req.memoryTypeBits & (1u << be->memtype_host))) {
+		mai.memoryTypeIndex = (uint32_t)be->memtype_host;
+		r = vkAllocateMemory(be->dev, &mai, NULL, &c->mem);
+	}
+	if (r != VK_SUCCESS) {
+		c->mem = VK_NULL_HANDLE; /* not valid after a failed call */
 		goto fail;
+	}
 	r = vkBindBufferMemory(be->dev, c->buf, c->mem, 0);
 	if (r == VK_SUCCESS)
 		r = vkMapMemory(be->dev, c->mem, 0, VK_WHOLE_SIZE, 0, (void **)&c->map);
