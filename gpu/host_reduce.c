@@ -19,11 +19,19 @@
 		}                                                              \
 	} while (0)
 
+/* x86-64: each loop is also built for AVX2 and picked at load time
+ * (gcc function multiversioning); other targets get the default build. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ZB_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ZB_CLONES
+#endif
+
 /* Float min/max written as selects so they map to minps/maxps. */
 #define ZB_MIN_EXPR (b < a ? b : a)
 #define ZB_MAX_EXPR (b > a ? b : a)
 
-static void reduce_f32(void *dst, const void *src, size_t count,
+ZB_CLONES static void reduce_f32(void *dst, const void *src, size_t count,
 		       enum zb_redop op)
 {
 	switch (op) {
@@ -35,7 +43,7 @@ static void reduce_f32(void *dst, const void *src, size_t count,
 	}
 }
 
-static void reduce_f64(void *dst, const void *src, size_t count,
+ZB_CLONES static void reduce_f64(void *dst, const void *src, size_t count,
 		       enum zb_redop op)
 {
 	switch (op) {
@@ -48,7 +56,7 @@ static void reduce_f64(void *dst, const void *src, size_t count,
 }
 
 /* Integer sum/prod wrap: computed in the unsigned type (defined overflow). */
-static void reduce_i32(void *dst, const void *src, size_t count,
+ZB_CLONES static void reduce_i32(void *dst, const void *src, size_t count,
 		       enum zb_redop op)
 {
 	switch (op) {
@@ -62,7 +70,7 @@ static void reduce_i32(void *dst, const void *src, size_t count,
 	}
 }
 
-static void reduce_i64(void *dst, const void *src, size_t count,
+ZB_CLONES static void reduce_i64(void *dst, const void *src, size_t count,
 		       enum zb_redop op)
 {
 	switch (op) {
@@ -168,9 +176,33 @@ void gpu__f16_narrow(uint16_t *out, const float *in, size_t n, bool hw)
 		out[i] = gpu__f32_to_f16(in[i]);
 }
 
+/* bf16: one fused loop per op (widening is a shift, narrowing integer
+ * selects: gcc vectorises the whole body). */
+#define ZB_BF16_LOOP(EXPR)                                                     \
+	for (size_t i = 0; i < count; i++) {                                   \
+		float a = gpu__bf16_to_f32(dst[i]), b = gpu__bf16_to_f32(src[i]); \
+		dst[i] = gpu__f32_to_bf16(EXPR);                               \
+	}
+
+ZB_CLONES static void reduce_bf16(uint16_t *dst, const uint16_t *src, size_t count,
+			enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG: ZB_BF16_LOOP(a + b); break;
+	case ZB_PROD: ZB_BF16_LOOP(a * b); break;
+	case ZB_MIN: ZB_BF16_LOOP(ZB_MIN_EXPR); break;
+	case ZB_MAX: ZB_BF16_LOOP(ZB_MAX_EXPR); break;
+	default: ZB_ASSERT(0);
+	}
+}
+
 static void reduce_half(uint16_t *dst, const uint16_t *src, size_t count,
 			enum zb_redop op, bool bf16)
 {
+	if (bf16) {
+		reduce_bf16(dst, src, count, op);
+		return;
+	}
 	float a[ZB_HALF_BLOCK], b[ZB_HALF_BLOCK];
 
 	for (size_t base = 0; base < count; base += ZB_HALF_BLOCK) {
