@@ -20,8 +20,11 @@
 	} while (0)
 
 /* x86-64: each loop is also built for AVX2 and picked at load time
- * (gcc function multiversioning); other targets get the default build. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * (gcc function multiversioning); other targets get the default build.
+ * Not under the sanitizers: the ifunc resolver runs before the TSan
+ * runtime is initialised and crashes it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define ZB_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define ZB_CLONES
