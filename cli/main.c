@@ -1,6 +1,7 @@
 /* zbmd — the node process and its tools. `zbmd help` lists the commands. */
 #include "cli.h"
 #include "zbmd/common.h"
+#include "zbmd/gpu.h"
 #include "zbmd/config.h"
 #include "zbmd/control.h"
 
@@ -21,6 +22,7 @@ static int cmd_version(int argc, char **argv)
 
 /* `zbmd bench WHAT`: one row per benchmark. */
 static const struct zb_cmd bench_commands[] = {
+	{"gpu", gpu_cmd_bench, "sgemm and reduce per GPU backend [--backend B]"},
 	{"phi", ctl_cmd_bench_phi, "phi-accrual: time to convict and false convictions vs Akka defaults"},
 	{NULL, NULL, NULL},
 };
@@ -41,6 +43,7 @@ static int cmd_bench(int argc, char **argv)
 static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
+	{"gpu-info", gpu_cmd_info, "GPU backends compiled in, usable, devices"},
 	{"version", cmd_version, "print the version"},
 	{"status", ctl_cmd_status, "print a running node's members, leader, epoch, phi per peer"},
 	{"control", ctl_cmd_control, "run only the control thread of a node (foreground)"},

@@ -1,0 +1,325 @@
+/* Host reductions: plain C loops that gcc vectorises (this file is built
+ * with -O3, see gpu/module.mk).  The same code is the cpu backend's reduce
+ * and the reference semantics every other backend is checked against. */
+#include "zbmd/gpu.h"
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Element-wise loops, one per (type, op).  No restrict: dst == src is
+ * allowed, and gcc versions the loop with a run-time alias check. */
+#define ZB_LOOP(T, EXPR)                                                       \
+	do {                                                                   \
+		T *d_ = (T *)dst;                                              \
+		const T *s_ = (const T *)src;                                  \
+		for (size_t i = 0; i < count; i++) {                           \
+			T a = d_[i], b = s_[i];                                \
+			d_[i] = (EXPR);                                        \
+		}                                                              \
+	} while (0)
+
+/* x86-64: each loop is also built for AVX2 and picked at load time
+ * (gcc function multiversioning); other targets get the default build.
+ * Not under the sanitizers: the ifunc resolver runs before the TSan
+ * runtime is initialised and crashes it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define ZB_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define ZB_CLONES
+#endif
+
+/* Float min/max written as selects so they map to minps/maxps. */
+#define ZB_MIN_EXPR (b < a ? b : a)
+#define ZB_MAX_EXPR (b > a ? b : a)
+
+ZB_CLONES static void reduce_f32(void *dst, const void *src, size_t count,
+		       enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG: ZB_LOOP(float, a + b); break;
+	case ZB_PROD: ZB_LOOP(float, a * b); break;
+	case ZB_MIN: ZB_LOOP(float, ZB_MIN_EXPR); break;
+	case ZB_MAX: ZB_LOOP(float, ZB_MAX_EXPR); break;
+	default: ZB_ASSERT(0);
+	}
+}
+
+ZB_CLONES static void reduce_f64(void *dst, const void *src, size_t count,
+		       enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG: ZB_LOOP(double, a + b); break;
+	case ZB_PROD: ZB_LOOP(double, a * b); break;
+	case ZB_MIN: ZB_LOOP(double, ZB_MIN_EXPR); break;
+	case ZB_MAX: ZB_LOOP(double, ZB_MAX_EXPR); break;
+	default: ZB_ASSERT(0);
+	}
+}
+
+/* Integer sum/prod wrap: computed in the unsigned type (defined overflow). */
+ZB_CLONES static void reduce_i32(void *dst, const void *src, size_t count,
+		       enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG:
+		ZB_LOOP(int32_t, (int32_t)((uint32_t)a + (uint32_t)b)); break;
+	case ZB_PROD:
+		ZB_LOOP(int32_t, (int32_t)((uint32_t)a * (uint32_t)b)); break;
+	case ZB_MIN: ZB_LOOP(int32_t, ZB_MIN_EXPR); break;
+	case ZB_MAX: ZB_LOOP(int32_t, ZB_MAX_EXPR); break;
+	default: ZB_ASSERT(0);
+	}
+}
+
+ZB_CLONES static void reduce_i64(void *dst, const void *src, size_t count,
+		       enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG:
+		ZB_LOOP(int64_t, (int64_t)((uint64_t)a + (uint64_t)b)); break;
+	case ZB_PROD:
+		ZB_LOOP(int64_t, (int64_t)((uint64_t)a * (uint64_t)b)); break;
+	case ZB_MIN: ZB_LOOP(int64_t, ZB_MIN_EXPR); break;
+	case ZB_MAX: ZB_LOOP(int64_t, ZB_MAX_EXPR); break;
+	default: ZB_ASSERT(0);
+	}
+}
+
+/* ---- 16-bit floats ------------------------------------------------------
+ * Widen a block to f32, reduce it with the vectorised f32 loop, narrow it
+ * back.  The portable path uses the gpu__ inline conversions (internal.h:
+ * the common.h algorithms, IEEE round-to-nearest-even); on x86 CPUs with
+ * AVX2 + F16C, f16 uses vcvtph2ps / vcvtps2ph (8 at a time), which agree on
+ * every non-NaN value, and NaN lanes are patched to the portable encoding
+ * (hardware sets the quiet bit on widening and keeps payload bits on
+ * narrowing; common.h does neither).  tests/gpu/test_host_reduce.c checks
+ * both paths against an exact reference on every 16-bit input and a sweep
+ * of f32 inputs. */
+#define ZB_HALF_BLOCK 256
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ZB_HAVE_F16C_PATH 1
+
+__attribute__((target("avx2,f16c")))
+static size_t widen_f16c(float *out, const uint16_t *in, size_t n)
+{
+	const __m256i quiet = _mm256_set1_epi32(0x00400000);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(in + i));
+		__m256i f = _mm256_castps_si256(_mm256_cvtph_ps(h));
+		__m256i hi = _mm256_cvtepu16_epi32(h);
+		__m256i nan = _mm256_cmpgt_epi32(
+			_mm256_and_si256(hi, _mm256_set1_epi32(0x7fff)),
+			_mm256_set1_epi32(0x7c00));
+		/* common.h: sign | 0x7f800000 | man << 13 (bit 22 = man bit 9) */
+		__m256i fixed = _mm256_or_si256(
+			_mm256_andnot_si256(quiet, f),
+			_mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(0x200)), 13));
+		f = _mm256_blendv_epi8(f, fixed, nan);
+		_mm256_storeu_ps(out + i, _mm256_castsi256_ps(f));
+	}
+	return i;
+}
+
+__attribute__((target("avx2,f16c")))
+static size_t narrow_f16c(uint16_t *out, const float *in, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(in + i);
+		__m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+		/* common.h: sign | 0x7e00 for every NaN */
+		__m256i canon = _mm256_or_si256(
+			_mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 16),
+					 _mm256_set1_epi32(0x8000)),
+			_mm256_set1_epi32(0x7e00));
+		__m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan),
+						_mm256_extracti128_si256(nan, 1));
+		__m128i canon16 = _mm_packus_epi32(_mm256_castsi256_si128(canon),
+						   _mm256_extracti128_si256(canon, 1));
+		_mm_storeu_si128((__m128i *)(out + i), _mm_blendv_epi8(h, canon16, nan16));
+	}
+	return i;
+}
+
+static bool have_f16c(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+#endif
+
+void gpu__f16_widen(float *out, const uint16_t *in, size_t n, bool hw)
+{
+	size_t i = 0;
+#ifdef ZB_HAVE_F16C_PATH
+	if (hw && have_f16c())
+		i = widen_f16c(out, in, n);
+#else
+	(void)hw;
+#endif
+	for (; i < n; i++)
+		out[i] = gpu__f16_to_f32(in[i]);
+}
+
+void gpu__f16_narrow(uint16_t *out, const float *in, size_t n, bool hw)
+{
+	size_t i = 0;
+#ifdef ZB_HAVE_F16C_PATH
+	if (hw && have_f16c())
+		i = narrow_f16c(out, in, n);
+#else
+	(void)hw;
+#endif
+	for (; i < n; i++)
+		out[i] = gpu__f32_to_f16(in[i]);
+}
+
+/* bf16: one fused loop per op (widening is a shift, narrowing integer
+ * selects: gcc vectorises the whole body). */
+#define ZB_BF16_LOOP(EXPR)                                                     \
+	for (size_t i = 0; i < count; i++) {                                   \
+		float a = gpu__bf16_to_f32(dst[i]), b = gpu__bf16_to_f32(src[i]); \
+		dst[i] = gpu__f32_to_bf16(EXPR);                               \
+	}
+
+ZB_CLONES static void reduce_bf16(uint16_t *dst, const uint16_t *src, size_t count,
+			enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG: ZB_BF16_LOOP(a + b); break;
+	case ZB_PROD: ZB_BF16_LOOP(a * b); break;
+	case ZB_MIN: ZB_BF16_LOOP(ZB_MIN_EXPR); break;
+	case ZB_MAX: ZB_BF16_LOOP(ZB_MAX_EXPR); break;
+	default: ZB_ASSERT(0);
+	}
+}
+
+static void reduce_half(uint16_t *dst, const uint16_t *src, size_t count,
+			enum zb_redop op, bool bf16)
+{
+	if (bf16) {
+		reduce_bf16(dst, src, count, op);
+		return;
+	}
+	float a[ZB_HALF_BLOCK], b[ZB_HALF_BLOCK];
+
+	for (size_t base = 0; base < count; base += ZB_HALF_BLOCK) {
+		size_t n = count - base < ZB_HALF_BLOCK ? count - base
+							: ZB_HALF_BLOCK;
+		if (bf16) {
+			for (size_t i = 0; i < n; i++) {
+				a[i] = gpu__bf16_to_f32(dst[base + i]);
+				b[i] = gpu__bf16_to_f32(src[base + i]);
+			}
+		} else {
+			gpu__f16_widen(a, dst + base, n, true);
+			gpu__f16_widen(b, src + base, n, true);
+		}
+		reduce_f32(a, b, n, op);
+		if (bf16)
+			for (size_t i = 0; i < n; i++)
+				dst[base + i] = gpu__f32_to_bf16(a[i]);
+		else
+			gpu__f16_narrow(dst + base, a, n, true);
+	}
+}
+
+int gpu_host_reduce(void *dst, const void *src, size_t count,
+		    enum zb_dtype dtype, enum zb_redop op)
+{
+	if ((unsigned)dtype >= ZB_DTYPE_COUNT || (unsigned)op >= ZB_REDOP_COUNT)
+		return -EINVAL;
+	if (count == 0)
+		return 0;
+	if (!dst || !src)
+		return -EINVAL;
+	size_t bytes = count * zb_dtype_size(dtype);
+	if (bytes / zb_dtype_size(dtype) != count)
+		return -EINVAL;
+	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+	if (d != s && d < s + bytes && s < d + bytes)
+		return -EINVAL; /* partial overlap */
+
+	switch (dtype) {
+	case ZB_F32: reduce_f32(dst, src, count, op); break;
+	case ZB_F64: reduce_f64(dst, src, count, op); break;
+	case ZB_I32: reduce_i32(dst, src, count, op); break;
+	case ZB_I64: reduce_i64(dst, src, count, op); break;
+	case ZB_F16: reduce_half(dst, src, count, op, false); break;
+	case ZB_BF16: reduce_half(dst, src, count, op, true); break;
+	default: return -EINVAL;
+	}
+	return 0;
+}
+
+/* Round to nearest, ties away from zero, saturated to [lo, hi]. */
+static inline double scale_int(double v, double lo, double hi)
+{
+	v = round(v);
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor)
+{
+	if ((unsigned)dtype >= ZB_DTYPE_COUNT || !isfinite(factor))
+		return -EINVAL;
+	if (count == 0)
+		return 0;
+	if (!buf)
+		return -EINVAL;
+
+	float ff = (float)factor;
+	switch (dtype) {
+	case ZB_F32: {
+		float *p = buf;
+		for (size_t i = 0; i < count; i++)
+			p[i] *= ff;
+		break;
+	}
+	case ZB_F64: {
+		double *p = buf;
+		for (size_t i = 0; i < count; i++)
+			p[i] *= factor;
+		break;
+	}
+	case ZB_F16: {
+		uint16_t *p = buf;
+		for (size_t i = 0; i < count; i++)
+			p[i] = gpu__f32_to_f16(gpu__f16_to_f32(p[i]) * ff);
+		break;
+	}
+	case ZB_BF16: {
+		uint16_t *p = buf;
+		for (size_t i = 0; i < count; i++)
+			p[i] = gpu__f32_to_bf16(gpu__bf16_to_f32(p[i]) * ff);
+		break;
+	}
+	case ZB_I32: {
+		int32_t *p = buf;
+		for (size_t i = 0; i < count; i++)
+			p[i] = (int32_t)scale_int((double)p[i] * factor,
+						  (double)INT32_MIN,
+						  (double)INT32_MAX);
+		break;
+	}
+	case ZB_I64: {
+		int64_t *p = buf;
+		/* 2^63 is exact in double; anything >= it saturates. */
+		for (size_t i = 0; i < count; i++) {
+			double v = round((double)p[i] * factor);
+			p[i] = v >= 9223372036854775808.0 ? INT64_MAX
+			       : v < -9223372036854775808.0 ? INT64_MIN
+							    : (int64_t)v;
+		}
+		break;
+	}
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
