@@ -1,6 +1,7 @@
 /* zbmd — the node process and its tools. `zbmd help` lists the commands. */
 #include "cli.h"
 #include "zbmd/common.h"
+#include "zbmd/rdma.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,7 @@ static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
 	{"version", cmd_version, "print the version"},
+	{"rdma-info", rdma_info_main, "RDMA devices, ports, GIDs, GPUDirect support"},
 };
 
 static int cmd_help(int argc, char **argv)

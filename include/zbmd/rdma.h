@@ -1,0 +1,107 @@
+/* zbmd/rdma.h — the libibverbs provider of the net interface (rdma/).
+ *
+ * The provider is `rdma_net_ops` (struct net_ops, name "rdma"): RC queue
+ * pairs per (peer, channel, direction), RDMA WRITE WITH IMMEDIATE into the
+ * receiver's registered buffer for large messages, SEND/RECV into a posted
+ * receive pool for small ones (inline when <= [rdma] inline_max), every
+ * message gated by a clear-to-send credit the receiver writes into the
+ * sender's FIFO. See docs/rdma.md for the protocol.
+ *
+ * Connection setup goes through the control plane: for every comm the
+ * provider produces a *connection blob* (QPN, PSN, GID/LID, MTU, FIFO
+ * address and rkey; versioned, CRC-checked) with rdma_conn_local(); the
+ * control plane ships it to the peer, which hands it to rdma_conn_deliver().
+ * connect()/accept() return -EAGAIN until the peer's blob has arrived, then
+ * bring the QP through INIT -> RTR -> RTS and return 0.
+ *
+ * Completions: one CQ per channel (channel = the lcore that owns it). The
+ * lcore loop registers rdma_poll_cq(rdma_cq_source(ctx, ch)) as a completion
+ * source, or relies on test(), which polls its comm's CQ itself.
+ * Async device events (port down, QP fatal) are read without blocking by
+ * rdma_poll_async() (the control thread, or progress()).
+ */
+#ifndef ZBMD_RDMA_H
+#define ZBMD_RDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zbmd/net.h"
+
+/* The provider table. version NET_OPS_VERSION, name "rdma". */
+extern const struct net_ops rdma_net_ops;
+
+/* Which side of a connection a blob describes. A SEND blob made by node A
+ * for (peer B, channel c) is delivered to B, where it completes B's RECV
+ * comm from A on channel c, and vice versa. */
+enum rdma_side { RDMA_SIDE_SEND = 1, RDMA_SIDE_RECV = 2 };
+
+#define RDMA_CONN_BLOB_LEN 72   /* bytes of one encoded connection blob */
+
+/* What went wrong, for the control plane. */
+enum rdma_event_kind {
+	RDMA_EV_WC_ERROR = 1,   /* a work completion failed (status, vendor_err) */
+	RDMA_EV_QP_FATAL,       /* async: QP fatal / request / access error */
+	RDMA_EV_PORT_DOWN,      /* async: port error (link down) */
+	RDMA_EV_PORT_UP,        /* async: port active again */
+	RDMA_EV_DEVICE_FATAL,   /* async: the device is gone */
+	RDMA_EV_PROTOCOL,       /* peer broke the protocol (oversize, abort) */
+};
+
+struct rdma_event {
+	enum rdma_event_kind kind;
+	int peer;               /* node id, -1 when not about one comm */
+	int channel;            /* -1 when not about one comm */
+	enum rdma_side side;    /* 0 when not about one comm */
+	int err;                /* the error the affected requests fail with */
+	int wc_status;          /* enum ibv_wc_status, or -1 */
+	uint32_t vendor_err;
+	char msg[200];          /* "node 3 ch 0 send: RDMA WRITE failed: ..." */
+};
+
+/* Passed as net_init_args.provider_arg (may be NULL). on_event is called
+ * from whichever thread observed the failure (an lcore polling a CQ, or the
+ * thread calling rdma_poll_async): it must not block (push to a queue). */
+struct rdma_provider_args {
+	void (*on_event)(void *arg, const struct rdma_event *ev);
+	void *arg;
+};
+
+/* Encode this node's connection blob for the comm (peer, channel, side),
+ * creating its QP and buffers when it does not exist yet (control path:
+ * allocates, calls verbs). blob must hold RDMA_CONN_BLOB_LEN bytes.
+ * Returns the blob length, or -EINVAL (bad peer/channel/side/cap),
+ * -EAGAIN (another thread is creating it now), -ENOMEM, -ZB_ERR_DEVICE. */
+int rdma_conn_local(void *ctx, uint16_t peer, uint16_t channel,
+		    enum rdma_side side, void *blob, size_t cap);
+
+/* Hand a peer's blob to the provider. It is validated strictly (magic,
+ * version, CRC, every field's range, addressed to this node); the matching
+ * local comm is the opposite side. Thread-safe against the lcore that owns
+ * the comm. Returns 0, -ZB_ERR_BAD_FRAME / -EPROTONOSUPPORT (bad blob, why
+ * in rdma_last_error), -EINVAL (not for this node), -EALREADY (delivered
+ * twice with different contents). */
+int rdma_conn_deliver(void *ctx, const void *blob, size_t len);
+
+/* Completion sources: one per channel. rdma_poll_cq() handles at most a
+ * burst of completions and returns how many, or a negative error. Call it
+ * only from the lcore that owns the channel. */
+void *rdma_cq_source(void *ctx, uint16_t channel);
+int rdma_poll_cq(void *arg);
+
+/* Read pending async events without blocking; fail affected comms (the
+ * owning lcores see it on their next call) and report them through
+ * on_event. Returns the number of events handled or a negative error. */
+int rdma_poll_async(void *ctx);
+
+/* The last error message of this thread's rdma calls ("" when none). */
+const char *rdma_last_error(void);
+
+/* How a memory handle was registered ("host", "dmabuf", "peermem",
+ * "staging") and why that path was chosen. */
+const char *rdma_mr_path(void *mhandle, const char **why);
+
+/* `zbmd rdma-info`: devices, ports, GIDs, GPUDirect availability. */
+int rdma_info_main(int argc, char **argv);
+
+#endif /* ZBMD_RDMA_H */

@@ -1,0 +1,235 @@
+/* The net_ops table of the verbs provider: init/fini/progress, connect and
+ * accept, and the thin wrappers that route to xfer.c and mr.c. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int check_config(const struct zb_config *cfg)
+{
+	const typeof(cfg->rdma) *r = &cfg->rdma;
+
+	if (rdma__mtu_enum(r->mtu) == 0) {
+		rdma__set_error("[rdma] mtu = %u: must be 256, 512, 1024, 2048 or 4096", r->mtu);
+		return ZB_ERR_CONFIG;
+	}
+	if (r->signal_every == 0) {
+		rdma__set_error("[rdma] signal_every = 0: must be >= 1");
+		return ZB_ERR_CONFIG;
+	}
+	if (r->recv_pool < RDMA_SLOTS_MIN) {
+		rdma__set_error("[rdma] recv_pool = %u: must be >= %u", r->recv_pool, RDMA_SLOTS_MIN);
+		return ZB_ERR_CONFIG;
+	}
+	if (r->inline_max > 1024) {
+		rdma__set_error("[rdma] inline_max = %u: must be <= 1024", r->inline_max);
+		return ZB_ERR_CONFIG;
+	}
+	if (cfg->node.id >= CFG_MAX_NODES) {
+		rdma__set_error("[node] id = %u: must be < %d", cfg->node.id, CFG_MAX_NODES);
+		return ZB_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static void rdma_fini(void *vctx);
+
+static int make_cqs(struct rdma_ctx *ctx, uint32_t peers)
+{
+	struct ibv_device_attr da;
+	uint32_t want = (peers + 1) * 2 * (3 * ctx->slots + 2);
+
+	ZB_ASSERT(ctx->channels > 0 && ctx->dev != NULL);
+	if (ibv_query_device(ctx->dev, &da)) {
+		rdma__set_error("%s: ibv_query_device: %s", ctx->dev_name, strerror(errno));
+		return ZB_ERR_DEVICE;
+	}
+	if (want > (uint32_t)da.max_cqe)
+		want = (uint32_t)da.max_cqe;
+	ctx->cqs = calloc(ctx->channels, sizeof(*ctx->cqs));
+	if (!ctx->cqs)
+		return -ENOMEM;
+	for (uint16_t ch = 0; ch < ctx->channels; ch++) {
+		struct rdma_cq *q = &ctx->cqs[ch];
+		q->ctx = ctx;
+		q->channel = ch;
+		q->cq = ibv_create_cq(ctx->dev, (int)want, q, NULL, 0);
+		if (!q->cq) {
+			rdma__set_error("%s: ibv_create_cq(%u): %s", ctx->dev_name, want, strerror(errno));
+			return ZB_ERR_DEVICE;
+		}
+		q->cqe = (uint32_t)q->cq->cqe < want ? (uint32_t)q->cq->cqe : want;
+	}
+	return 0;
+}
+
+static int rdma_init(const struct net_init_args *args, void **out)
+{
+	const struct zb_config *cfg;
+	struct rdma_ctx *ctx;
+	uint32_t peers = 0;
+	int rc;
+
+	if (!args || !args->cfg || !out)
+		return -EINVAL;
+	cfg = args->cfg;
+	rc = check_config(cfg);
+	if (rc)
+		return rc;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->self = cfg->node.id;
+	ctx->cluster = cfg->cluster.id;
+	ctx->channels = args->channels ? args->channels : (cfg->coll.channels ? cfg->coll.channels : 1);
+	if (ctx->channels > RDMA_CHANNELS_MAX) {
+		rdma__set_error("%u channels: the rdma provider supports %u", ctx->channels,
+				RDMA_CHANNELS_MAX);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (args->provider_arg)
+		ctx->pargs = *(const struct rdma_provider_args *)args->provider_arg;
+	ctx->slots = rdma__slots_from_pool(cfg->rdma.recv_pool);
+	ctx->signal_every = cfg->rdma.signal_every;
+	ctx->inline_max = cfg->rdma.inline_max;
+	atomic_store(&ctx->psn_seed, (uint32_t)zb_now_ns() ^ ((uint32_t)ctx->self << 20));
+	for (int i = 0; i < CFG_MAX_NODES; i++)
+		peers += cfg->peers[i].present;
+	rc = rdma__dev_open(ctx, cfg);
+	if (rc)
+		goto fail;
+	rc = make_cqs(ctx, peers ? peers : 1);
+	if (rc)
+		goto fail;
+	ctx->ncomms = (uint32_t)CFG_MAX_NODES * ctx->channels * 2;
+	ctx->comms = calloc(ctx->ncomms, sizeof(*ctx->comms));
+	if (!ctx->comms) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	*out = ctx;
+	return 0;
+fail:
+	rdma_fini(ctx);
+	return rc;
+}
+
+static void rdma_fini(void *vctx)
+{
+	struct rdma_ctx *ctx = vctx;
+
+	if (!ctx)
+		return;
+	for (uint32_t i = 0; ctx->comms && i < ctx->ncomms; i++) {
+		struct rdma_comm *c = atomic_load(&ctx->comms[i]);
+		atomic_store(&ctx->comms[i], NULL);
+		rdma__comm_destroy(c);
+	}
+	for (uint16_t ch = 0; ctx->cqs && ch < ctx->channels; ch++)
+		if (ctx->cqs[ch].cq)
+			ibv_destroy_cq(ctx->cqs[ch].cq);
+	free(ctx->cqs);
+	free(ctx->comms);
+	rdma__dev_close(ctx);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+static int rdma_progress(void *vctx)
+{
+	struct rdma_ctx *ctx = vctx;
+	int n = 0, rc;
+
+	ZB_DASSERT(ctx != NULL);
+	for (uint16_t ch = 0; ch < ctx->channels; ch++) {
+		rc = rdma__poll_channel(&ctx->cqs[ch]);
+		if (rc < 0)
+			return rc;
+		n += rc;
+	}
+	rc = rdma_poll_async(ctx);
+	return rc < 0 ? rc : n + rc;
+}
+
+static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side, void **out)
+{
+	struct rdma_ctx *ctx = vctx;
+	struct rdma_comm *c;
+	int rc, st;
+
+	if (!ctx || !out)
+		return -EINVAL;
+	rc = rdma__comm_get(ctx, peer, ch, side, &c);
+	if (rc)
+		return rc;
+	st = atomic_load(&c->state);
+	if (st == RDMA_COMM_FAILED)
+		return c->err;
+	if (c->user_open)
+		return -EBUSY;
+	if (st == RDMA_COMM_LOCAL)
+		return -EAGAIN;      /* waiting for the peer's blob */
+	if (st == RDMA_COMM_REMOTE) {
+		rc = rdma__comm_establish(c);
+		if (rc) {
+			rdma__comm_fail(c, RDMA_EV_QP_FATAL, rc, -1, 0, "%s", rdma_last_error());
+			return rc;
+		}
+	}
+	c->user_open = true;
+	*out = c;
+	return 0;
+}
+
+static int rdma_connect(void *ctx, uint16_t peer, uint16_t ch, void **send_comm)
+{
+	return open_comm(ctx, peer, ch, RDMA_SIDE_SEND, send_comm);
+}
+
+static int rdma_accept(void *ctx, uint16_t peer, uint16_t ch, void **recv_comm)
+{
+	return open_comm(ctx, peer, ch, RDMA_SIDE_RECV, recv_comm);
+}
+
+static void close_comm(void *vc)
+{
+	struct rdma_comm *c = vc;
+	struct rdma_ctx *ctx;
+
+	if (!c)
+		return;
+	ctx = c->ctx;
+	ZB_ASSERT(atomic_load(&ctx->comms[c->index]) == c);
+	pthread_mutex_lock(&ctx->lock);
+	atomic_store(&ctx->comms[c->index], NULL);
+	rdma__comm_destroy(c);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void *rdma_cq_source(void *vctx, uint16_t channel)
+{
+	struct rdma_ctx *ctx = vctx;
+
+	if (!ctx || channel >= ctx->channels)
+		return NULL;
+	return &ctx->cqs[channel];
+}
+
+const struct net_ops rdma_net_ops = {
+	.version = NET_OPS_VERSION,
+	.name = "rdma",
+	.init = rdma_init,
+	.fini = rdma_fini,
+	.progress = rdma_progress,
+	.connect = rdma_connect,
+	.accept = rdma_accept,
+	.reg_mr = rdma__reg_mr,
+	.dereg_mr = rdma__dereg_mr,
+	.isend = rdma__isend,
+	.irecv = rdma__irecv,
+	.test = rdma__test,
+	.close_send = close_comm,
+	.close_recv = close_comm,
+};
