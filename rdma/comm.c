@@ -306,7 +306,10 @@ int rdma_conn_deliver(void *vctx, const void *blob, size_t len)
 		goto out;
 	st = atomic_load(&c->state);
 	if (st >= RDMA_COMM_REMOTE) {
-		rc = memcmp(&c->remote, &r, sizeof(r)) == 0 ? 0 : -EALREADY;
+		uint8_t a[RDMA_CONN_BLOB_LEN], b[RDMA_CONN_BLOB_LEN];
+		rdma__conn_encode(&c->remote, a, sizeof(a));
+		rdma__conn_encode(&r, b, sizeof(b));
+		rc = memcmp(a, b, sizeof(a)) == 0 ? 0 : -EALREADY;
 		if (rc)
 			rdma__set_error("node %u ch %u: a different connection blob was already delivered",
 					r.src_node, r.channel);
@@ -376,7 +379,9 @@ void rdma__comm_fail(struct rdma_comm *c, enum rdma_event_kind kind, int err,
 			rdma__reqtab_complete(r, r->size);
 	}
 	rdma__reqtab_fail_all(&c->reqs, c->err);
-	if (!c->qp_error && c->qp) {
+	/* A sender that just posted an abort leaves the QP running so the
+	 * abort reaches the peer; nothing more is posted on a failed comm. */
+	if (!c->qp_error && c->qp && !c->abort_posted) {
 		/* Out of service: ERR flushes whatever is still queued. */
 		if (rdma__qp_attr(IBV_QPS_RTS, IBV_QPS_ERR, &c->ctx->qpl, NULL, &a, &mask) == 0)
 			(void)ibv_modify_qp(c->qp, &a, mask);

@@ -316,6 +316,7 @@ struct rdma_comm {
 	struct rdma_sq sq;
 	bool user_open;          /* connect/accept returned it */
 	bool qp_error;           /* moved to ERR */
+	bool abort_posted;       /* sent the peer an abort: keep the QP up */
 	/* send side: CTS FIFO written by the peer */
 	struct rdma_cts *fifo;
 	struct ibv_mr *fifo_mr;

@@ -127,8 +127,8 @@ static void send_abort(struct rdma_comm *c, int err)
 			    .force_signal = true};
 	uint64_t s;
 
-	if (atomic_load(&c->state) == RDMA_COMM_READY)
-		(void)post_wr(c, &d, &s);
+	if (atomic_load(&c->state) == RDMA_COMM_READY && post_wr(c, &d, &s) == 0)
+		c->abort_posted = true;
 }
 
 static void protocol_fail(struct rdma_comm *c, int err, const char *what, uint64_t a, uint64_t b)
