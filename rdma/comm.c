@@ -6,6 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The one verbs control call the fast path's failure handling makes; a seam
+ * so that the protocol test can run the data path over a simulated RC
+ * fabric (tests/rdma/test_protocol.c). Everything else calls verbs. */
+int (*rdma__modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int) = ibv_modify_qp;
+
 static void *zalloc_pages(size_t len)
 {
 	size_t l = (len + 4095) & ~(size_t)4095;
@@ -39,7 +44,7 @@ static int modify(struct rdma_comm *c, enum ibv_qp_state from, enum ibv_qp_state
 				c->peer, c->channel, side_name(c->side), from, to);
 		return rc;
 	}
-	rc = ibv_modify_qp(c->qp, &a, mask);
+	rc = rdma__modify_qp(c->qp, &a, mask);
 	if (rc) {
 		rdma__set_error("node %u ch %u %s: ibv_modify_qp(%d -> %d): %s",
 				c->peer, c->channel, side_name(c->side), from, to,
@@ -341,7 +346,7 @@ int rdma__comm_establish(struct rdma_comm *c)
 		l.psn = c->local.psn;
 		rc = rdma__qp_attr(IBV_QPS_RTR, IBV_QPS_RTS, &l, NULL, &a, &mask);
 		ZB_ASSERT(rc == 0);
-		rc = ibv_modify_qp(c->qp, &a, mask);
+		rc = rdma__modify_qp(c->qp, &a, mask);
 		if (rc) {
 			rdma__set_error("node %u ch %u %s: ibv_modify_qp(RTR -> RTS): %s",
 					c->peer, c->channel, side_name(c->side),
@@ -384,7 +389,7 @@ void rdma__comm_fail(struct rdma_comm *c, enum rdma_event_kind kind, int err,
 	if (!c->qp_error && c->qp && !c->abort_posted) {
 		/* Out of service: ERR flushes whatever is still queued. */
 		if (rdma__qp_attr(IBV_QPS_RTS, IBV_QPS_ERR, &c->ctx->qpl, NULL, &a, &mask) == 0)
-			(void)ibv_modify_qp(c->qp, &a, mask);
+			(void)rdma__modify_qp(c->qp, &a, mask);
 		c->qp_error = true;
 	}
 	if (kind) {
