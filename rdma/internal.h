@@ -396,6 +396,7 @@ int rdma__irecv(void *comm, void *data, size_t size, uint32_t tag,
 int rdma__test(void *request, int *done, size_t *size);
 int rdma__post_recv_pool(struct rdma_comm *c, uint32_t slot);
 int rdma__poll_channel(struct rdma_cq *q);
+void rdma__comm_close_notify(struct rdma_comm *c);
 
 /* mr.c */
 int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type,

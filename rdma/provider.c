@@ -202,6 +202,7 @@ static void close_comm(void *vc)
 		return;
 	ctx = c->ctx;
 	ZB_ASSERT(atomic_load(&ctx->comms[c->index]) == c);
+	rdma__comm_close_notify(c);
 	pthread_mutex_lock(&ctx->lock);
 	atomic_store(&ctx->comms[c->index], NULL);
 	rdma__comm_destroy(c);

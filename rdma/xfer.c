@@ -252,6 +252,12 @@ int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh
 		protocol_fail(c, -EMSGSIZE, "message larger than the receive buffer", size, cts->size);
 		return c->err;
 	}
+	if (ZB_UNLIKELY(tag != cts->tag)) {
+		/* net.h: the collectives use tags as a check; both sides fail. */
+		send_abort(c, ZB_ERR_BAD_FRAME);
+		protocol_fail(c, ZB_ERR_BAD_FRAME, "tag differs from the receive's", tag, cts->tag);
+		return c->err;
+	}
 	eager = size <= c->peer_eager && (cts->flags & RDMA_CTS_EAGER) &&
 		(!mh || mh->type == NET_MEM_HOST);
 	if (!eager && (!mh || !(cts->flags & RDMA_CTS_RKEY))) {
@@ -396,7 +402,8 @@ static void recv_done(struct rdma_comm *c, const struct ibv_wc *wc, uint32_t slo
 	imm = ntohl(wc->imm_data);
 	if (ZB_UNLIKELY(imm & RDMA_IMM_ABORT)) {
 		int why = (int)(imm & RDMA_IMM_SEQMASK);
-		rdma__comm_fail(c, RDMA_EV_PROTOCOL, why ? -why : -ECONNABORTED, -1, 0,
+		rdma__comm_fail(c, -why == ZB_ERR_PEER_DOWN ? RDMA_EV_PEER_CLOSED : RDMA_EV_PROTOCOL,
+				why ? -why : -ECONNABORTED, -1, 0,
 				"node %u ch %u %s: peer aborted the connection: %s", c->peer,
 				c->channel, side_name(c), zb_strerror(why ? -why : -ECONNABORTED));
 		return;
@@ -481,4 +488,24 @@ int rdma_poll_cq(void *arg)
 {
 	ZB_DASSERT(arg != NULL);
 	return rdma__poll_channel(arg);
+}
+
+/* Before a live comm is destroyed: tell the peer (abort with PEER_DOWN, so
+ * its pending requests fail at once, as net.h asks) and give the abort up
+ * to ~50 ms to leave. Control path of the owner thread. */
+void rdma__comm_close_notify(struct rdma_comm *c)
+{
+	uint64_t end;
+
+	ZB_ASSERT(c != NULL);
+	if (atomic_load(&c->state) != RDMA_COMM_READY || c->qp_error)
+		return;
+	send_abort(c, ZB_ERR_PEER_DOWN);
+	if (!c->abort_posted)
+		return;
+	end = zb_now_ns() + 50 * 1000000ull;
+	while (rdma__sq_inflight(&c->sq) && zb_now_ns() < end &&
+	       atomic_load(&c->state) != RDMA_COMM_FAILED)
+		if (rdma__poll_channel(&c->ctx->cqs[c->channel]) < 0)
+			break;
 }

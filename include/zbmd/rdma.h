@@ -45,7 +45,8 @@ enum rdma_event_kind {
 	RDMA_EV_PORT_DOWN,      /* async: port error (link down) */
 	RDMA_EV_PORT_UP,        /* async: port active again */
 	RDMA_EV_DEVICE_FATAL,   /* async: the device is gone */
-	RDMA_EV_PROTOCOL,       /* peer broke the protocol (oversize, abort) */
+	RDMA_EV_PROTOCOL,       /* protocol error: oversize, tag mismatch, order */
+	RDMA_EV_PEER_CLOSED,    /* the peer closed its end (requests: PEER_DOWN) */
 };
 
 struct rdma_event {

@@ -13,16 +13,12 @@ static inline void rdma_test_config(struct zb_config *cfg)
 {
 	const char *dev = getenv("ZBMD_RDMA_DEVICE");
 
-	memset(cfg, 0, sizeof(*cfg));
+	cfg_set_defaults(cfg);          /* the schema's defaults, then: */
 	cfg->node.id = 0;
 	cfg->cluster.id = 7;
-	cfg->coll.channels = 1;
 	cfg->rdma.enabled = true;
-	cfg->rdma.port = 1;
 	cfg->rdma.gid_index = 255;      /* auto */
-	cfg->rdma.mtu = 1024;
-	cfg->rdma.signal_every = 4;
-	cfg->rdma.inline_max = 64;
+	cfg->rdma.signal_every = 4;     /* exercise batching and flushes */
 	cfg->rdma.recv_pool = 16;
 	if (dev)
 		snprintf(cfg->rdma.device, sizeof(cfg->rdma.device), "%s", dev);

@@ -378,13 +378,13 @@ int main(void)
 	size_t n = 0;
 	int rc;
 
-	tap_plan(29);
+	tap_plan(33);
 	setup(4);
 	ok(nstate[0] == 2 && states[0][0] == IBV_QPS_RTR && states[0][1] == IBV_QPS_RTS,
 	   "establish walks INIT -> RTR -> RTS");
 
 	/* 1. tiny eager inline */
-	is_int(rdma__irecv(&cr, small, sizeof(small), 9, NULL, &rq), 0, "irecv unregistered 4 KiB");
+	is_int(rdma__irecv(&cr, small, sizeof(small), 0, NULL, &rq), 0, "irecv unregistered 4 KiB");
 	is_int(post_send("ping", 5, NULL, &sq), 0, "isend 5 bytes once the CTS arrives");
 	ok(wait_req(sq, &n) == 0 && n == 5, "send completes (via a flush: signal_every 4)");
 	ok(wait_req(rq, &n) == 0 && n == 5 && !strcmp((char *)small, "ping"), "received 'ping'");
@@ -484,7 +484,23 @@ int main(void)
 	is_int(wait_req(rq, &n), -ECANCELED, "the receiver's request is flushed: ECANCELED, no hang");
 	teardown();
 
-	/* 8. async failure (what rdma_poll_async stores) reaches the owner */
+	/* 8. tag mismatch: both sides fail with BAD_FRAME (net.h) */
+	setup(4);
+	rdma__irecv(&cr, small, 100, 5, NULL, &rq);
+	is_int(post_send(sbuf, 10, NULL, &sq), ZB_ERR_BAD_FRAME, "isend tag 0 against irecv tag 5: bad frame");
+	is_int(wait_req(rq, &n), ZB_ERR_BAD_FRAME, "the irecv fails with bad frame too");
+	teardown();
+
+	/* 9. close: the peer's pending receive fails with PEER_DOWN at once */
+	setup(4);
+	rdma__irecv(&cr, small, 100, 0, NULL, &rq);
+	rdma__comm_close_notify(&cs);
+	is_int(wait_req(rq, &n), ZB_ERR_PEER_DOWN, "sender closed: pending irecv fails with PEER_DOWN");
+	ok(had_event(RDMA_EV_PEER_CLOSED, -1) && cs.sq.retired == cs.sq.posted,
+	   "peer-closed event; the abort left before close returned");
+	teardown();
+
+	/* 10. async failure (what rdma_poll_async stores) reaches the owner */
 	setup(4);
 	rdma__irecv(&cr, small, 100, 0, NULL, &rq);
 	atomic_store(&cr.fail_err, ZB_ERR_PEER_DOWN);
