@@ -317,6 +317,7 @@ struct rdma_comm {
 	bool user_open;          /* connect/accept returned it */
 	bool qp_error;           /* moved to ERR */
 	bool abort_posted;       /* sent the peer an abort: keep the QP up */
+	bool blob_sent;          /* bootstrap: our blob is on its way */
 	/* send side: CTS FIFO written by the peer */
 	struct rdma_cts *fifo;
 	struct ibv_mr *fifo_mr;
@@ -360,6 +361,8 @@ struct rdma_ctx {
 	pthread_mutex_t lock;    /* comm creation/destruction vs async events */
 	uint32_t ncomms;
 	_Atomic uint32_t psn_seed;
+	struct rdma_boot *boot;  /* NULL when the control plane exchanges */
+	uint16_t boot_port;
 };
 
 static inline uint32_t rdma__comm_index(const struct rdma_ctx *c, uint16_t peer,
@@ -397,6 +400,17 @@ int rdma__test(void *request, int *done, size_t *size);
 int rdma__post_recv_pool(struct rdma_comm *c, uint32_t slot);
 int rdma__poll_channel(struct rdma_cq *q);
 void rdma__comm_close_notify(struct rdma_comm *c);
+
+/* boot.c: TCP exchange of blobs when no control plane is hooked in */
+struct rdma_boot;
+int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,
+		     int (*deliver)(void *arg, const void *blob, size_t len), void *arg);
+uint16_t rdma__boot_port(const struct rdma_boot *b);
+int rdma__boot_send(struct rdma_boot *b, uint32_t ip_be, uint16_t port,
+		    const void *blob, size_t len);
+void rdma__boot_stats(const struct rdma_boot *b, uint32_t *delivered, uint32_t *rejected,
+		      uint32_t *sent, uint32_t *dropped);
+void rdma__boot_stop(struct rdma_boot *b);
 
 /* mr.c */
 int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type,

@@ -2,6 +2,8 @@
  * accept, and the thin wrappers that route to xfer.c and mr.c. */
 #include "internal.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +35,49 @@ static int check_config(const struct zb_config *cfg)
 }
 
 static void rdma_fini(void *vctx);
+
+static int boot_deliver(void *ctx, const void *blob, size_t len)
+{
+	return rdma_conn_deliver(ctx, blob, len);
+}
+
+static int boot_start(struct rdma_ctx *ctx, const struct zb_config *cfg)
+{
+	const struct cfg_peer *me = &cfg->peers[ctx->self];
+	int rc;
+
+	ZB_ASSERT(ctx->boot == NULL);
+	if (cfg->transport.tcp_port == 65535) {
+		rdma__set_error("rdma bootstrap: [transport] tcp_port 65535 leaves no port + 1");
+		return ZB_ERR_CONFIG;
+	}
+	ctx->boot_port = (uint16_t)(cfg->transport.tcp_port + 1);
+	rc = rdma__boot_start(&ctx->boot, me->present ? me->ip : htonl(INADDR_ANY),
+			      ctx->boot_port, boot_deliver, ctx);
+	return rc;
+}
+
+/* Bootstrap: send this side's blob for comm c to the peer (or to ourselves). */
+static int boot_push(struct rdma_ctx *ctx, struct rdma_comm *c)
+{
+	const struct cfg_peer *p = &ctx->cfg_copy.peers[c->peer];
+	uint8_t blob[RDMA_CONN_BLOB_LEN];
+	int rc;
+
+	rc = rdma__conn_encode(&c->local, blob, sizeof(blob));
+	ZB_ASSERT(rc == RDMA_CONN_BLOB_LEN);
+	if (c->peer == ctx->self)
+		rc = rdma_conn_deliver(ctx, blob, sizeof(blob));
+	else if (!p->present)
+		rc = ZB_ERR_CONFIG;
+	else
+		rc = rdma__boot_send(ctx->boot, p->ip, ctx->boot_port, blob, sizeof(blob));
+	if (rc == ZB_ERR_CONFIG)
+		rdma__set_error("rdma bootstrap: no [peer.%u] ip to send the connection blob to", c->peer);
+	if (rc == 0)
+		c->blob_sent = true;
+	return rc;
+}
 
 static int make_cqs(struct rdma_ctx *ctx, uint32_t peers)
 {
@@ -80,6 +125,7 @@ static int rdma_init(const struct net_init_args *args, void **out)
 	if (!ctx)
 		return -ENOMEM;
 	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->cfg_copy = *cfg;
 	ctx->self = cfg->node.id;
 	ctx->cluster = cfg->cluster.id;
 	ctx->channels = args->channels ? args->channels : (cfg->coll.channels ? cfg->coll.channels : 1);
@@ -103,6 +149,11 @@ static int rdma_init(const struct net_init_args *args, void **out)
 	rc = make_cqs(ctx, peers ? peers : 1);
 	if (rc)
 		goto fail;
+	if (!args->provider_arg || !ctx->pargs.external_exchange) {
+		rc = boot_start(ctx, cfg);
+		if (rc)
+			goto fail;
+	}
 	ctx->ncomms = (uint32_t)CFG_MAX_NODES * ctx->channels * 2;
 	ctx->comms = calloc(ctx->ncomms, sizeof(*ctx->comms));
 	if (!ctx->comms) {
@@ -122,6 +173,8 @@ static void rdma_fini(void *vctx)
 
 	if (!ctx)
 		return;
+	rdma__boot_stop(ctx->boot);   /* no more deliveries */
+	ctx->boot = NULL;
 	for (uint32_t i = 0; ctx->comms && i < ctx->ncomms; i++) {
 		struct rdma_comm *c = atomic_load(&ctx->comms[i]);
 		atomic_store(&ctx->comms[i], NULL);
@@ -169,6 +222,12 @@ static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side
 		return c->err;
 	if (c->user_open)
 		return -EBUSY;
+	if (ctx->boot && !c->blob_sent) {
+		rc = boot_push(ctx, c);
+		if (rc)
+			return rc;
+		st = atomic_load(&c->state);
+	}
 	if (st == RDMA_COMM_LOCAL)
 		return -EAGAIN;      /* waiting for the peer's blob */
 	if (st == RDMA_COMM_REMOTE) {

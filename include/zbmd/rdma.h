@@ -23,6 +23,7 @@
 #ifndef ZBMD_RDMA_H
 #define ZBMD_RDMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,10 +63,18 @@ struct rdma_event {
 
 /* Passed as net_init_args.provider_arg (may be NULL). on_event is called
  * from whichever thread observed the failure (an lcore polling a CQ, or the
- * thread calling rdma_poll_async): it must not block (push to a queue). */
+ * thread calling rdma_poll_async): it must not block (push to a queue).
+ *
+ * external_exchange = true: the control plane moves the blobs
+ * (rdma_conn_local / rdma_conn_deliver). Otherwise (and when provider_arg
+ * is NULL) the provider runs its own bootstrap: a thread listening on TCP
+ * [transport] tcp_port + 1 at this node's [peer.N] ip, and connect/accept
+ * push this side's blob to the peer's [peer.N] ip at the same port. The
+ * bootstrap is unauthenticated: for benchmarks and tests. */
 struct rdma_provider_args {
 	void (*on_event)(void *arg, const struct rdma_event *ev);
 	void *arg;
+	bool external_exchange;
 };
 
 /* Encode this node's connection blob for the comm (peer, channel, side),

@@ -84,7 +84,7 @@ static void fill(uint8_t *p, size_t n, uint32_t seed)
 int main(void)
 {
 	struct zb_config cfg;
-	struct rdma_provider_args pa = {.on_event = on_event};
+	struct rdma_provider_args pa = {.on_event = on_event, .external_exchange = true};
 	struct net_init_args args = {.cfg = &cfg, .channels = 1, .provider_arg = &pa};
 	struct ibv_device **list;
 	void *ctx, *s, *r, *rq, *sq, *smh, *rmh;
