@@ -102,7 +102,8 @@ int rdma_info_main(int argc, char **argv)
 		fprintf(stderr, "zbmd rdma-info: unknown argument '%s' (try --help)\n", argv[i]);
 		return 2;
 	}
-	printf("verbs: libibverbs from rdma-core %s\n", ZB_RDMA_CORE_VERSION);
+	printf("verbs: libibverbs from rdma-core %s; provider '%s' (net_ops v%u)\n",
+	       ZB_RDMA_CORE_VERSION, rdma_net_ops.name, rdma_net_ops.version);
 	errno = 0;
 	list = ibv_get_device_list(&n);
 	e = errno;
