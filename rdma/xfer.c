@@ -268,8 +268,11 @@ int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh
 	}
 	r = rdma__reqtab_alloc(&c->reqs);
 	ZB_DASSERT(r != NULL && r->seq == c->next_send);
+	/* The send that uses the last credit is signalled: the caller will
+	 * test for it before it can post again, so no flush is needed. */
 	d = (struct wr_desc){.op = RDMA_OP_DATA, .len = (uint32_t)size, .imm = seq31,
-			     .inline_ok = true};
+			     .inline_ok = true,
+			     .force_signal = rdma__reqtab_outstanding(&c->reqs) >= c->eff};
 	if (eager) {
 		d.opcode = IBV_WR_SEND_WITH_IMM;
 		if (size <= c->inline_max || mh) {
