@@ -341,6 +341,7 @@ struct rdma_cq {
 	struct ibv_cq *cq;
 	uint16_t channel;
 	uint32_t cqe, reserved;  /* capacity, claimed by comms */
+	bool armed;              /* ibv_req_notify_cq pending (rdma_wait) */
 } ZB_ALIGNED_CL;
 
 struct rdma_ctx {
@@ -357,6 +358,7 @@ struct rdma_ctx {
 	bool dmabuf_verbs;
 	uint32_t slots, signal_every, inline_max;
 	struct rdma_cq *cqs;     /* [channels] */
+	struct ibv_comp_channel *comp_ch; /* CQ events for rdma_wait */
 	struct rdma_comm *_Atomic *comms; /* [CFG_MAX_NODES * channels * 2] */
 	pthread_mutex_t lock;    /* comm creation/destruction vs async events */
 	uint32_t ncomms;

@@ -4,6 +4,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -94,11 +96,21 @@ static int make_cqs(struct rdma_ctx *ctx, uint32_t peers)
 	ctx->cqs = calloc(ctx->channels, sizeof(*ctx->cqs));
 	if (!ctx->cqs)
 		return -ENOMEM;
+	ctx->comp_ch = ibv_create_comp_channel(ctx->dev);
+	if (!ctx->comp_ch) {
+		rdma__set_error("%s: ibv_create_comp_channel: %s", ctx->dev_name, strerror(errno));
+		return ZB_ERR_DEVICE;
+	}
+	int fl = fcntl(ctx->comp_ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(ctx->comp_ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		rdma__set_error("%s: completion channel non-blocking: %s", ctx->dev_name, strerror(errno));
+		return ZB_ERR_DEVICE;
+	}
 	for (uint16_t ch = 0; ch < ctx->channels; ch++) {
 		struct rdma_cq *q = &ctx->cqs[ch];
 		q->ctx = ctx;
 		q->channel = ch;
-		q->cq = ibv_create_cq(ctx->dev, (int)want, q, NULL, 0);
+		q->cq = ibv_create_cq(ctx->dev, (int)want, q, ctx->comp_ch, 0);
 		if (!q->cq) {
 			rdma__set_error("%s: ibv_create_cq(%u): %s", ctx->dev_name, want, strerror(errno));
 			return ZB_ERR_DEVICE;
@@ -183,6 +195,8 @@ static void rdma_fini(void *vctx)
 	for (uint16_t ch = 0; ctx->cqs && ch < ctx->channels; ch++)
 		if (ctx->cqs[ch].cq)
 			ibv_destroy_cq(ctx->cqs[ch].cq);
+	if (ctx->comp_ch)
+		ibv_destroy_comp_channel(ctx->comp_ch);
 	free(ctx->cqs);
 	free(ctx->comms);
 	rdma__dev_close(ctx);
@@ -204,6 +218,52 @@ static int rdma_progress(void *vctx)
 	}
 	rc = rdma_poll_async(ctx);
 	return rc < 0 ? rc : n + rc;
+}
+
+int rdma_wait(void *vctx, int timeout_ms)
+{
+	struct rdma_ctx *ctx = vctx;
+	struct pollfd pf[2];
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	int n = 0, rc;
+
+	if (!ctx || !ctx->comp_ch)
+		return -EINVAL;
+	ZB_ASSERT(ctx->cqs != NULL);
+	for (uint16_t ch = 0; ch < ctx->channels; ch++) {
+		struct rdma_cq *q = &ctx->cqs[ch];
+		if (!q->armed) {
+			if (ibv_req_notify_cq(q->cq, 0)) {
+				rdma__set_error("channel %u: ibv_req_notify_cq failed", ch);
+				return ZB_ERR_DEVICE;
+			}
+			q->armed = true;
+		}
+		/* Completions queued before the arm raise no event: take them now. */
+		rc = rdma__poll_channel(q);
+		if (rc < 0)
+			return rc;
+		n += rc;
+	}
+	if (n)
+		return n;
+	pf[0] = (struct pollfd){.fd = ctx->comp_ch->fd, .events = POLLIN};
+	pf[1] = (struct pollfd){.fd = ctx->dev->async_fd, .events = POLLIN};
+	if (poll(pf, 2, timeout_ms < 0 ? 0 : timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	if (pf[0].revents & POLLIN) {
+		while (ibv_get_cq_event(ctx->comp_ch, &cq, &cq_ctx) == 0) {
+			ibv_ack_cq_events(cq, 1);
+			((struct rdma_cq *)cq_ctx)->armed = false;
+			n++;
+		}
+	}
+	if (pf[1].revents & POLLIN) {
+		rc = rdma_poll_async(ctx);
+		n += rc > 0 ? rc : 0;
+	}
+	return n;
 }
 
 static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side, void **out)

@@ -104,6 +104,13 @@ int rdma_poll_cq(void *arg);
  * on_event. Returns the number of events handled or a negative error. */
 int rdma_poll_async(void *ctx);
 
+/* Sleep until a completion or async event may need handling, or
+ * timeout_ms passed (the net_ops `wait` shape): arms every channel's CQ,
+ * handles what arrived before arming, then poll(2)s the completion channel
+ * and the async fd. Returns the number of completions/events handled, or a
+ * negative error. For a single-threaded user (benchmark); never an lcore. */
+int rdma_wait(void *ctx, int timeout_ms);
+
 /* The last error message of this thread's rdma calls ("" when none). */
 const char *rdma_last_error(void);
 
