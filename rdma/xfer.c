@@ -493,6 +493,16 @@ int rdma_poll_cq(void *arg)
 	return rdma__poll_channel(arg);
 }
 
+unsigned rdma_dp_poll(void *arg, uint64_t now_tsc)
+{
+	int n;
+
+	(void)now_tsc;
+	ZB_DASSERT(arg != NULL);
+	n = rdma__poll_channel(arg);
+	return n > 0 ? (unsigned)n : 0;
+}
+
 /* Before a live comm is destroyed: tell the peer (abort with PEER_DOWN, so
  * its pending requests fail at once, as net.h asks) and give the abort up
  * to ~50 ms to leave. Control path of the owner thread. */

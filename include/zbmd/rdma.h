@@ -99,6 +99,12 @@ int rdma_conn_deliver(void *ctx, const void *blob, size_t len);
 void *rdma_cq_source(void *ctx, uint16_t channel);
 int rdma_poll_cq(void *arg);
 
+/* The same with the dataplane's dp_poll_fn shape, so the lcore loop can
+ * take it as is: dp_register_poller(lcore, rdma_dp_poll,
+ * rdma_cq_source(ctx, ch)). Errors count as 0 handled; they are reported
+ * through on_event and rdma_last_error(). */
+unsigned rdma_dp_poll(void *arg, uint64_t now_tsc);
+
 /* Read pending async events without blocking; fail affected comms (the
  * owning lcores see it on their next call) and report them through
  * on_event. Returns the number of events handled or a negative error. */

@@ -378,7 +378,7 @@ int main(void)
 	size_t n = 0;
 	int rc;
 
-	tap_plan(33);
+	tap_plan(35);
 	setup(4);
 	ok(nstate[0] == 2 && states[0][0] == IBV_QPS_RTR && states[0][1] == IBV_QPS_RTS,
 	   "establish walks INIT -> RTR -> RTS");
@@ -388,6 +388,11 @@ int main(void)
 	is_int(post_send("ping", 5, NULL, &sq), 0, "isend 5 bytes once the CTS arrives");
 	ok(wait_req(sq, &n) == 0 && n == 5, "send completes (via a flush: signal_every 4)");
 	ok(wait_req(rq, &n) == 0 && n == 5 && !strcmp((char *)small, "ping"), "received 'ping'");
+	rdma__irecv(&cr, small, 8, 0, NULL, &rq);
+	ok(rdma_dp_poll(rdma_cq_source(&ctx, 0), 0) == 1 && cs.cts_seen == 2,
+	   "rdma_dp_poll (the lcore poller) handles the CTS completion");
+	post_send("x", 2, NULL, &sq);
+	ok(wait_req(sq, &n) == 0 && wait_req(rq, &n) == 0 && n == 2, "and the message goes through");
 
 	/* 2. eager from unregistered memory above inline_max: bounce buffer */
 	for (int i = 0; i < 3000; i++)
