@@ -1,0 +1,173 @@
+/* tests/gpu/ref.h — the plain C reference every backend is checked against:
+ * one element at a time on the common.h conversion helpers, no tricks. */
+#ifndef ZBMD_TESTS_GPU_REF_H
+#define ZBMD_TESTS_GPU_REF_H
+
+#include "zbmd/common.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint64_t ref_rng = 0x9e3779b97f4a7c15ull;
+static inline uint64_t ref_next(void)
+{
+	ref_rng ^= ref_rng << 13;
+	ref_rng ^= ref_rng >> 7;
+	ref_rng ^= ref_rng << 17;
+	return ref_rng;
+}
+static inline float ref_frand(void)
+{
+	return (float)((int)(ref_next() % 2001) - 1000) / 128.0f;
+}
+
+/* Random values; small integers for prod so products stay meaningful. */
+static inline void ref_fill(void *p, size_t n, enum zb_dtype t, enum zb_redop op)
+{
+	for (size_t i = 0; i < n; i++) {
+		float f = ref_frand();
+		switch (t) {
+		case ZB_F32: ((float *)p)[i] = f; break;
+		case ZB_F64: ((double *)p)[i] = (double)f * 1.000001; break;
+		case ZB_F16: ((uint16_t *)p)[i] = zb_f32_to_f16(f); break;
+		case ZB_BF16: ((uint16_t *)p)[i] = zb_f32_to_bf16(f); break;
+		case ZB_I32:
+			((int32_t *)p)[i] = op == ZB_PROD ? (int32_t)(ref_next() % 7) - 3
+							  : (int32_t)ref_next();
+			break;
+		case ZB_I64:
+			((int64_t *)p)[i] = op == ZB_PROD ? (int64_t)(ref_next() % 7) - 3
+							  : (int64_t)ref_next();
+			break;
+		default: break;
+		}
+	}
+}
+
+static inline float ref_fop(float a, float b, enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG: return a + b;
+	case ZB_PROD: return a * b;
+	case ZB_MIN: return b < a ? b : a;
+	default: return b > a ? b : a;
+	}
+}
+
+static inline double ref_dop(double a, double b, enum zb_redop op)
+{
+	switch (op) {
+	case ZB_SUM: case ZB_AVG: return a + b;
+	case ZB_PROD: return a * b;
+	case ZB_MIN: return b < a ? b : a;
+	default: return b > a ? b : a;
+	}
+}
+
+static inline void ref_reduce(void *d, const void *s, size_t n, enum zb_dtype t,
+			      enum zb_redop op)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (t) {
+		case ZB_F32:
+			((float *)d)[i] = ref_fop(((float *)d)[i], ((const float *)s)[i], op);
+			break;
+		case ZB_F64:
+			((double *)d)[i] = ref_dop(((double *)d)[i], ((const double *)s)[i], op);
+			break;
+		case ZB_F16:
+			((uint16_t *)d)[i] = zb_f32_to_f16(ref_fop(
+				zb_f16_to_f32(((uint16_t *)d)[i]),
+				zb_f16_to_f32(((const uint16_t *)s)[i]), op));
+			break;
+		case ZB_BF16:
+			((uint16_t *)d)[i] = zb_f32_to_bf16(ref_fop(
+				zb_bf16_to_f32(((uint16_t *)d)[i]),
+				zb_bf16_to_f32(((const uint16_t *)s)[i]), op));
+			break;
+		case ZB_I32: {
+			int64_t a = ((int32_t *)d)[i], b = ((const int32_t *)s)[i];
+			int64_t r = op == ZB_SUM || op == ZB_AVG ? a + b
+				    : op == ZB_PROD ? a * b
+				    : op == ZB_MIN ? (a < b ? a : b) : (a > b ? a : b);
+			((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)r;
+			break;
+		}
+		case ZB_I64: {
+			uint64_t ua = (uint64_t)((int64_t *)d)[i];
+			uint64_t ub = (uint64_t)((const int64_t *)s)[i];
+			int64_t a = (int64_t)ua, b = (int64_t)ub;
+			((int64_t *)d)[i] = op == ZB_SUM || op == ZB_AVG ? (int64_t)(ua + ub)
+					    : op == ZB_PROD ? (int64_t)(ua * ub)
+					    : op == ZB_MIN ? (a < b ? a : b) : (a > b ? a : b);
+			break;
+		}
+		default: break;
+		}
+	}
+}
+
+static inline void ref_scale(void *p, size_t n, enum zb_dtype t, double f)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (t) {
+		case ZB_F32: ((float *)p)[i] *= (float)f; break;
+		case ZB_F64: ((double *)p)[i] *= f; break;
+		case ZB_F16: ((uint16_t *)p)[i] = zb_f32_to_f16(zb_f16_to_f32(((uint16_t *)p)[i]) * (float)f); break;
+		case ZB_BF16: ((uint16_t *)p)[i] = zb_f32_to_bf16(zb_bf16_to_f32(((uint16_t *)p)[i]) * (float)f); break;
+		case ZB_I32: {
+			double v = round((double)((int32_t *)p)[i] * f);
+			((int32_t *)p)[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+			break;
+		}
+		case ZB_I64: {
+			double v = round((double)((int64_t *)p)[i] * f);
+			((int64_t *)p)[i] = v >= 9223372036854775808.0 ? INT64_MAX
+					    : v < -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+			break;
+		}
+		default: break;
+		}
+	}
+}
+
+/* Per-dtype tolerance: integers exact; floats within a relative bound
+ * (f32 1e-6, f64 1e-12, f16 one ulp 2^-10, bf16 one ulp 2^-7). */
+static inline double ref_value(const void *p, size_t i, enum zb_dtype t)
+{
+	switch (t) {
+	case ZB_F32: return ((const float *)p)[i];
+	case ZB_F64: return ((const double *)p)[i];
+	case ZB_F16: return zb_f16_to_f32(((const uint16_t *)p)[i]);
+	case ZB_BF16: return zb_bf16_to_f32(((const uint16_t *)p)[i]);
+	case ZB_I32: return ((const int32_t *)p)[i];
+	default: return (double)((const int64_t *)p)[i];
+	}
+}
+
+/* Number of elements of got that differ from want beyond the tolerance. */
+static inline size_t ref_mismatches(const void *got, const void *want, size_t n,
+				    enum zb_dtype t)
+{
+	static const double rel[ZB_DTYPE_COUNT] = {
+		[ZB_F32] = 1e-6, [ZB_F64] = 1e-12, [ZB_F16] = 1.0 / 1024,
+		[ZB_BF16] = 1.0 / 128,
+	};
+	size_t bad = 0, es = zb_dtype_size(t);
+	for (size_t i = 0; i < n; i++) {
+		if (t == ZB_I32 || t == ZB_I64) {
+			bad += memcmp((const char *)got + i * es,
+				      (const char *)want + i * es, es) != 0;
+			continue;
+		}
+		double g = ref_value(got, i, t), w = ref_value(want, i, t);
+		if (isnan(w) || isinf(w)) {
+			bad += !(isnan(w) ? isnan(g) : g == w);
+			continue;
+		}
+		bad += fabs(g - w) > rel[t] * fabs(w) + 1e-30;
+	}
+	return bad;
+}
+
+#endif
