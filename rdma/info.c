@@ -1,6 +1,7 @@
 /* `zbmd rdma-info`: what the verbs stack sees on this machine. Exit 0 when
  * it could look (devices or none), 2 on bad usage. */
 #include "internal.h"
+#include "zbmd/gpu.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -127,7 +128,22 @@ int rdma_info_main(int argc, char **argv)
 	printf("  peer memory: %s\n", rdma__peermem_loaded(pm, sizeof(pm)) ? pm : "no");
 	if (!rdma__peermem_loaded(NULL, 0))
 		printf("    (%s)\n", pm);
-	printf("  GPU backend linked into the provider: %s\n",
-	       rdma__gpu ? rdma__gpu->name : "no (GPU memory registrations are refused)");
+	for (int b = GPU_CUDA; b <= GPU_HIP; b++) {
+		char why[160];
+		int rc = gpu_backend_probe((enum gpu_backend)b, why, sizeof(why));
+		printf("  %s: ", gpu_backend_name((enum gpu_backend)b));
+		if (rc) {
+			printf("unavailable (%s)\n", why[0] ? why : zb_strerror(rc));
+			continue;
+		}
+		int nd = gpu_device_count((enum gpu_backend)b);
+		printf("%d device(s)\n", nd);
+		for (int i = 0; i < nd; i++) {
+			struct gpu_device_info di;
+			if (gpu_device_info((enum gpu_backend)b, i, &di) == 0)
+				printf("    [%d] %s: DMA-BUF export %s\n", i, di.name, di.dmabuf ? "yes" : "no");
+		}
+	}
+	printf("  registration order: DMA-BUF > peer memory (CUDA) > staging (pinned host copies)\n");
 	return 0;
 }

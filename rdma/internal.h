@@ -204,13 +204,14 @@ enum rdma_reg_path {
 struct rdma_reg_inputs {
 	enum net_mem_type type;
 	bool gpu_backend;        /* a GPU backend is compiled in and initialised */
+	bool gpu_host;           /* its device memory is host memory (cpu backend) */
 	bool dmabuf_export;      /* it can export the allocation as a DMA-BUF fd */
 	bool dmabuf_verbs;       /* the device accepts ibv_reg_dmabuf_mr */
 	bool peermem;            /* nvidia_peermem (or nv_peer_mem) is loaded */
 	bool staging;            /* the backend can copy device<->pinned host */
 };
 /* Decide how to register. Order: DMA-BUF, peer memory, staging; host memory
- * always HOST. why gets a sentence naming the path and the reason. */
+ * (and the cpu backend's "device" memory) HOST. why gets a sentence naming the path and the reason. */
 enum rdma_reg_path rdma__reg_decide(const struct rdma_reg_inputs *in, char *why, size_t cap);
 const char *rdma__reg_path_name(enum rdma_reg_path p);
 
@@ -279,16 +280,22 @@ struct rdma_mr {
 	char why[160];
 };
 
-/* The thin GPU interface the provider uses; filled from gpu/ when that
- * module is linked (see mr.c). All NULL: GPU memory is unsupported. */
+/* The GPU operations the provider needs, bound to one gpu/ context (gpu.c).
+ * gctx NULL: no GPU memory (NET_MEM_GPU -> ZB_ERR_UNSUPPORTED). */
+struct gpu_ctx;
 struct rdma_gpu_iface {
-	const char *name;
-	int (*dmabuf_export)(void *ptr, size_t len, int *fd, uint64_t *offset);
-	bool (*peermem_available)(void);
-	int (*copy_d2h)(void *dst, const void *src, size_t len);
-	int (*copy_h2d)(void *dst, const void *src, size_t len);
+	struct gpu_ctx *gctx;
+	const char *name;        /* backend name */
+	bool host_memory;        /* cpu backend: device memory is host memory */
+	bool peermem_ok;         /* device pointers are real (CUDA): peer memory may apply */
+	int (*dmabuf_export)(struct gpu_ctx *g, void *ptr, size_t len, int *fd, uint64_t *off);
+	int (*copy_d2h)(struct gpu_ctx *g, void *dst, const void *dev_src, size_t len);
+	int (*copy_h2d)(struct gpu_ctx *g, void *dev_dst, const void *src, size_t len);
+	int (*host_alloc)(struct gpu_ctx *g, size_t len, void **out);
+	void (*host_free)(struct gpu_ctx *g, void *p);
 };
-extern const struct rdma_gpu_iface *rdma__gpu;
+/* Bind to gctx (NULL: no GPU). Returns 0. */
+int rdma__gpu_iface_init(struct rdma_gpu_iface *g, struct gpu_ctx *gctx);
 
 enum rdma_comm_state {
 	RDMA_COMM_NONE = 0, RDMA_COMM_CREATING, RDMA_COMM_LOCAL,  /* QP in INIT, blob ready */
@@ -363,6 +370,7 @@ struct rdma_ctx {
 	pthread_mutex_t lock;    /* comm creation/destruction vs async events */
 	uint32_t ncomms;
 	_Atomic uint32_t psn_seed;
+	struct rdma_gpu_iface gpu;
 	struct rdma_boot *boot;  /* NULL when the control plane exchanges */
 	uint16_t boot_port;
 };
@@ -415,6 +423,9 @@ void rdma__boot_stats(const struct rdma_boot *b, uint32_t *delivered, uint32_t *
 void rdma__boot_stop(struct rdma_boot *b);
 
 /* mr.c */
+/* The policy's inputs for a registration on this context. */
+void rdma__reg_inputs(const struct rdma_gpu_iface *g, bool dmabuf_verbs,
+		      enum net_mem_type type, struct rdma_reg_inputs *in);
 int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type,
 		 void **mhandle);
 int rdma__dereg_mr(void *comm, void *mhandle);

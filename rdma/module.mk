@@ -4,7 +4,7 @@
 MODULES += rdma
 RDMA_CORE_VERSION := $(shell dpkg-query -W -f='$${Version}' rdma-core 2>/dev/null || $(PKG_CONFIG) --modversion libibverbs 2>/dev/null || echo unknown)
 RDMA_DEVICES := $(shell ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
-rdma_DEPS := config common
+rdma_DEPS := config gpu common
 rdma_CFLAGS := -DZB_RDMA_CORE_VERSION='"$(RDMA_CORE_VERSION)"'
 rdma_LDLIBS := -libverbs
 rdma_SUMMARY := verbs provider built (rdma-core $(RDMA_CORE_VERSION)); devices: $(if $(strip $(RDMA_DEVICES)),$(strip $(RDMA_DEVICES)),none here (tests skip))

@@ -10,9 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The GPU module is wired in here once it is on main (see docs/rdma.md);
- * until then GPU memory is refused with -ZB_ERR_UNSUPPORTED, as net.h asks. */
-const struct rdma_gpu_iface *rdma__gpu = NULL;
 
 #define MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
@@ -27,7 +24,7 @@ static int try_path(struct rdma_ctx *ctx, struct rdma_mr *m, enum rdma_reg_path 
 		m->mr = ibv_reg_mr(ctx->pd, m->addr, m->len, MR_ACCESS);
 		break;
 	case RDMA_REG_DMABUF:
-		rc = rdma__gpu->dmabuf_export(m->addr, m->len, &m->dmabuf_fd, &off);
+		rc = ctx->gpu.dmabuf_export(ctx->gpu.gctx, m->addr, m->len, &m->dmabuf_fd, &off);
 		if (rc)
 			return rc;
 		/* iova = the device pointer, so remote addresses are the same
@@ -36,9 +33,10 @@ static int try_path(struct rdma_ctx *ctx, struct rdma_mr *m, enum rdma_reg_path 
 					  m->dmabuf_fd, MR_ACCESS);
 		break;
 	case RDMA_REG_STAGING:
-		m->staging = aligned_alloc(4096, (m->len + 4095) & ~(size_t)4095);
-		if (!m->staging)
-			return -ENOMEM;
+		/* pinned where the backend has it (cuda, hip) */
+		rc = ctx->gpu.host_alloc(ctx->gpu.gctx, m->len, &m->staging);
+		if (rc)
+			return rc;
 		m->mr = ibv_reg_mr(ctx->pd, m->staging, m->len, MR_ACCESS);
 		break;
 	default:
@@ -49,11 +47,26 @@ static int try_path(struct rdma_ctx *ctx, struct rdma_mr *m, enum rdma_reg_path 
 		if (m->dmabuf_fd >= 0)
 			close(m->dmabuf_fd);
 		m->dmabuf_fd = -1;
-		free(m->staging);
+		if (m->staging)
+			ctx->gpu.host_free(ctx->gpu.gctx, m->staging);
 		m->staging = NULL;
 		return rc;
 	}
 	return 0;
+}
+
+void rdma__reg_inputs(const struct rdma_gpu_iface *g, bool dmabuf_verbs,
+		      enum net_mem_type type, struct rdma_reg_inputs *in)
+{
+	ZB_ASSERT(g != NULL && in != NULL);
+	memset(in, 0, sizeof(*in));
+	in->type = type;
+	in->gpu_backend = g->gctx != NULL;
+	in->gpu_host = in->gpu_backend && g->host_memory;
+	in->dmabuf_export = in->gpu_backend && g->dmabuf_export;
+	in->dmabuf_verbs = dmabuf_verbs;
+	in->peermem = in->gpu_backend && g->peermem_ok && rdma__peermem_loaded(NULL, 0);
+	in->staging = in->gpu_backend && g->copy_d2h && g->copy_h2d && g->host_alloc;
 }
 
 int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type, void **mhandle)
@@ -77,13 +90,7 @@ int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type, vo
 	m->len = size;
 	m->type = type;
 	m->dmabuf_fd = -1;
-	memset(&in, 0, sizeof(in));
-	in.type = type;
-	in.gpu_backend = rdma__gpu != NULL;
-	in.dmabuf_export = rdma__gpu && rdma__gpu->dmabuf_export;
-	in.dmabuf_verbs = ctx->dmabuf_verbs;
-	in.peermem = rdma__gpu && rdma__peermem_loaded(NULL, 0);
-	in.staging = rdma__gpu && rdma__gpu->copy_d2h && rdma__gpu->copy_h2d;
+	rdma__reg_inputs(&ctx->gpu, ctx->dmabuf_verbs, type, &in);
 	for (int tries = 0; tries < 4; tries++) {
 		p = rdma__reg_decide(&in, m->why, sizeof(m->why));
 		if (p == RDMA_REG_NONE)
@@ -119,18 +126,20 @@ int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type, vo
 
 int rdma__dereg_mr(void *comm, void *mhandle)
 {
+	struct rdma_comm *c = comm;
 	struct rdma_mr *m = mhandle;
 	int rc = 0;
 
-	(void)comm;
 	if (!m)
 		return -EINVAL;
 	ZB_ASSERT(m->mr != NULL);
+	ZB_ASSERT(!m->staging || (c && c->ctx->gpu.host_free));
 	if (ibv_dereg_mr(m->mr))
 		rc = ZB_ERR_DEVICE;
 	if (m->dmabuf_fd >= 0)
 		close(m->dmabuf_fd);
-	free(m->staging);
+	if (m->staging)
+		c->ctx->gpu.host_free(c->ctx->gpu.gctx, m->staging);
 	free(m);
 	return rc;
 }

@@ -34,6 +34,9 @@ enum rdma_reg_path rdma__reg_decide(const struct rdma_reg_inputs *in, char *why,
 	} else if (!in->gpu_backend) {
 		p = RDMA_REG_NONE;
 		reason = "GPU memory but no GPU backend is available to this provider";
+	} else if (in->gpu_host) {
+		p = RDMA_REG_HOST;
+		reason = "GPU backend 'cpu': its device memory is host memory, ibv_reg_mr";
 	} else if (in->dmabuf_export && in->dmabuf_verbs) {
 		p = RDMA_REG_DMABUF;
 		reason = "GPUDirect via DMA-BUF: the GPU exports the range and the device takes ibv_reg_dmabuf_mr";

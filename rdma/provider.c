@@ -149,6 +149,7 @@ static int rdma_init(const struct net_init_args *args, void **out)
 	}
 	if (args->provider_arg)
 		ctx->pargs = *(const struct rdma_provider_args *)args->provider_arg;
+	rdma__gpu_iface_init(&ctx->gpu, ctx->pargs.gpu);
 	ctx->slots = rdma__slots_from_pool(cfg->rdma.recv_pool);
 	ctx->signal_every = cfg->rdma.signal_every;
 	ctx->inline_max = cfg->rdma.inline_max;

@@ -291,7 +291,7 @@ int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh
 		d.laddr = mr_addr(mh, data);
 		d.lkey = mh->mr->lkey;
 		if (mh->path == RDMA_REG_STAGING) {
-			rc = rdma__gpu->copy_d2h((void *)(uintptr_t)d.laddr, data, size);
+			rc = c->ctx->gpu.copy_d2h(c->ctx->gpu.gctx, (void *)(uintptr_t)d.laddr, data, size);
 			if (rc) {
 				rdma__reqtab_fail(r, rc);
 				rdma__reqtab_release(&c->reqs, r);
@@ -356,7 +356,8 @@ int rdma__test(void *vr, int *done, size_t *size)
 	}
 	if (r->state == RDMA_REQ_DONE && !r->is_send && r->mh &&
 	    r->mh->path == RDMA_REG_STAGING && r->done_size) {
-		rc = rdma__gpu->copy_h2d(r->data, (void *)(uintptr_t)mr_addr(r->mh, r->data),
+		rc = c->ctx->gpu.copy_h2d(c->ctx->gpu.gctx, r->data,
+					  (void *)(uintptr_t)mr_addr(r->mh, r->data),
 					 r->done_size);
 		if (rc) {
 			r->state = RDMA_REQ_ERROR;

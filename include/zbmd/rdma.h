@@ -71,10 +71,14 @@ struct rdma_event {
  * [transport] tcp_port + 1 at this node's [peer.N] ip, and connect/accept
  * push this side's blob to the peer's [peer.N] ip at the same port. The
  * bootstrap is unauthenticated: for benchmarks and tests. */
+struct gpu_ctx;
 struct rdma_provider_args {
 	void (*on_event)(void *arg, const struct rdma_event *ev);
 	void *arg;
 	bool external_exchange;
+	/* The gpu/ context NET_MEM_GPU buffers belong to (their pointers are
+	 * its gpu_ptr_t values). NULL: reg_mr(NET_MEM_GPU) is unsupported. */
+	struct gpu_ctx *gpu;
 };
 
 /* Encode this node's connection blob for the comm (peer, channel, side),

@@ -16,7 +16,7 @@ int main(void)
 	struct rdma_gid_entry tab[6];
 	int bad = 0;
 
-	tap_plan(26);
+	tap_plan(27);
 	/* Registration path policy. */
 	ok(decide(NET_MEM_HOST, false, false, false, false, false, why) == RDMA_REG_HOST,
 	   "host memory: ibv_reg_mr (%s)", why);
@@ -34,6 +34,12 @@ int main(void)
 	   strstr(why, "device rejects"), "staging names the device as the reason (%s)", why);
 	ok(decide(NET_MEM_GPU, true, false, false, false, false, why) == RDMA_REG_NONE,
 	   "nothing at all: refused (%s)", why);
+	{
+		struct rdma_reg_inputs in = {.type = NET_MEM_GPU, .gpu_backend = true, .gpu_host = true,
+					     .dmabuf_export = true, .dmabuf_verbs = true};
+		ok(rdma__reg_decide(&in, why, sizeof(why)) == RDMA_REG_HOST && strstr(why, "cpu"),
+		   "cpu backend: its device memory is host memory (%s)", why);
+	}
 	/* Exhaustive: the decision is monotone in the order DMA-BUF > peermem > staging. */
 	for (int m = 0; m < 32; m++) {
 		bool be = m & 1, exp = m & 2, verbs = m & 4, pm = m & 8, st = m & 16;
