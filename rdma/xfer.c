@@ -222,27 +222,17 @@ int rdma__irecv(void *vc, void *data, size_t size, uint32_t tag, void *vmh, void
 	return 0;
 }
 
-int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh, void **request)
+/* The CTS for the next message: it must carry that sequence number, a
+ * buffer at least this large and the same tag (net.h: the collectives use
+ * tags as a check). A mismatch fails the comm; the sender aborts so that
+ * the receiver's irecv fails the same way. */
+static int cts_check(struct rdma_comm *c, size_t size, uint32_t tag,
+		     const struct rdma_cts **out)
 {
-	struct rdma_comm *c = vc;
-	struct rdma_mr *mh = vmh;
-	const struct rdma_cts *cts;
-	struct rdma_req *r;
-	struct wr_desc d;
-	uint32_t seq31;
-	bool eager;
-	int rc;
+	const struct rdma_cts *cts = &c->fifo[c->next_send % c->eff];
+	uint32_t seq31 = (uint32_t)(c->next_send & RDMA_IMM_SEQMASK);
 
-	ZB_DASSERT(c != NULL && request != NULL);
-	ZB_DASSERT(c->side == RDMA_SIDE_SEND);
-	if ((rc = comm_check(c)) != 0)
-		return rc;
-	if (size > RDMA_MSG_MAX || (size && !data) || (mh && !in_mr(mh, data, size)))
-		return -EINVAL;
-	if ((rc = need_room(c, true)) != 0)
-		return rc;
-	cts = &c->fifo[c->next_send % c->eff];
-	seq31 = (uint32_t)(c->next_send & RDMA_IMM_SEQMASK);
+	ZB_DASSERT(c->cts_seen > c->next_send);
 	if (ZB_UNLIKELY(cts->seq31 != seq31)) {
 		protocol_fail(c, ZB_ERR_BAD_FRAME, "CTS slot out of sequence", cts->seq31, seq31);
 		return c->err;
@@ -253,11 +243,64 @@ int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh
 		return c->err;
 	}
 	if (ZB_UNLIKELY(tag != cts->tag)) {
-		/* net.h: the collectives use tags as a check; both sides fail. */
 		send_abort(c, ZB_ERR_BAD_FRAME);
 		protocol_fail(c, ZB_ERR_BAD_FRAME, "tag differs from the receive's", tag, cts->tag);
 		return c->err;
 	}
+	*out = cts;
+	return 0;
+}
+
+/* Eager: SEND WITH IMM into the receiver's pool (inline when tiny, from
+ * the bounce buffer when the source is not registered). Otherwise RDMA
+ * WRITE WITH IMM into the buffer the CTS names. */
+static void data_wr(struct rdma_comm *c, uint64_t seq, const struct rdma_cts *cts,
+		    const void *data, size_t size, const struct rdma_mr *mh, bool eager,
+		    struct wr_desc *d)
+{
+	/* The send that uses the last credit is signalled: the caller will
+	 * test for it before it can post again, so no flush is needed. */
+	*d = (struct wr_desc){.op = RDMA_OP_DATA, .len = (uint32_t)size,
+			      .imm = (uint32_t)(seq & RDMA_IMM_SEQMASK), .inline_ok = true,
+			      .force_signal = rdma__reqtab_outstanding(&c->reqs) >= c->eff};
+	if (eager) {
+		d->opcode = IBV_WR_SEND_WITH_IMM;
+		if (size <= c->inline_max || mh) {
+			d->laddr = (uintptr_t)data;
+			d->lkey = mh ? mh->mr->lkey : 0;
+		} else {
+			uint8_t *b = c->bounce + (size_t)(seq & c->reqs.mask) * RDMA_EAGER_MAX;
+			memcpy(b, data, size);
+			d->laddr = (uintptr_t)b;
+			d->lkey = c->bounce_mr->lkey;
+		}
+	} else {
+		d->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		d->raddr = cts->addr;
+		d->rkey = cts->rkey;
+		d->laddr = mr_addr(mh, data);
+		d->lkey = mh->mr->lkey;
+	}
+}
+
+int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh, void **request)
+{
+	struct rdma_comm *c = vc;
+	struct rdma_mr *mh = vmh;
+	const struct rdma_cts *cts = NULL;
+	struct rdma_req *r;
+	struct wr_desc d;
+	bool eager;
+	int rc;
+
+	ZB_DASSERT(c != NULL && request != NULL);
+	ZB_DASSERT(c->side == RDMA_SIDE_SEND);
+	if ((rc = comm_check(c)) != 0)
+		return rc;
+	if (size > RDMA_MSG_MAX || (size && !data) || (mh && !in_mr(mh, data, size)))
+		return -EINVAL;
+	if ((rc = need_room(c, true)) != 0 || (rc = cts_check(c, size, tag, &cts)) != 0)
+		return rc;
 	eager = size <= c->peer_eager && (cts->flags & RDMA_CTS_EAGER) &&
 		(!mh || mh->type == NET_MEM_HOST);
 	if (!eager && (!mh || !(cts->flags & RDMA_CTS_RKEY))) {
@@ -266,42 +309,18 @@ int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh
 				    : "the receiver's buffer is not registered");
 		return -EINVAL;
 	}
-	r = rdma__reqtab_alloc(&c->reqs);
-	ZB_DASSERT(r != NULL && r->seq == c->next_send);
-	/* The send that uses the last credit is signalled: the caller will
-	 * test for it before it can post again, so no flush is needed. */
-	d = (struct wr_desc){.op = RDMA_OP_DATA, .len = (uint32_t)size, .imm = seq31,
-			     .inline_ok = true,
-			     .force_signal = rdma__reqtab_outstanding(&c->reqs) >= c->eff};
-	if (eager) {
-		d.opcode = IBV_WR_SEND_WITH_IMM;
-		if (size <= c->inline_max || mh) {
-			d.laddr = (uintptr_t)data;
-			d.lkey = mh ? mh->mr->lkey : 0;
-		} else {
-			uint8_t *b = c->bounce + (size_t)(r->seq & c->reqs.mask) * RDMA_EAGER_MAX;
-			memcpy(b, data, size);
-			d.laddr = (uintptr_t)b;
-			d.lkey = c->bounce_mr->lkey;
-		}
-	} else {
-		d.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		d.raddr = cts->addr;
-		d.rkey = cts->rkey;
-		d.laddr = mr_addr(mh, data);
-		d.lkey = mh->mr->lkey;
-		if (mh->path == RDMA_REG_STAGING) {
-			rc = c->ctx->gpu.copy_d2h(c->ctx->gpu.gctx, (void *)(uintptr_t)d.laddr, data, size);
-			if (rc) {
-				rdma__reqtab_fail(r, rc);
-				rdma__reqtab_release(&c->reqs, r);
-				rdma__comm_fail(c, RDMA_EV_PROTOCOL, rc, -1, 0,
-						"node %u ch %u send: staging copy from GPU failed: %s",
-						c->peer, c->channel, zb_strerror(rc));
-				return rc;
-			}
+	if (!eager && mh->path == RDMA_REG_STAGING) {
+		rc = c->ctx->gpu.copy_d2h(c->ctx->gpu.gctx, (void *)(uintptr_t)mr_addr(mh, data),
+					  data, size);
+		if (rc) {
+			rdma__set_error("node %u ch %u send: staging copy from the GPU: %s",
+					c->peer, c->channel, zb_strerror(rc));
+			return rc;   /* nothing posted; the comm stays usable */
 		}
 	}
+	r = rdma__reqtab_alloc(&c->reqs);
+	ZB_DASSERT(r != NULL && r->seq == c->next_send);
+	data_wr(c, r->seq, cts, data, size, mh, eager, &d);
 	r->comm = c;
 	r->data = (void *)data;
 	r->size = size;
