@@ -216,6 +216,17 @@ fail:
 	return rc;
 }
 
+/* Take the peer's parameters and publish them to the owner thread. */
+static void apply_remote(struct rdma_comm *c, const struct rdma_conn *r)
+{
+	ZB_ASSERT(atomic_load(&c->state) == RDMA_COMM_LOCAL);
+	ZB_ASSERT(r->slots >= RDMA_SLOTS_MIN);
+	c->remote = *r;
+	c->eff = r->slots < c->slots ? r->slots : c->slots;
+	c->peer_eager = r->eager_max < RDMA_EAGER_MAX ? r->eager_max : RDMA_EAGER_MAX;
+	atomic_store(&c->state, RDMA_COMM_REMOTE);   /* publishes remote */
+}
+
 /* Look up or create. Creation takes ctx->lock; an lcore calling connect
  * must not block, so it only tries the lock (-EAGAIN when busy). */
 static int comm_get_locked(struct rdma_ctx *ctx, uint16_t peer, uint16_t ch,
@@ -232,6 +243,11 @@ static int comm_get_locked(struct rdma_ctx *ctx, uint16_t peer, uint16_t ch,
 	rc = comm_create(ctx, peer, ch, side, &c);
 	if (rc)
 		return rc;
+	if (ctx->stash[idx].valid) {
+		/* the peer's new end arrived while the old comm was still here */
+		apply_remote(c, &ctx->stash[idx].conn);
+		ctx->stash[idx].valid = false;
+	}
 	atomic_store(&ctx->comms[idx], c);
 	*out = c;
 	return 0;
@@ -278,6 +294,30 @@ int rdma_conn_local(void *vctx, uint16_t peer, uint16_t channel,
 	return rdma__conn_encode(&c->local, blob, cap);
 }
 
+static bool same_conn(const struct rdma_conn *a, const struct rdma_conn *b)
+{
+	uint8_t x[RDMA_CONN_BLOB_LEN], y[RDMA_CONN_BLOB_LEN];
+
+	if (rdma__conn_check(a, NULL, 0) != 0)
+		return false;   /* no remote yet (a comm that failed early) */
+	rdma__conn_encode(a, x, sizeof(x));
+	rdma__conn_encode(b, y, sizeof(y));
+	return memcmp(x, y, sizeof(x)) == 0;
+}
+
+static void peer_recreated(struct rdma_comm *c, const struct rdma_conn *r)
+{
+	struct rdma_event ev = {.kind = RDMA_EV_PEER_CLOSED, .peer = c->peer,
+				.channel = c->channel, .side = c->side,
+				.err = ZB_ERR_PEER_DOWN, .wc_status = -1};
+	int zero = 0;
+
+	atomic_compare_exchange_strong(&c->fail_err, &zero, ZB_ERR_PEER_DOWN);
+	snprintf(ev.msg, sizeof(ev.msg), "node %u ch %u %s: the peer re-created its end (QPN 0x%x -> 0x%x)",
+		 c->peer, c->channel, side_name(c->side), c->remote.qpn, r->qpn);
+	rdma__emit(c->ctx, &ev);
+}
+
 int rdma_conn_deliver(void *vctx, const void *blob, size_t len)
 {
 	struct rdma_ctx *ctx = vctx;
@@ -310,20 +350,16 @@ int rdma_conn_deliver(void *vctx, const void *blob, size_t len)
 	if (rc)
 		goto out;
 	st = atomic_load(&c->state);
-	if (st >= RDMA_COMM_REMOTE) {
-		uint8_t a[RDMA_CONN_BLOB_LEN], b[RDMA_CONN_BLOB_LEN];
-		rdma__conn_encode(&c->remote, a, sizeof(a));
-		rdma__conn_encode(&r, b, sizeof(b));
-		rc = memcmp(a, b, sizeof(a)) == 0 ? 0 : -EALREADY;
-		if (rc)
-			rdma__set_error("node %u ch %u: a different connection blob was already delivered",
-					r.src_node, r.channel);
-		goto out;
+	if (st < RDMA_COMM_REMOTE) {
+		apply_remote(c, &r);
+	} else if (!same_conn(&c->remote, &r)) {
+		/* The peer re-created its end (restart, reconnect): this comm
+		 * can never work again. Fail it (the owner acts on its next
+		 * call) and keep the blob for the comm that replaces it. */
+		ctx->stash[c->index] = (struct rdma_stash){.valid = true, .conn = r};
+		if (st != RDMA_COMM_FAILED)
+			peer_recreated(c, &r);
 	}
-	c->remote = r;
-	c->eff = r.slots < c->slots ? r.slots : c->slots;
-	c->peer_eager = r.eager_max < RDMA_EAGER_MAX ? r.eager_max : RDMA_EAGER_MAX;
-	atomic_store(&c->state, RDMA_COMM_REMOTE);   /* publishes remote */
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;

@@ -351,6 +351,13 @@ struct rdma_cq {
 	bool armed;              /* ibv_req_notify_cq pending (rdma_wait) */
 } ZB_ALIGNED_CL;
 
+/* A peer's blob that arrived for a comm still in use: it takes effect
+ * when that comm is closed and a new one opened at the same index. */
+struct rdma_stash {
+	bool valid;
+	struct rdma_conn conn;
+};
+
 struct rdma_ctx {
 	struct zb_config cfg_copy;
 	uint16_t self, channels, peers;
@@ -367,6 +374,7 @@ struct rdma_ctx {
 	struct rdma_cq *cqs;     /* [channels] */
 	struct ibv_comp_channel *comp_ch; /* CQ events for rdma_wait */
 	struct rdma_comm *_Atomic *comms; /* [CFG_MAX_NODES * channels * 2] */
+	struct rdma_stash *stash;         /* [same], under lock */
 	pthread_mutex_t lock;    /* comm creation/destruction vs async events */
 	uint32_t ncomms;
 	_Atomic uint32_t psn_seed;

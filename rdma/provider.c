@@ -169,7 +169,8 @@ static int rdma_init(const struct net_init_args *args, void **out)
 	}
 	ctx->ncomms = (uint32_t)CFG_MAX_NODES * ctx->channels * 2;
 	ctx->comms = calloc(ctx->ncomms, sizeof(*ctx->comms));
-	if (!ctx->comms) {
+	ctx->stash = calloc(ctx->ncomms, sizeof(*ctx->stash));
+	if (!ctx->comms || !ctx->stash) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -200,6 +201,7 @@ static void rdma_fini(void *vctx)
 		ibv_destroy_comp_channel(ctx->comp_ch);
 	free(ctx->cqs);
 	free(ctx->comms);
+	free(ctx->stash);
 	rdma__dev_close(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);

@@ -91,10 +91,13 @@ int rdma_conn_local(void *ctx, uint16_t peer, uint16_t channel,
 
 /* Hand a peer's blob to the provider. It is validated strictly (magic,
  * version, CRC, every field's range, addressed to this node); the matching
- * local comm is the opposite side. Thread-safe against the lcore that owns
- * the comm. Returns 0, -ZB_ERR_BAD_FRAME / -EPROTONOSUPPORT (bad blob, why
- * in rdma_last_error), -EINVAL (not for this node), -EALREADY (delivered
- * twice with different contents). */
+ * local comm is the opposite side. Delivering the same blob again is a
+ * no-op. A *different* blob for a comm that already has one means the peer
+ * re-created its end: that comm fails with ZB_ERR_PEER_DOWN
+ * (RDMA_EV_PEER_CLOSED) and the blob is kept for the comm that replaces it
+ * once the owner closes the old one. Thread-safe against the lcore that
+ * owns the comm. Returns 0, ZB_ERR_BAD_FRAME / -EPROTONOSUPPORT (bad blob,
+ * why in rdma_last_error), -EINVAL (not for this node / cluster). */
 int rdma_conn_deliver(void *ctx, const void *blob, size_t len);
 
 /* Completion sources: one per channel. rdma_poll_cq() handles at most a

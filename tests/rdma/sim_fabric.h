@@ -361,6 +361,12 @@ static void setup(uint16_t signal_every)
 		sqp[i].qp.qp_num = 0x40 + (uint32_t)i;
 		sqp[i].peer = &sqp[1 - i];
 	}
+	static struct rdma_stash stash[2 * CFG_MAX_NODES];
+	memset(stash, 0, sizeof(stash));
+	ctx.stash = stash;
+	pthread_mutex_init(&ctx.lock, NULL);
+	ctx.self = 0;
+	ctx.cluster = 7;
 	ctx.channels = 1;
 	ctx.signal_every = signal_every;
 	ctx.qpl = (struct rdma_qp_local){.port = 1, .ethernet = true, .active_mtu = IBV_MTU_1024,

@@ -22,7 +22,7 @@ int main(void)
 	size_t n = 0;
 	int rc;
 
-	tap_plan(35);
+	tap_plan(41);
 	setup(4);
 	ok(nstate[0] == 2 && states[0][0] == IBV_QPS_RTR && states[0][1] == IBV_QPS_RTS,
 	   "establish walks INIT -> RTR -> RTS");
@@ -147,7 +147,28 @@ int main(void)
 	   "peer-closed event; the abort left before close returned");
 	teardown();
 
-	/* 10. async failure (what rdma_poll_async stores) reaches the owner */
+	/* 10. blob delivery on live comms: the same again is a no-op; a new one
+	 * (the peer re-created its end) fails the old comm at once */
+	setup(4);
+	{
+		uint8_t blob[RDMA_CONN_BLOB_LEN];
+		rdma__irecv(&cr, small, 100, 0, NULL, &rq);
+		rdma__conn_encode(&cs.local, blob, sizeof(blob));
+		is_int(rdma_conn_deliver(&ctx, blob, sizeof(blob)), 0, "same blob again: accepted, no effect");
+		ok(atomic_load(&cr.fail_err) == 0 && nev == 0, "the live comm is untouched");
+		struct rdma_conn again = cs.local;
+		again.qpn = 0x99;
+		rdma__conn_encode(&again, blob, sizeof(blob));
+		is_int(rdma_conn_deliver(&ctx, blob, sizeof(blob)), 0, "new blob from the peer accepted");
+		is_int(wait_req(rq, &n), ZB_ERR_PEER_DOWN, "the old comm's pending irecv fails: PEER_DOWN");
+		ok(had_event(RDMA_EV_PEER_CLOSED, -1) && ctx.stash[cr.index].valid &&
+		   ctx.stash[cr.index].conn.qpn == 0x99, "peer-closed event; blob kept for the next comm");
+		blob[30] ^= 1;
+		is_int(rdma_conn_deliver(&ctx, blob, sizeof(blob)), ZB_ERR_BAD_FRAME, "a corrupted blob: bad frame");
+	}
+	teardown();
+
+	/* 11. async failure (what rdma_poll_async stores) reaches the owner */
 	setup(4);
 	rdma__irecv(&cr, small, 100, 0, NULL, &rq);
 	atomic_store(&cr.fail_err, ZB_ERR_PEER_DOWN);
