@@ -160,7 +160,8 @@ void rdma__reqtab_release(struct rdma_reqtab *t, struct rdma_req *r);
 uint32_t rdma__reqtab_outstanding(const struct rdma_reqtab *t);
 
 /* Send-queue accounting with completion batching: a WR is signalled every
- * signal_every posts, when the caller forces it, or when it fills the SQ
+ * signal_every posts (capped at depth / 2), when the caller forces it, or
+ * when it fills the SQ
  * (so a full SQ always ends with a signalled WR and can drain). A signalled
  * completion of WR s retires every WR <= s (RC completes in order). */
 struct rdma_sq {

@@ -118,7 +118,13 @@ void rdma__sq_init(struct rdma_sq *q, uint32_t depth, uint32_t signal_every)
 	ZB_ASSERT(signal_every >= 1);
 	memset(q, 0, sizeof(*q));
 	q->depth = depth;
-	q->signal_every = signal_every > depth ? depth : signal_every;
+	/* At most half the depth between signals: callers keep a little
+	 * headroom (flush, abort) and stop posting short of full, so the
+	 * fill rule alone would not fire; with this cap a signalled WR is
+	 * always in flight once half the queue is. */
+	q->signal_every = signal_every;
+	if (q->signal_every > (depth >= 2 ? depth / 2 : 1))
+		q->signal_every = depth >= 2 ? depth / 2 : 1;
 }
 
 int rdma__sq_post(struct rdma_sq *q, bool force, uint64_t *seq, bool *signal)

@@ -125,7 +125,29 @@ static void sq_basics(void)
 	rdma__sq_unpost(&q, s, sig, pl, pr);
 	ok(q.posted == 8 && q.last_signaled == pl && q.run == pr, "unpost restores the accounting");
 	rdma__sq_init(&q, 4, 100);
-	is_int(q.signal_every, 4, "signal_every capped at the depth");
+	is_int(q.signal_every, 2, "signal_every capped at half the depth");
+	/* The provider stops posting data at depth - 2 (headroom for a flush or
+	 * an abort). Whatever signal_every the config asks for, a queue
+	 * blocked there always has a signalled WR in flight to drain it. */
+	int stuck = 0;
+	for (uint32_t depth = 3; depth < 40; depth++)
+		for (uint32_t every = 1; every < 80; every++) {
+			rdma__sq_init(&q, depth, every);
+			for (int i = 0; i < 200; i++) {
+				uint64_t s2;
+				bool sig;
+				if (rdma__sq_inflight(&q) + 2 > depth) {
+					if (q.last_signaled <= q.retired) {
+						stuck++;
+						break;
+					}
+					rdma__sq_retire(&q, q.last_signaled - 1);
+					continue;
+				}
+				rdma__sq_post(&q, false, &s2, &sig);
+			}
+		}
+	is_int(stuck, 0, "posting up to depth - 2 never blocks without a signalled WR in flight");
 }
 
 /* Invariant under random traffic: a full queue always ends in a signalled
@@ -172,7 +194,7 @@ static void sq_model(void)
 
 int main(void)
 {
-	tap_plan(27);
+	tap_plan(28);
 	table_basics();
 	table_model();
 	sq_basics();
