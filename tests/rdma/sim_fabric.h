@@ -48,7 +48,7 @@ static struct ibv_mr *sim_reg(void *addr, size_t len)
 	return mr;
 }
 
-static void sim_dereg(uint32_t key)
+static ZB_UNUSED void sim_dereg(uint32_t key)
 {
 	for (int i = 0; i < nregs; i++)
 		if (regs[i].key == key)
