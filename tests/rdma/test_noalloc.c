@@ -2,15 +2,16 @@
  * run 2000 messages (inline, eager from the bounce buffer, write with
  * immediate) over the simulated fabric while every malloc-family call of
  * the process is counted. (Skipped under sanitizers, which own malloc.) */
-#include "sim_fabric.h"
-#include "tap.h"
-
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include "tap.h"
 int main(void)
 {
 	tap_skip_all("sanitizer build: malloc belongs to the sanitizer");
 }
 #else
+#include "sim_fabric.h"
+#include "tap.h"
+
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
