@@ -7,16 +7,19 @@
  * message gated by a clear-to-send credit the receiver writes into the
  * sender's FIFO. See docs/rdma.md for the protocol.
  *
- * Connection setup goes through the control plane: for every comm the
- * provider produces a *connection blob* (QPN, PSN, GID/LID, MTU, FIFO
- * address and rkey; versioned, CRC-checked) with rdma_conn_local(); the
- * control plane ships it to the peer, which hands it to rdma_conn_deliver().
- * connect()/accept() return -EAGAIN until the peer's blob has arrived, then
- * bring the QP through INIT -> RTR -> RTS and return 0.
+ * Connection setup: for every comm the provider produces a *connection
+ * blob* (QPN, PSN, GID/LID, MTU, FIFO address and rkey; versioned,
+ * CRC-checked) with rdma_conn_local(); the control plane ships it to the
+ * peer, which hands it to rdma_conn_deliver() (rdma_provider_args
+ * .external_exchange = true). Without a control plane the provider's own
+ * TCP bootstrap does the same (see rdma_provider_args). connect()/accept()
+ * return -EAGAIN until the peer's blob has arrived, then bring the QP
+ * through INIT -> RTR -> RTS and return 0.
  *
  * Completions: one CQ per channel (channel = the lcore that owns it). The
- * lcore loop registers rdma_poll_cq(rdma_cq_source(ctx, ch)) as a completion
- * source, or relies on test(), which polls its comm's CQ itself.
+ * lcore loop registers rdma_dp_poll / rdma_poll_cq on rdma_cq_source(ctx,
+ * ch) as a completion source, or relies on test(), which polls its comm's
+ * CQ itself.
  * Async device events (port down, QP fatal) are read without blocking by
  * rdma_poll_async() (the control thread, or progress()).
  */
