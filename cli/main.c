@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
+#include "zbmd/gpu.h"
 #include "zbmd/rdma.h"
 
 #include <stdio.h>
@@ -21,6 +22,7 @@ static int cmd_version(int argc, char **argv)
 
 /* `zbmd bench WHAT`: one row per benchmark. */
 static const struct zb_cmd bench_commands[] = {
+	{"gpu", gpu_cmd_bench, "sgemm and reduce per GPU backend [--backend B]"},
 	{NULL, NULL, NULL},
 };
 
@@ -40,6 +42,7 @@ static int cmd_bench(int argc, char **argv)
 static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
+	{"gpu-info", gpu_cmd_info, "GPU backends compiled in, usable, devices"},
 	{"version", cmd_version, "print the version"},
 	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},
 	{"config-doc", cfg_cmd_config_doc, "print the configuration reference (docs/config.md)"},

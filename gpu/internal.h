@@ -216,7 +216,13 @@ int gpu__why(char *why, size_t len, int err, const char *fmt, ...)
 struct gpu_spirv { const char *name; const uint32_t *words; size_t count; };
 extern const struct gpu_spirv gpu__vk_spirv[];
 
-/* The device-side kernel source (CUDA C / HIP C) shared by cuda and hip. */
+/* The device-side kernel source (CUDA C / HIP C) shared by cuda and hip,
+ * generated from gpu/kernels/zb_kernels.cu. */
 extern const char gpu__rtc_source[];
+
+/* Compile gpu__rtc_source with NVRTC for arch ("sm_80" -> CUBIN,
+ * "compute_75" -> PTX); needs libnvrtc, not a GPU.  *image is malloc'd. */
+int gpu__nvrtc_compile(const char *arch, void **image, size_t *len, char *log,
+		       size_t log_len);
 
 #endif /* ZBMD_GPU_INTERNAL_H */

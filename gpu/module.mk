@@ -42,9 +42,16 @@ $(GPU_SPV_C): $(foreach n,$(GPU_SPV_NAMES),$(GPU_SPV_DIR)/$(n).spv)
 	@mkdir -p $(@D)
 	gpu/shaders/embed.sh $@ $(foreach n,$(GPU_SPV_NAMES),$(n)=$(GPU_SPV_DIR)/$(n).spv)
 else
-gpu_CFLAGS += -DZB_GPU_VULKAN_WHY='"$(if $(GPU_GLSLC),,no glslc )$(if $(GPU_HAVE_VK),,no vulkan.pc)at build time"'
+gpu_CFLAGS += -DZB_GPU_VULKAN_WHY='"$(if $(GPU_GLSLC),,no glslc, )$(if $(GPU_HAVE_VK),,no vulkan.pc, )at build time"'
 GPU_NOT += vulkan(no $(if $(GPU_GLSLC),,glslc )$(if $(GPU_HAVE_VK),,vulkan headers))
 endif
+
+# The cuda/hip kernel source, embedded as a string for NVRTC / hipRTC.
+GPU_RTC_C := $(BUILD)/gen/gpu/rtc_source.c
+gpu_SRCS += $(GPU_RTC_C)
+$(GPU_RTC_C): gpu/kernels/zb_kernels.cu gpu/shaders/embed_text.sh
+	@mkdir -p $(@D)
+	gpu/shaders/embed_text.sh $@ gpu__rtc_source $<
 
 # cuda: compiled against the CUDA headers when present, loaded at run time
 # with dlopen (libcuda.so.1, libcublas, libnvrtc): the binary runs anywhere.
@@ -56,11 +63,11 @@ else
 GPU_NOT += cuda(no $(CUDA_HOME)/include/cuda.h)
 endif
 
-# hip: the same through the HIP runtime and hipRTC (dlopen); the kernels
-# are also compile-checked with hipcc at build time when it works.
-ifneq ($(wildcard /usr/include/hip/hip_runtime_api.h /opt/rocm/include/hip/hip_runtime_api.h),)
-GPU_HIP_INC := $(dir $(patsubst %/,%,$(dir $(firstword $(wildcard /usr/include/hip/hip_runtime_api.h /opt/rocm/include/hip/hip_runtime_api.h)))))
-$(BUILD)/obj/gpu/hip_backend.o: CFLAGS += -DZB_GPU_HAVE_HIP
+# hip: the same through the HIP runtime and hipRTC (dlopen); the kernel
+# source is also compile-checked with hipcc by tests/gpu/test_kernels_compile.sh.
+GPU_HIP_HDR := $(firstword $(wildcard /usr/include/hip/hip_runtime_api.h /opt/rocm/include/hip/hip_runtime_api.h))
+ifneq ($(GPU_HIP_HDR),)
+$(BUILD)/obj/gpu/hip_backend.o: CFLAGS += -DZB_GPU_HAVE_HIP -D__HIP_PLATFORM_AMD__ $(if $(filter /opt/%,$(GPU_HIP_HDR)),-isystem /opt/rocm/include)
 GPU_BUILT += hip(dlopen)
 else
 GPU_NOT += hip(no HIP headers)
@@ -68,3 +75,25 @@ endif
 GPU_HIPCC := $(shell command -v hipcc 2>/dev/null)
 
 gpu_SUMMARY = $(GPU_BUILT)$(if $(GPU_NOT),; not built: $(GPU_NOT))
+
+# ---- targets --------------------------------------------------------------
+# bench-gpu: the benchmark through zbmd (never part of make test).
+# gpu-only / test-gpu-only / bench-gpu-only: build and run only common + gpu
+# + its tests and a stand-alone gpu-info/bench helper, with no DPDK and no
+# other module: what a GPU machine needs (see docs/gpu.md).  BINS= drops the
+# zbmd binary (which links every module) from the test prerequisites.
+GPU_ONLY_GOALS = $(BUILD)/lib/libzb_gpu.a \
+	$(patsubst tests/%.c,$(BUILD)/tests/%.t,$(wildcard tests/gpu/test_*.c)) \
+	$(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/gpu/helper_*.c))
+GPU_ONLY_RUN = $(patsubst tests/%.c,$(BUILD)/tests/%.t,$(wildcard tests/gpu/test_*.c)) \
+	$(wildcard tests/gpu/test_*.sh)
+.PHONY: bench-gpu gpu-only test-gpu-only bench-gpu-only
+bench-gpu: $(BUILD)/bin/zbmd
+	$(BUILD)/bin/zbmd bench gpu $(GPU_BENCH_ARGS)
+gpu-only:
+	$(MAKE) BINS= $(GPU_ONLY_GOALS)
+	@echo "gpu-only: $(gpu_SUMMARY)"
+test-gpu-only: gpu-only
+	ZBMD_GPU_CLI=$(abspath $(BUILD))/tests/gpu/helper_gpucli $(PROVE) $(GPU_ONLY_RUN)
+bench-gpu-only: gpu-only
+	$(BUILD)/tests/gpu/helper_gpucli bench gpu $(GPU_BENCH_ARGS)

@@ -20,7 +20,11 @@
 #define VK_TAG_SHIFT 40
 #define VK_MAX_DEVICES 8
 #define VK_SETS_PER_STREAM 256
-#define VK_MAX_GROUPS 4096u
+/* Workgroups per dispatch (grid-stride loops cover the rest): lavapipe
+ * pays per workgroup (64 measured ~2x faster than 4096 there); a real GPU
+ * wants enough to fill every compute unit. */
+#define VK_MAX_GROUPS_SOFTWARE 64u
+#define VK_MAX_GROUPS_HW 65535u
 #define VK_SPV_NAME 24
 
 enum { PIPE_REDUCE = 0, PIPE_SCALE = ZB_DTYPE_COUNT,
@@ -37,6 +41,7 @@ struct vk_be {
 	VkPipelineLayout layout;
 	VkPipeline pipes[PIPE_COUNT]; /* VK_NULL_HANDLE = dtype unsupported */
 	uint64_t next_tag;
+	uint32_t max_groups;
 };
 
 struct vk_chunk {
@@ -394,6 +399,9 @@ static int vk_open(struct gpu_ctx *ctx, int index)
 		goto fail;
 	VkPhysicalDeviceProperties p;
 	vkGetPhysicalDeviceProperties(be->pd, &p);
+	be->max_groups = ctx->dev.software ? VK_MAX_GROUPS_SOFTWARE : VK_MAX_GROUPS_HW;
+	if (be->max_groups > p.limits.maxComputeWorkGroupCount[0])
+		be->max_groups = p.limits.maxComputeWorkGroupCount[0];
 	ctx->max_chunk = p.limits.maxStorageBufferRange & ~(size_t)(GPU_POOL_ALIGN - 1);
 	return 0;
 fail:
@@ -690,10 +698,11 @@ static int dispatch(struct gpu_ctx *ctx, struct gpu_stream *s, VkPipeline pipe,
 	return 0;
 }
 
-static uint32_t groups(size_t count)
+static uint32_t groups(const struct gpu_ctx *ctx, size_t count)
 {
+	const struct vk_be *be = ctx->be;
 	size_t g = (count + 255) / 256;
-	return g > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g;
+	return g > be->max_groups ? be->max_groups : (uint32_t)g;
 }
 
 static int vk_reduce(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t dst,
@@ -712,7 +721,7 @@ static int vk_reduce(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t dst,
 			  (uint32_t)count, (uint32_t)op};
 	struct vk_chunk *bufs[3] = {d, sc, d};
 	return dispatch(ctx, s, be->pipes[PIPE_REDUCE + dtype], bufs, pc,
-			sizeof(pc), groups(count), 1);
+			sizeof(pc), groups(ctx, count), 1);
 }
 
 static int vk_scale(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t buf,
@@ -735,7 +744,7 @@ static int vk_scale(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t buf,
 	pc.fhi = (uint32_t)(bits >> 32);
 	struct vk_chunk *bufs[3] = {c, c, c};
 	return dispatch(ctx, s, be->pipes[PIPE_SCALE + dtype], bufs, &pc,
-			sizeof(pc), groups(count), 1);
+			sizeof(pc), groups(ctx, count), 1);
 }
 
 static int vk_sgemm(struct gpu_ctx *ctx, struct gpu_stream *s, bool ta,

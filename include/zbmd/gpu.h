@@ -84,7 +84,8 @@ typedef uint64_t gpu_ptr_t;
  * -ENOMEM (the pool reservation failed), ZB_ERR_DEVICE. */
 int gpu_open(const struct gpu_options *o, struct gpu_ctx **out, char *why,
 	     size_t why_len);
-/* Frees everything the context owns (allocations, streams, tensors left). */
+/* Releases the pool (every allocation, tensors included) and the device.
+ * Streams and kernels made on it must be destroyed before. */
 void gpu_close(struct gpu_ctx *ctx);
 enum gpu_backend gpu_ctx_backend(const struct gpu_ctx *ctx);
 const struct gpu_device_info *gpu_ctx_device(const struct gpu_ctx *ctx);

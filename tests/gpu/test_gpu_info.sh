@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# zbmd gpu-info and zbmd bench gpu (quick sizes) through the real binary.
+source "$ZBMD_ROOT/tests/common/tap.sh"
+plan 9
+# ZBMD_GPU_CLI: the stand-alone helper when zbmd itself is not built
+# (make test-gpu-only on a machine without DPDK).
+Z="${ZBMD_GPU_CLI:-$ZBMD_BUILD/bin/zbmd}"
+out=$("$Z" gpu-info 2>&1); rc=$?
+ok $rc "gpu-info exits 0"
+echo "$out" | sed 's/^/# /'
+echo "$out" | grep -q '^compiled in: cpu'; ok $? "lists the backends compiled in"
+echo "$out" | grep -Eq '^cpu +usable'; ok $? "cpu is usable"
+echo "$out" | grep -Eq '^cuda +(usable|unavailable .+)'; ok $? "cuda is usable or says why not"
+echo "$out" | grep -Eq '^rdma registration path: [a-z]+ \(.+\)'; ok $? "reports the rdma registration path and why"
+if echo "$out" | grep -q "^compiled in:.*vulkan" &&
+	XDG_RUNTIME_DIR=/tmp vulkaninfo --summary 2>/dev/null | grep -q deviceName; then
+	echo "$out" | grep -Eq '^vulkan +usable' && echo "$out" | grep -q '  device 0: llvmpipe\|  device 0: '
+	ok $? "vulkan usable with its device listed (vulkaninfo sees one)"
+else
+	ok 0 "vulkan listed # SKIP vulkan not compiled in or vulkaninfo lists no device"
+fi
+b=$("$Z" bench gpu --quick --backend cpu 2>&1); rc=$?
+echo "$b" | sed 's/^/# /'
+[ $rc -eq 0 ] && [ "$(echo "$b" | grep -c checked)" -eq 2 ]
+ok $? "bench gpu --quick --backend cpu: sgemm and reduce checked"
+"$Z" bench gpu --backend nope >/dev/null 2>&1; [ $? -eq 2 ]
+ok $? "bench gpu with a bad backend is a usage error (2)"
+"$Z" gpu-info extra >/dev/null 2>&1; [ $? -eq 2 ]
+ok $? "gpu-info with an argument is a usage error (2)"
+done_testing
