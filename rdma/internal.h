@@ -215,6 +215,10 @@ struct rdma_reg_inputs {
  * (and the cpu backend's "device" memory) HOST. why gets a sentence naming the path and the reason. */
 enum rdma_reg_path rdma__reg_decide(const struct rdma_reg_inputs *in, char *why, size_t cap);
 const char *rdma__reg_path_name(enum rdma_reg_path p);
+/* A path failed at run time: take it out of the inputs (DMA-BUF: the GPU's
+ * export when gpu_side, else the NIC's registration) so that the next
+ * decision falls back to the next path. */
+void rdma__reg_strike(struct rdma_reg_inputs *in, enum rdma_reg_path failed, bool gpu_side);
 
 /* A GID table entry as the policy sees it. */
 struct rdma_gid_entry {

@@ -13,7 +13,8 @@
 
 #define MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-static int try_path(struct rdma_ctx *ctx, struct rdma_mr *m, enum rdma_reg_path p)
+static int try_path(struct rdma_ctx *ctx, struct rdma_mr *m, enum rdma_reg_path p,
+		    bool *gpu_side)
 {
 	uint64_t off = 0;
 	int rc;
@@ -25,8 +26,10 @@ static int try_path(struct rdma_ctx *ctx, struct rdma_mr *m, enum rdma_reg_path 
 		break;
 	case RDMA_REG_DMABUF:
 		rc = ctx->gpu.dmabuf_export(ctx->gpu.gctx, m->addr, m->len, &m->dmabuf_fd, &off);
-		if (rc)
+		if (rc) {
+			*gpu_side = true;   /* the GPU could not export, not the NIC */
 			return rc;
+		}
 		/* iova = the device pointer, so remote addresses are the same
 		 * numbers as on the other paths. */
 		m->mr = ibv_reg_dmabuf_mr(ctx->pd, off, m->len, (uintptr_t)m->addr,
@@ -95,7 +98,8 @@ int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type, vo
 		p = rdma__reg_decide(&in, m->why, sizeof(m->why));
 		if (p == RDMA_REG_NONE)
 			break;
-		rc = try_path(ctx, m, p);
+		bool gpu_side = false;
+		rc = try_path(ctx, m, p, &gpu_side);
 		if (rc == 0) {
 			m->path = p;
 			if (fails[0]) {
@@ -110,12 +114,7 @@ int rdma__reg_mr(void *comm, void *data, size_t size, enum net_mem_type type, vo
 			 zb_strerror(rc));
 		if (p == RDMA_REG_HOST)
 			break;
-		if (p == RDMA_REG_DMABUF)
-			in.dmabuf_verbs = false;
-		else if (p == RDMA_REG_PEERMEM)
-			in.peermem = false;
-		else
-			in.staging = false;
+		rdma__reg_strike(&in, p, gpu_side);
 	}
 	rdma__set_error("reg_mr(%p, %zu bytes, %s): %s%s", data, size,
 			type == NET_MEM_GPU ? "GPU" : "host", m->why, fails);

@@ -61,6 +61,20 @@ enum rdma_reg_path rdma__reg_decide(const struct rdma_reg_inputs *in, char *why,
 	return p;
 }
 
+void rdma__reg_strike(struct rdma_reg_inputs *in, enum rdma_reg_path failed, bool gpu_side)
+{
+	ZB_ASSERT(in != NULL);
+	ZB_ASSERT(failed != RDMA_REG_NONE && failed != RDMA_REG_HOST);
+	if (failed == RDMA_REG_DMABUF && gpu_side)
+		in->dmabuf_export = false;
+	else if (failed == RDMA_REG_DMABUF)
+		in->dmabuf_verbs = false;
+	else if (failed == RDMA_REG_PEERMEM)
+		in->peermem = false;
+	else
+		in->staging = false;
+}
+
 const char *rdma__gid_type_name(int type)
 {
 	switch (type) {

@@ -16,7 +16,7 @@ int main(void)
 	struct rdma_gid_entry tab[6];
 	int bad = 0;
 
-	tap_plan(27);
+	tap_plan(30);
 	/* Registration path policy. */
 	ok(decide(NET_MEM_HOST, false, false, false, false, false, why) == RDMA_REG_HOST,
 	   "host memory: ibv_reg_mr (%s)", why);
@@ -52,6 +52,29 @@ int main(void)
 	}
 	is_int(bad, 0, "all 32 input combinations follow DMA-BUF > peer memory > staging");
 	is_str(rdma__reg_path_name(RDMA_REG_DMABUF), "dmabuf", "path names");
+	{
+		/* Run-time fallbacks: each failure moves to the next path. */
+		struct rdma_reg_inputs in = {.type = NET_MEM_GPU, .gpu_backend = true, .dmabuf_export = true,
+					     .dmabuf_verbs = true, .peermem = true, .staging = true};
+		enum rdma_reg_path seq[4];
+		int k = 0;
+		for (enum rdma_reg_path p; (p = rdma__reg_decide(&in, why, sizeof(why))) != RDMA_REG_NONE && k < 4;) {
+			seq[k++] = p;
+			rdma__reg_strike(&in, p, false);
+		}
+		ok(k == 3 && seq[0] == RDMA_REG_DMABUF && seq[1] == RDMA_REG_PEERMEM && seq[2] == RDMA_REG_STAGING,
+		   "failures fall back DMA-BUF -> peer memory -> staging -> refused");
+		in = (struct rdma_reg_inputs){.type = NET_MEM_GPU, .gpu_backend = true, .dmabuf_export = true,
+					      .dmabuf_verbs = true, .staging = true};
+		rdma__reg_strike(&in, RDMA_REG_DMABUF, true);
+		ok(rdma__reg_decide(&in, why, sizeof(why)) == RDMA_REG_STAGING && strstr(why, "GPU cannot export"),
+		   "a failed GPU export is blamed on the GPU (%s)", why);
+		in = (struct rdma_reg_inputs){.type = NET_MEM_GPU, .gpu_backend = true, .dmabuf_export = true,
+					      .dmabuf_verbs = true, .staging = true};
+		rdma__reg_strike(&in, RDMA_REG_DMABUF, false);
+		ok(rdma__reg_decide(&in, why, sizeof(why)) == RDMA_REG_STAGING && strstr(why, "device rejects"),
+		   "a failed ibv_reg_dmabuf_mr is blamed on the device (%s)", why);
+	}
 
 	/* GID choice. */
 	memset(tab, 0, sizeof(tab));
