@@ -78,23 +78,34 @@ static void handle(struct rdma_ctx *ctx, const struct ibv_async_event *e)
 	rdma__emit(ctx, &ev);
 }
 
+/* Read and acknowledge every pending event; ctx->lock held. Besides
+ * reporting, this is what lets ibv_destroy_qp/cq proceed: verbs makes a
+ * destroy wait until the object's affiliated events are acknowledged
+ * (ibv_get_async_event(3)), so destroyers drain first. */
+int rdma__async_drain(struct rdma_ctx *ctx)
+{
+	struct ibv_async_event e;
+	int n = 0;
+
+	ZB_ASSERT(ctx != NULL && ctx->dev != NULL);
+	for (; n < 1024; n++) {
+		if (ibv_get_async_event(ctx->dev, &e) != 0)
+			break;   /* EAGAIN: nothing pending (fd is non-blocking) */
+		handle(ctx, &e);
+		ibv_ack_async_event(&e);
+	}
+	return n;
+}
+
 int rdma_poll_async(void *vctx)
 {
 	struct rdma_ctx *ctx = vctx;
-	struct ibv_async_event e;
-	int n = 0;
+	int n;
 
 	if (!ctx || !ctx->dev)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
-	for (; n < 64; n++) {
-		if (ibv_get_async_event(ctx->dev, &e) != 0) {
-			/* EAGAIN: nothing pending (fd is non-blocking). */
-			break;
-		}
-		handle(ctx, &e);
-		ibv_ack_async_event(&e);
-	}
+	n = rdma__async_drain(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	return n;
 }

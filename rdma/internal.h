@@ -424,6 +424,10 @@ int rdma__post_recv_pool(struct rdma_comm *c, uint32_t slot);
 int rdma__poll_channel(struct rdma_cq *q);
 void rdma__comm_close_notify(struct rdma_comm *c);
 
+/* async.c: read and ack pending async events, ctx->lock held (before any
+ * ibv_destroy_* of a QP or CQ, which waits for its events' acks). */
+int rdma__async_drain(struct rdma_ctx *ctx);
+
 /* boot.c: TCP exchange of blobs when no control plane is hooked in */
 struct rdma_boot;
 int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,

@@ -189,6 +189,11 @@ static void rdma_fini(void *vctx)
 		return;
 	rdma__boot_stop(ctx->boot);   /* no more deliveries */
 	ctx->boot = NULL;
+	if (ctx->dev && ctx->comms) {
+		pthread_mutex_lock(&ctx->lock);
+		(void)rdma__async_drain(ctx);   /* before destroying QPs and CQs */
+		pthread_mutex_unlock(&ctx->lock);
+	}
 	for (uint32_t i = 0; ctx->comms && i < ctx->ncomms; i++) {
 		struct rdma_comm *c = atomic_load(&ctx->comms[i]);
 		atomic_store(&ctx->comms[i], NULL);
@@ -326,6 +331,7 @@ static void close_comm(void *vc)
 	ZB_ASSERT(atomic_load(&ctx->comms[c->index]) == c);
 	rdma__comm_close_notify(c);
 	pthread_mutex_lock(&ctx->lock);
+	(void)rdma__async_drain(ctx);   /* destroy waits for unacked QP events */
 	atomic_store(&ctx->comms[c->index], NULL);
 	rdma__comm_destroy(c);
 	pthread_mutex_unlock(&ctx->lock);
