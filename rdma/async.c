@@ -78,10 +78,11 @@ static void handle(struct rdma_ctx *ctx, const struct ibv_async_event *e)
 	rdma__emit(ctx, &ev);
 }
 
-/* Read and acknowledge every pending event; ctx->lock held. Besides
- * reporting, this is what lets ibv_destroy_qp/cq proceed: verbs makes a
- * destroy wait until the object's affiliated events are acknowledged
- * (ibv_get_async_event(3)), so destroyers drain first. */
+/* Read and acknowledge every pending event; ctx->lock held. An event is
+ * read and acked under the lock, so a destroyer holding it never meets an
+ * event read but not acked, which would make ibv_destroy_qp/cq wait
+ * (ibv_get_async_event(3)); destroyers also drain first, so events about
+ * the object are reported before it goes. */
 int rdma__async_drain(struct rdma_ctx *ctx)
 {
 	struct ibv_async_event e;

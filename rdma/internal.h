@@ -424,8 +424,8 @@ int rdma__post_recv_pool(struct rdma_comm *c, uint32_t slot);
 int rdma__poll_channel(struct rdma_cq *q);
 void rdma__comm_close_notify(struct rdma_comm *c);
 
-/* async.c: read and ack pending async events, ctx->lock held (before any
- * ibv_destroy_* of a QP or CQ, which waits for its events' acks). */
+/* async.c: read and ack pending async events, ctx->lock held (destroyers
+ * call it before ibv_destroy_* so no event is read-but-unacked then). */
 int rdma__async_drain(struct rdma_ctx *ctx);
 
 /* boot.c: TCP exchange of blobs when no control plane is hooked in */

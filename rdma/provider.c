@@ -331,7 +331,7 @@ static void close_comm(void *vc)
 	ZB_ASSERT(atomic_load(&ctx->comms[c->index]) == c);
 	rdma__comm_close_notify(c);
 	pthread_mutex_lock(&ctx->lock);
-	(void)rdma__async_drain(ctx);   /* destroy waits for unacked QP events */
+	(void)rdma__async_drain(ctx);   /* report its events before it goes */
 	atomic_store(&ctx->comms[c->index], NULL);
 	rdma__comm_destroy(c);
 	pthread_mutex_unlock(&ctx->lock);
