@@ -1,9 +1,10 @@
 /* zbmd — the node process and its tools. `zbmd help` lists the commands. */
 #include "cli.h"
 #include "zbmd/common.h"
-#include "zbmd/gpu.h"
 #include "zbmd/config.h"
+#include "zbmd/gpu.h"
 #include "zbmd/control.h"
+#include "zbmd/rdma.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +50,7 @@ static const struct zb_cmd commands[] = {
 	{"control", ctl_cmd_control, "run only the control thread of a node (foreground)"},
 	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},
 	{"config-doc", cfg_cmd_config_doc, "print the configuration reference (docs/config.md)"},
+	{"rdma-info", rdma_info_main, "RDMA devices, ports, GIDs, GPUDirect support"},
 };
 
 static int cmd_help(int argc, char **argv)

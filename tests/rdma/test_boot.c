@@ -1,0 +1,120 @@
+/* The bootstrap blob exchange over real TCP on 127.0.0.1: delivery,
+ * retry until the peer listens, several frames per connection, bad frames
+ * and bad blobs rejected and counted, prompt stop. */
+#include "../../rdma/internal.h"
+#include "tap.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t last[RDMA_CONN_BLOB_LEN];
+static int got;
+
+/* What the provider does: decode strictly, refuse what is not valid. */
+static int deliver(void *arg, const void *blob, size_t len)
+{
+	struct rdma_conn c;
+	(void)arg;
+	if (rdma__conn_decode(blob, len, &c, NULL, 0))
+		return ZB_ERR_BAD_FRAME;
+	pthread_mutex_lock(&mu);
+	memcpy(last, blob, len);
+	got++;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+static int wait_got(int want, int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		pthread_mutex_lock(&mu);
+		int g = got;
+		pthread_mutex_unlock(&mu);
+		if (g >= want)
+			return g;
+		usleep(1000);
+	}
+	return got;
+}
+
+static void make_blob(uint8_t *b, uint32_t qpn)
+{
+	struct rdma_conn c = {.side = RDMA_SIDE_SEND, .flags = RDMA_CONN_F_GLOBAL, .mtu = 3,
+			      .cluster = 7, .src_node = 1, .dst_node = 2, .qpn = qpn, .psn = 5,
+			      .slots = 16, .eager_max = 4096, .rkey = 9, .addr = 0x1000,
+			      .gid = {0xfe, 0x80, [15] = 2}};
+	rdma__conn_encode(&c, b, RDMA_CONN_BLOB_LEN);
+}
+
+static int raw_send(uint16_t port, const void *p, size_t n)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0), rc = -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && send(fd, p, n, 0) == (ssize_t)n)
+		rc = 0;
+	usleep(50000);
+	close(fd);
+	return rc;
+}
+
+int main(void)
+{
+	struct rdma_boot *a, *b, *c;
+	uint8_t blob[RDMA_CONN_BLOB_LEN], frames[3 * (RDMA_CONN_BLOB_LEN + 2)];
+	uint32_t lo = htonl(INADDR_LOOPBACK), d, r, s, x;
+	uint16_t pb, pc;
+	uint64_t t0;
+
+	tap_plan(11);
+	ok(rdma__boot_start(&a, lo, 0, deliver, NULL) == 0 && rdma__boot_start(&b, lo, 0, deliver, NULL) == 0,
+	   "two bootstrap listeners on 127.0.0.1");
+	pb = rdma__boot_port(b);
+	make_blob(blob, 0x111);
+	is_int(rdma__boot_send(a, lo, pb, blob, sizeof(blob)), 0, "blob queued");
+	ok(wait_got(1, 2000) == 1 && memcmp(last, blob, sizeof(blob)) == 0, "delivered intact to the peer");
+
+	/* Retry: nobody listens on pc yet; a listener appears 300 ms later. */
+	rdma__boot_start(&c, lo, 0, deliver, NULL);
+	pc = rdma__boot_port(c);
+	rdma__boot_stop(c);
+	make_blob(blob, 0x222);
+	rdma__boot_send(a, lo, pc, blob, sizeof(blob));
+	usleep(300000);
+	ok(rdma__boot_start(&c, lo, pc, deliver, NULL) == 0, "listener comes up late on the same port");
+	ok(wait_got(2, 3000) == 2 && memcmp(last, blob, sizeof(blob)) == 0, "the queued blob arrives after retries");
+
+	/* Three frames in one connection. */
+	for (int i = 0; i < 3; i++) {
+		uint8_t *f = frames + i * (RDMA_CONN_BLOB_LEN + 2);
+		f[0] = RDMA_CONN_BLOB_LEN;
+		f[1] = 0;
+		make_blob(f + 2, 0x300 + (uint32_t)i);
+	}
+	raw_send(pb, frames, sizeof(frames));
+	ok(wait_got(5, 2000) == 5, "three frames on one connection: three deliveries");
+
+	/* Garbage: oversize length, then a frame whose blob is corrupt. */
+	uint8_t junk[2] = {0xff, 0xff};
+	raw_send(pb, junk, 2);
+	frames[10] ^= 0x55;
+	raw_send(pb, frames, RDMA_CONN_BLOB_LEN + 2);
+	usleep(100000);
+	rdma__boot_stats(b, &d, &r, &s, &x);
+	ok(d == 4 && r == 2, "bad length and corrupt blob rejected and counted (delivered %u, rejected %u)", d, r);
+	is_int(wait_got(5, 10), 5, "nothing bad reached the provider");
+	rdma__boot_stats(a, &d, &r, &s, &x);
+	ok(s == 2 && x == 0, "sender: 2 sent, none dropped");
+	is_int(rdma__boot_send(a, lo, pb, blob, 300), -EINVAL, "oversize blob refused at queueing");
+
+	t0 = zb_now_ns();
+	rdma__boot_stop(a);
+	rdma__boot_stop(b);
+	rdma__boot_stop(c);
+	ok(zb_now_ns() - t0 < 500000000ull, "stop joins the threads promptly (%llu ms)",
+	   (unsigned long long)((zb_now_ns() - t0) / 1000000));
+	return tap_done();
+}

@@ -1,0 +1,69 @@
+/* The provider's binding to gpu/ on the backends this machine has (cpu
+ * always, Vulkan on lavapipe when present): the facts fed to the
+ * registration policy, the decision, and the staging copies through real
+ * device memory. */
+#include "../../rdma/internal.h"
+#include "zbmd/gpu.h"
+#include "tap.h"
+
+static void check_backend(enum gpu_backend b, const char *name)
+{
+	struct gpu_options o;
+	struct gpu_ctx *g = NULL;
+	struct rdma_gpu_iface gi;
+	struct rdma_reg_inputs in;
+	char why[200];
+	gpu_ptr_t dev = 0;
+	uint8_t src[4096], dst[4096];
+	void *pinned = NULL;
+	int rc;
+
+	gpu_options_default(&o);
+	o.backend = b;
+	rc = gpu_open(&o, &g, why, sizeof(why));
+	if (rc) {
+		tap_skip(6, why);
+		return;
+	}
+	rdma__gpu_iface_init(&gi, g);
+	is_str(gi.name, name, "%s: bound to the %s backend", name, name);
+	ok(gi.host_memory == (b == GPU_CPU) && !gi.peermem_ok,
+	   "%s: host memory %s; peer memory never (not CUDA)", name, gi.host_memory ? "yes" : "no");
+	rdma__reg_inputs(&gi, true, NET_MEM_GPU, &in);
+	enum rdma_reg_path p = rdma__reg_decide(&in, why, sizeof(why));
+	ok(p == (b == GPU_CPU ? RDMA_REG_HOST : RDMA_REG_STAGING),
+	   "%s: GPU buffers registered by path '%s' (%s)", name, rdma__reg_path_name(p), why);
+	for (int i = 0; i < 4096; i++)
+		src[i] = (uint8_t)(i * 5 + 1);
+	memset(dst, 0, sizeof(dst));
+	rc = gpu_alloc(g, 4096, &dev);
+	ok(rc == 0 && gi.copy_h2d(g, (void *)(uintptr_t)dev, src, 4096) == 0 &&
+	   gi.copy_d2h(g, dst, (void *)(uintptr_t)dev, 4096) == 0 && memcmp(src, dst, 4096) == 0,
+	   "%s: staging copies host -> device -> host intact", name);
+	ok(gi.host_alloc(g, 1 << 20, &pinned) == 0 && pinned != NULL, "%s: staging buffer allocated", name);
+	if (pinned) {
+		memset(pinned, 0xab, 1 << 20);
+		gi.host_free(g, pinned);
+	}
+	ok(gi.copy_d2h(g, dst, (void *)(uintptr_t)(1ull << 62), 4096) != 0,
+	   "%s: a copy from outside the pool is refused, not a fault", name);
+	gpu_free(g, dev);
+	gpu_close(g);
+}
+
+int main(void)
+{
+	struct rdma_gpu_iface gi;
+	struct rdma_reg_inputs in;
+
+	tap_plan(14);
+	rdma__gpu_iface_init(&gi, NULL);
+	rdma__reg_inputs(&gi, true, NET_MEM_GPU, &in);
+	ok(gi.gctx == NULL && rdma__reg_decide(&in, NULL, 0) == RDMA_REG_NONE,
+	   "no gpu context: GPU registrations refused");
+	rdma__reg_inputs(&gi, false, NET_MEM_HOST, &in);
+	ok(rdma__reg_decide(&in, NULL, 0) == RDMA_REG_HOST, "host memory needs no gpu context");
+	check_backend(GPU_CPU, "cpu");
+	check_backend(GPU_VULKAN, "vulkan");
+	return tap_done();
+}
