@@ -30,9 +30,13 @@ $Z status --admin nonsense 2>/dev/null; [ $? -eq 1 ]; ok $? "status with a bad a
 $Z status --bogus 2>/dev/null; [ $? -eq 2 ]; ok $? "status with an unknown flag: usage (2)"
 $Z bench phi -t 0 2>/dev/null; [ $? -eq 2 ]; ok $? "bench phi with 0 trials: usage (2)"
 chmod 600 "$D/psk"
-timeout 10 $Z control -c "$D/n.ini" 2>"$D/log" & pid=$!
-sleep 1.5
-out=$($Z status -c "$D/n.ini")
+timeout 30 $Z control -c "$D/n.ini" 2>"$D/log" & pid=$!
+# Poll for readiness (sanitizer builds on a loaded machine start slowly).
+out=
+for _ in $(seq 1 100); do
+	out=$($Z status -c "$D/n.ini" 2>/dev/null) && echo "$out" | grep -q "^state leader" && break
+	sleep 0.2
+done
 kill -TERM $pid; wait $pid; st=$?
 echo "$out" | grep -q "^state leader" && [ $st -eq 0 ]
 ok $? "control runs, answers status, exits 0 on SIGTERM"
