@@ -1,6 +1,7 @@
 /* zbmd — the node process and its tools. `zbmd help` lists the commands. */
 #include "cli.h"
 #include "zbmd/common.h"
+#include "zbmd/config.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,8 @@ static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
 	{"version", cmd_version, "print the version"},
+	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},
+	{"config-doc", cfg_cmd_config_doc, "print the configuration reference (docs/config.md)"},
 };
 
 static int cmd_help(int argc, char **argv)

@@ -153,17 +153,26 @@ struct zb_config {
 	} metrics;
 };
 
-/* One diagnostic: "FILE:LINE: what is wrong (what was expected)". */
+/* Diagnostics of one load. Each is one line "FILE:LINE: what is wrong (what
+ * was expected)". msg holds the first; list holds every one found (in file
+ * order, then the checks that span sections), each ending in '\n', up to
+ * CFG_ERROR_LIST bytes (a last line says how many were left out). */
+#define CFG_ERROR_LIST  8192
 struct cfg_error {
 	char msg[512];
+	unsigned count;           /* diagnostics found, including any left out */
+	char list[CFG_ERROR_LIST];
 };
 
 /* Fill every field with its default. Never fails. */
 void cfg_set_defaults(struct zb_config *cfg);
 
 /* Parse and validate an INI file / string into cfg (defaults first).
- * Returns 0, or -ZB_ERR_CONFIG with err->msg naming FILE:LINE, or -errno
- * when the file cannot be read. cfg is unspecified on error. */
+ * Returns 0; ZB_ERR_CONFIG (a negative code) with err->msg naming the first
+ * problem as FILE:LINE and err->list every problem found; -errno when the
+ * file cannot be opened (err->msg says so); -ENOMEM. cfg is unspecified on
+ * error. Not thread-safe (inih's options are process globals): load at
+ * start-up, from one thread. */
 int cfg_load_file(struct zb_config *cfg, const char *path, struct cfg_error *err);
 int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 		    struct cfg_error *err);
@@ -171,9 +180,30 @@ int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 /* Print the effective configuration (defaults included) as INI. */
 void cfg_dump(const struct zb_config *cfg, FILE *out);
 
-/* Parsers shared with the CLI and tests: 0 or -EINVAL. */
+/* Parsers shared with the CLI and tests: 0 or -EINVAL; outputs are written
+ * only on success.
+ *  mac:    "aa:bb:cc:dd:ee:ff" (or '-' separators), hex, case-insensitive.
+ *  ipv4:   "a.b.c.d" or, when prefix_len is not NULL, "a.b.c.d/N" (N 0..32;
+ *          32 when absent). Decimal octets, no leading zeros.
+ *  lcores: "0-3,5": ids and ranges, each id < CFG_MAX_LCORES, no repeats, at
+ *          most max ids; list keeps the written order.
+ *  pci:    "DDDD:BB:DD.F" or "BB:DD.F"; canon gets "dddd:bb:dd.f" (lower case,
+ *          domain 0000 when absent); len >= 13.
+ *  hostport: "host:port" with host an IPv4 address, a DNS name or "[IPv6]",
+ *          port 1..65535; host gets the host part (brackets removed). */
 int cfg_parse_mac(const char *s, uint8_t mac[6]);
 int cfg_parse_ipv4(const char *s, uint32_t *ip_be, uint8_t *prefix_len);
 int cfg_parse_lcores(const char *s, uint16_t *list, uint16_t max, uint16_t *count);
+int cfg_parse_pci(const char *s, char *canon, size_t len);
+int cfg_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port);
+
+/* Write docs/config.md (Markdown, every section and key) to out. */
+void cfg_write_doc(FILE *out);
+
+/* CLI commands (cli/main.c): `zbmd check-config FILE.ini` (exit 0 and the
+ * effective configuration on stdout; exit 2 and every error on stderr) and
+ * `zbmd config-doc` (docs/config.md on stdout). */
+int cfg_cmd_check_config(int argc, char **argv);
+int cfg_cmd_config_doc(int argc, char **argv);
 
 #endif /* ZBMD_CONFIG_H */

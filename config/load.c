@@ -1,0 +1,576 @@
+/* config/load.c — drive inih over a file or string, store every key through
+ * the schema table, and validate what spans keys and sections.
+ *
+ * Line numbers: Debian's inih calls the handler without a line number, so we
+ * feed inih through our own reader (ini_parse_stream) and count lines there.
+ * inih calls the handler for a line before it asks the reader for the next
+ * one, so inside the handler ctx->line is the line being handled. The reader
+ * also sees every line once, which lets us report section headers (their
+ * line, duplicates, unknown names) and lines inih rejected (a line that is
+ * neither blank, comment nor section header and produced no handler call),
+ * so that every error is reported, not only the first.
+ *
+ * inih's options are process globals (Debian builds them as variables); we
+ * set them on every load: no multi-line continuation (an indented line is a
+ * line of its own, never a continuation of the previous value), inline
+ * comments start at ';' or '#' preceded by whitespace. Loading is therefore
+ * not thread-safe: load configs from one thread at start-up.
+ */
+#include "internal.h"
+
+#include "zbmd/common.h"
+
+#include <ini.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INSTANCES CFG_MAX_NODES /* the largest indexed section */
+#define LIST_RESERVE 160            /* room kept for the "left out" line */
+
+enum line_kind { L_NONE, L_BLANK, L_SECTION, L_OTHER };
+
+struct ctx {
+	struct zb_config *cfg;
+	struct cfg_error *err;
+	const char *name;       /* file name for messages */
+	FILE *in;
+	char *buf;              /* getline buffer */
+	size_t bufcap;
+	int read_errno;         /* a read error, or 0 */
+
+	unsigned line;          /* line last handed to inih */
+	enum line_kind kind;    /* its kind */
+	unsigned handled;       /* last line the handler ran for */
+	bool reported;          /* ctx->line already has an error */
+
+	/* The section the lines being read belong to. */
+	int sec;                /* index, or -1 when unknown or bad */
+	unsigned idx;           /* instance of an indexed section */
+	bool in_section;        /* a header has been seen */
+
+	unsigned sec_line[S_COUNT][MAX_INSTANCES];
+	unsigned (*key_line)[MAX_INSTANCES]; /* [cfg__nkeys] */
+	unsigned shown;         /* diagnostics written to err->list */
+	size_t list_len;
+};
+
+static void add_error(struct ctx *c, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void add_error(struct ctx *c, unsigned line, const char *fmt, ...)
+{
+	char text[sizeof(c->err->msg)];
+	size_t o;
+	va_list ap;
+
+	ZB_ASSERT(c != NULL && fmt != NULL);
+	o = (size_t)snprintf(text, sizeof(text), "%s:%u: ", c->name, line);
+	if (o < sizeof(text)) {
+		va_start(ap, fmt);
+		vsnprintf(text + o, sizeof(text) - o, fmt, ap);
+		va_end(ap);
+	}
+	if (c->err->count++ == 0)
+		snprintf(c->err->msg, sizeof(c->err->msg), "%s", text);
+	o = strlen(text);
+	if (c->list_len + o + 2 + LIST_RESERVE <= sizeof(c->err->list)) {
+		memcpy(c->err->list + c->list_len, text, o);
+		c->list_len += o;
+		c->err->list[c->list_len++] = '\n';
+		c->err->list[c->list_len] = '\0';
+		c->shown++;
+	}
+	if (line == c->line)
+		c->reported = true;
+}
+
+static const char *sec_name(int sec, unsigned idx, char *buf, size_t len)
+{
+	ZB_ASSERT(sec >= 0 && (unsigned)sec < cfg__nsections);
+	if (cfg__sections[sec].indexed)
+		snprintf(buf, len, "%s.%u", cfg__sections[sec].name, idx);
+	else
+		snprintf(buf, len, "%s", cfg__sections[sec].name);
+	return buf;
+}
+
+static void section_list(char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (unsigned i = 0; i < cfg__nsections && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s[%s%s]",
+				      i ? ", " : "", cfg__sections[i].name,
+				      cfg__sections[i].indexed ? ".N" : "");
+}
+
+/* A section header "[text]" (text without the brackets) on ctx->line. */
+static void begin_section(struct ctx *c, const char *text, size_t len)
+{
+	const char *dot = memchr(text, '.', len);
+	size_t base = dot ? (size_t)(dot - text) : len;
+	int sec = cfg__section_find(text, base);
+	char all[512], nm[80];
+	const struct cfg__section *s;
+	unsigned long idx = 0;
+
+	c->in_section = true;
+	c->sec = -1;
+	c->idx = 0;
+	if (sec < 0 || (dot != NULL && !cfg__sections[sec].indexed)) {
+		section_list(all, sizeof(all));
+		add_error(c, c->line, "unknown section [%.*s] (expected one of %s)",
+			  (int)len, text, all);
+		return;
+	}
+	s = &cfg__sections[sec];
+	if (s->indexed) {
+		const char *p = dot ? dot + 1 : "";
+		size_t plen = dot ? len - base - 1 : 0;
+		bool digits = plen > 0 && plen <= 4 &&
+			      (plen == 1 || p[0] != '0');
+
+		for (size_t i = 0; i < plen && digits; i++)
+			digits = isdigit((unsigned char)p[i]);
+		if (digits)
+			idx = strtoul(p, NULL, 10);
+		if (!digits || idx >= s->count) {
+			add_error(c, c->line, "bad section [%.*s] (expected "
+				  "[%s.0] .. [%s.%u])", (int)len, text,
+				  s->name, s->name, s->count - 1);
+			return;
+		}
+	}
+	ZB_ASSERT(idx < MAX_INSTANCES);
+	if (c->sec_line[sec][idx] != 0)
+		add_error(c, c->line, "duplicate section [%s] (first at line "
+			  "%u; each section appears once)",
+			  sec_name(sec, (unsigned)idx, nm, sizeof(nm)),
+			  c->sec_line[sec][idx]);
+	else
+		c->sec_line[sec][idx] = c->line;
+	if (s->indexed)
+		*(bool *)((char *)c->cfg + s->array_offset +
+			  idx * s->elem_size + s->present_offset) = true;
+	c->sec = sec;
+	c->idx = (unsigned)idx;
+}
+
+/* True at an inline comment: ';' or '#' at the start or after whitespace. */
+static bool comment_at(const char *start, const char *p)
+{
+	return (*p == ';' || *p == '#') &&
+	       (p == start || isspace((unsigned char)p[-1]));
+}
+
+/* Classify ctx->line (already without its newline) the way inih will. */
+static void classify(struct ctx *c, const char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	if (*s == '\0' || *s == ';' || *s == '#') {
+		c->kind = L_BLANK;
+		return;
+	}
+	if (*s != '[') {
+		c->kind = L_OTHER;
+		return;
+	}
+	c->kind = L_SECTION;
+	for (const char *p = s + 1; *p; p++) {
+		if (comment_at(s + 1, p) && p != s + 1)
+			break;
+		if (*p == ']') {
+			begin_section(c, s + 1, (size_t)(p - s - 1));
+			return;
+		}
+	}
+	c->in_section = true;
+	c->sec = -1;
+	add_error(c, c->line, "section header without ']' (expected [name])");
+}
+
+/* The previous line produced no handler call although it had content. */
+static void finish_line(struct ctx *c)
+{
+	if (c->kind == L_OTHER && c->handled != c->line && !c->reported)
+		add_error(c, c->line, "cannot parse line (expected key = "
+			  "value, [section] or a ; comment)");
+}
+
+/* inih's reader: one line per call, counting lines. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct ctx *c = stream;
+	ssize_t n;
+	size_t len;
+	char *s;
+
+	ZB_ASSERT(c != NULL && str != NULL);
+	ZB_ASSERT(num >= 8);
+	finish_line(c);
+	n = getline(&c->buf, &c->bufcap, c->in);
+	if (n < 0) {
+		if (ferror(c->in))
+			c->read_errno = errno ? errno : EIO;
+		c->kind = L_NONE;
+		return NULL;
+	}
+	c->line++;
+	c->reported = false;
+	s = c->buf;
+	len = (size_t)n;
+	if (c->line == 1 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+		s += 3; /* UTF-8 byte order mark */
+		len -= 3;
+	}
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+		len--;
+	s[len] = '\0';
+	if (strlen(s) != len) {
+		add_error(c, c->line, "line contains a NUL byte (expected text)");
+		len = strlen(s);
+	}
+	if (len > (size_t)num - 2) {
+		add_error(c, c->line, "line is too long (expected at most %d "
+			  "characters)", num - 2);
+		len = (size_t)num - 2;
+		s[len] = '\0';
+	}
+	classify(c, s);
+	memcpy(str, s, len);
+	str[len] = '\n';
+	str[len + 1] = '\0';
+	return str;
+}
+
+static void key_list(unsigned sec, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (unsigned i = 0; i < cfg__nkeys && o < len; i++)
+		if (cfg__keys[i].section == sec)
+			o += (size_t)snprintf(out + o, len - o, "%s%s",
+					      o ? ", " : "", cfg__keys[i].key);
+}
+
+static int handler(void *user, const char *section, const char *name,
+		   const char *value)
+{
+	struct ctx *c = user;
+	char nm[80], why[400], all[400];
+	int k;
+
+	ZB_ASSERT(c != NULL && section != NULL);
+	if (name == NULL) /* a section start, when inih reports them */
+		return 1;
+	c->handled = c->line;
+	if (c->reported)
+		return 1;
+	if (!c->in_section) {
+		add_error(c, c->line, "key '%s' outside any section (expected "
+			  "a [section] header above it)", name);
+		return 1;
+	}
+	if (c->sec < 0)
+		return 1; /* the header's error covers its keys */
+	sec_name(c->sec, c->idx, nm, sizeof(nm));
+	if (value == NULL || name[0] == '\0') {
+		add_error(c, c->line, "missing key name (expected key = value)");
+		return 1;
+	}
+	k = cfg__key_find((unsigned)c->sec, name);
+	if (k < 0) {
+		key_list((unsigned)c->sec, all, sizeof(all));
+		add_error(c, c->line, "unknown key '%s' in [%s] (expected one "
+			  "of %s)", name, nm, all);
+		return 1;
+	}
+	if (c->key_line[k][c->idx] != 0) {
+		add_error(c, c->line, "duplicate key '%s' in [%s] (first set "
+			  "at line %u; each key appears once)", name, nm,
+			  c->key_line[k][c->idx]);
+		return 1;
+	}
+	c->key_line[k][c->idx] = c->line;
+	if (cfg__store(&cfg__keys[k], cfg__base(c->cfg, &cfg__keys[k], c->idx),
+		       value, why, sizeof(why)) != 0)
+		add_error(c, c->line, "%s.%s: %s", nm, name, why);
+	return 1;
+}
+
+/* Line to blame for row k of instance idx: the key, else its section,
+ * else the end of the file. */
+static unsigned blame(const struct ctx *c, int k, unsigned idx)
+{
+	if (c->key_line[k][idx])
+		return c->key_line[k][idx];
+	if (c->sec_line[cfg__keys[k].section][idx])
+		return c->sec_line[cfg__keys[k].section][idx];
+	return c->line;
+}
+
+static int key_index(unsigned sec, const char *key)
+{
+	int k = cfg__key_find(sec, key);
+
+	ZB_ASSERT(k >= 0);
+	return k;
+}
+
+static void check_required(struct ctx *c)
+{
+	char nm[80], expect[160];
+
+	for (unsigned k = 0; k < cfg__nkeys; k++) {
+		const struct cfg__key *key = &cfg__keys[k];
+		const struct cfg__section *s = &cfg__sections[key->section];
+		unsigned n = s->indexed ? s->count : 1;
+
+		if (!(key->flags & CFG__REQUIRED))
+			continue;
+		cfg__expect(key, expect, sizeof(expect));
+		for (unsigned i = 0; i < n; i++) {
+			unsigned sl = c->sec_line[key->section][i];
+
+			if (c->key_line[k][i] != 0)
+				continue;
+			sec_name((int)key->section, i, nm, sizeof(nm));
+			if (sl != 0)
+				add_error(c, sl, "missing required key '%s' in "
+					  "[%s] (expected %s = %s)", key->key,
+					  nm, key->key, expect);
+			else if (!s->indexed)
+				add_error(c, c->line, "missing section [%s] "
+					  "with required key '%s' (expected "
+					  "%s = %s)", nm, key->key, key->key,
+					  expect);
+		}
+	}
+}
+
+static void check_ports(struct ctx *c)
+{
+	struct zb_config *cfg = c->cfg;
+	int kp = key_index(S_PORT, "pci"), kv = key_index(S_PORT, "vdev");
+	int kport = key_index(S_PEER, "port"), kip = key_index(S_PEER, "ip");
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < CFG_MAX_PORTS; i++) {
+		const struct cfg_port *p = &cfg->ports[i];
+		unsigned sl = c->sec_line[S_PORT][i];
+
+		if (!p->present)
+			continue;
+		if (i > 0 && !cfg->ports[i - 1].present)
+			add_error(c, sl, "[port.%u] without [port.%u] (expected "
+				  "ports numbered 0, 1, ... without gaps)", i,
+				  i - 1);
+		if (p->pci[0] != '\0' && p->vdev[0] != '\0')
+			add_error(c, c->key_line[kv][i] > c->key_line[kp][i]
+					     ? c->key_line[kv][i]
+					     : c->key_line[kp][i],
+				  "[port.%u] has both pci and vdev (expected "
+				  "exactly one of them)", i);
+		else if (p->pci[0] == '\0' && p->vdev[0] == '\0')
+			add_error(c, sl, "[port.%u] has neither pci nor vdev "
+				  "(expected exactly one of them)", i);
+		n = i + 1;
+	}
+	cfg->port_count = (uint16_t)n;
+
+	cfg->peer_count = 0;
+	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
+		const struct cfg_peer *p = &cfg->peers[i];
+
+		if (!p->present)
+			continue;
+		cfg->peer_count++;
+		if (n > 0 && p->port >= n)
+			add_error(c, blame(c, kport, i), "[peer.%u] port = %u "
+				  "but there is no [port.%u] (expected 0..%u)",
+				  i, p->port, p->port, n - 1);
+		for (unsigned j = 0; j < i; j++)
+			if (cfg->peers[j].present && p->ip != 0 &&
+			    cfg->peers[j].ip == p->ip)
+				add_error(c, blame(c, kip, i), "[peer.%u] has "
+					  "the same ip as [peer.%u] (expected "
+					  "one address per node)", i, j);
+	}
+}
+
+/* Checks between keys of plain sections: the later key gets the blame. */
+static void check_pairs(struct ctx *c)
+{
+	const struct zb_config *cfg = c->cfg;
+
+	if ((uint64_t)cfg->dp.mbuf_cache * 3 > (uint64_t)cfg->dp.mbufs * 2)
+		add_error(c, blame(c, key_index(S_DATAPLANE, "mbuf_cache"), 0),
+			  "dataplane.mbuf_cache: %u is too large for mbufs = "
+			  "%u (expected at most mbufs / 1.5)",
+			  cfg->dp.mbuf_cache, cfg->dp.mbufs);
+	if (cfg->transport.rto_us_min > cfg->transport.rto_us_max)
+		add_error(c, blame(c, key_index(S_TRANSPORT, "rto_us_max"), 0),
+			  "transport.rto_us_max: %u is below rto_us_min = %u "
+			  "(expected rto_us_max >= rto_us_min)",
+			  cfg->transport.rto_us_max,
+			  cfg->transport.rto_us_min);
+	if (cfg->control.election_timeout_ms <= cfg->control.raft_heartbeat_ms)
+		add_error(c, blame(c, key_index(S_CONTROL,
+						"election_timeout_ms"), 0),
+			  "control.election_timeout_ms: %u is not above "
+			  "raft_heartbeat_ms = %u (expected election_timeout_ms"
+			  " > raft_heartbeat_ms)",
+			  cfg->control.election_timeout_ms,
+			  cfg->control.raft_heartbeat_ms);
+	if (cfg->transport.kind == CFG_TRANSPORT_RDMA && !cfg->rdma.enabled)
+		add_error(c, blame(c, key_index(S_TRANSPORT, "kind"), 0),
+			  "transport.kind = rdma but [rdma] is not enabled "
+			  "(expected enabled = true in [rdma])");
+}
+
+static int load(struct zb_config *cfg, FILE *in, const char *name,
+		struct cfg_error *err)
+{
+	struct ctx *c;
+	int r, rc;
+
+	ZB_ASSERT(cfg != NULL && in != NULL && name != NULL && err != NULL);
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->key_line = calloc(cfg__nkeys, sizeof(*c->key_line));
+	if (c->key_line == NULL) {
+		rc = -ENOMEM;
+		goto out_ctx;
+	}
+	c->cfg = cfg;
+	c->err = err;
+	c->name = name;
+	c->in = in;
+
+	ini_allow_multiline = false;
+	ini_allow_inline_comments = true;
+	ini_inline_comment_prefixes = (char *)";#";
+	ini_start_comment_prefixes = (char *)";#";
+	ini_allow_no_value = false;
+	ini_stop_on_first_error = false;
+	ini_allow_bom = false; /* the reader strips it */
+
+	r = ini_parse_stream(reader, c, handler, c);
+	if (c->read_errno != 0)
+		add_error(c, c->line, "cannot read: %s (expected a readable "
+			  "INI file)", strerror(c->read_errno));
+	if (r == -2) {
+		rc = -ENOMEM;
+		goto out_buf;
+	}
+	if (r > 0 && err->count == 0)
+		add_error(c, (unsigned)r, "cannot parse line (expected key = "
+			  "value, [section] or a ; comment)");
+	check_required(c);
+	check_ports(c);
+	check_pairs(c);
+	if (err->count > c->shown) {
+		size_t left = sizeof(err->list) - c->list_len;
+
+		snprintf(err->list + c->list_len, left,
+			 "%s: %u more errors left out\n", name,
+			 err->count - c->shown);
+	}
+	rc = err->count ? ZB_ERR_CONFIG : 0;
+out_buf:
+	free(c->buf);
+	free(c->key_line);
+out_ctx:
+	free(c);
+	return rc;
+}
+
+static void error_reset(struct cfg_error *err)
+{
+	err->msg[0] = '\0';
+	err->list[0] = '\0';
+	err->count = 0;
+}
+
+void cfg_set_defaults(struct zb_config *cfg)
+{
+	char why[400];
+
+	ZB_ASSERT(cfg != NULL);
+	memset(cfg, 0, sizeof(*cfg));
+	for (unsigned k = 0; k < cfg__nkeys; k++) {
+		const struct cfg__key *key = &cfg__keys[k];
+		const struct cfg__section *s = &cfg__sections[key->section];
+		unsigned n = s->indexed ? s->count : 1;
+
+		for (unsigned i = 0; i < n; i++) {
+			int rc = cfg__store(key, cfg__base(cfg, key, i),
+					    key->def, why, sizeof(why));
+
+			ZB_ASSERT(rc == 0); /* the table's defaults are valid */
+		}
+	}
+}
+
+int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
+		    struct cfg_error *err)
+{
+	FILE *f;
+	int rc;
+
+	ZB_ASSERT(cfg != NULL && text != NULL && err != NULL);
+	error_reset(err);
+	if (name == NULL)
+		name = "<string>";
+	cfg_set_defaults(cfg);
+	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
+	if (text[0] == '\0')
+		f = fopen("/dev/null", "r");
+	else
+		f = fmemopen((void *)text, strlen(text), "r");
+	if (f == NULL) {
+		rc = -errno;
+		snprintf(err->msg, sizeof(err->msg), "%s: %s", name,
+			 strerror(errno));
+		goto fail;
+	}
+	rc = load(cfg, f, name, err);
+	fclose(f);
+	return rc;
+fail:
+	err->count = 1;
+	snprintf(err->list, sizeof(err->list), "%s\n", err->msg);
+	return rc;
+}
+
+int cfg_load_file(struct zb_config *cfg, const char *path,
+		  struct cfg_error *err)
+{
+	FILE *f;
+	int rc;
+
+	ZB_ASSERT(cfg != NULL && path != NULL && err != NULL);
+	error_reset(err);
+	cfg_set_defaults(cfg);
+	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
+	f = fopen(path, "r");
+	if (f == NULL) {
+		rc = -errno;
+		snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s "
+			 "(expected a readable INI file)", path,
+			 strerror(errno));
+		err->count = 1;
+		snprintf(err->list, sizeof(err->list), "%s\n", err->msg);
+		return rc;
+	}
+	rc = load(cfg, f, path, err);
+	fclose(f);
+	return rc;
+}

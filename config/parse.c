@@ -1,0 +1,801 @@
+/* config/parse.c — text to typed values and back, for every row type.
+ *
+ * Parsers are strict: the whole value must be consumed, numbers are decimal
+ * (or 0x hex for integers), no sign, no surrounding junk. inih has already
+ * stripped surrounding whitespace and inline comments.
+ */
+#include "internal.h"
+
+#include "zbmd/common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void why_set(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void why_set(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why == NULL || len == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+int cfg__parse_u64(const char *s, uint64_t *v)
+{
+	int base = 10;
+	char *end;
+	unsigned long long x;
+
+	ZB_ASSERT(s != NULL);
+	ZB_ASSERT(v != NULL);
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!isxdigit((unsigned char)s[0]) ||
+	    (base == 10 && !isdigit((unsigned char)s[0])))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &end, base);
+	if (errno != 0 || *end != '\0')
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int cfg_parse_mac(const char *s, uint8_t mac[6])
+{
+	uint8_t m[6];
+	char sep;
+
+	if (s == NULL || mac == NULL || strlen(s) != 17)
+		return -EINVAL;
+	sep = s[2];
+	if (sep != ':' && sep != '-')
+		return -EINVAL;
+	for (int i = 0; i < 6; i++) {
+		int hi = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		if (i < 5 && s[3 * i + 2] != sep)
+			return -EINVAL;
+		m[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(mac, m, 6);
+	return 0;
+}
+
+/* Decimal 0..max with 1..digits digits and no leading zero; advances *p. */
+static int parse_dec(const char **p, unsigned max, unsigned digits,
+		     unsigned *out)
+{
+	const char *s = *p;
+	unsigned v = 0, n = 0;
+
+	while (isdigit((unsigned char)s[n]) && n <= digits) {
+		v = v * 10 + (unsigned)(s[n] - '0');
+		n++;
+	}
+	if (n == 0 || n > digits || (n > 1 && s[0] == '0') || v > max)
+		return -EINVAL;
+	*p = s + n;
+	*out = v;
+	return 0;
+}
+
+int cfg_parse_ipv4(const char *s, uint32_t *ip_be, uint8_t *prefix_len)
+{
+	unsigned oct[4], plen = 32;
+	const char *p = s;
+
+	if (s == NULL || ip_be == NULL)
+		return -EINVAL;
+	for (int i = 0; i < 4; i++) {
+		if (parse_dec(&p, 255, 3, &oct[i]) != 0)
+			return -EINVAL;
+		if (i < 3 && *p++ != '.')
+			return -EINVAL;
+	}
+	if (*p == '/') {
+		if (prefix_len == NULL)
+			return -EINVAL;
+		p++;
+		if (parse_dec(&p, 32, 2, &plen) != 0)
+			return -EINVAL;
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	/* Network byte order: the first octet is the lowest-addressed byte. */
+	{
+		uint8_t b[4] = {(uint8_t)oct[0], (uint8_t)oct[1],
+				(uint8_t)oct[2], (uint8_t)oct[3]};
+		memcpy(ip_be, b, 4);
+	}
+	if (prefix_len != NULL)
+		*prefix_len = (uint8_t)plen;
+	return 0;
+}
+
+static void format_ipv4(uint32_t ip_be, char *out, size_t len)
+{
+	uint8_t b[4];
+
+	memcpy(b, &ip_be, 4);
+	snprintf(out, len, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+}
+
+int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
+		      uint16_t *count, char *why, size_t whylen)
+{
+	uint8_t seen[CFG_MAX_LCORES] = {0};
+	uint16_t tmp[CFG_MAX_LCORES];
+	uint16_t n = 0;
+	const char *p = s;
+
+	ZB_ASSERT(s != NULL && list != NULL && count != NULL);
+	if (max > CFG_MAX_LCORES)
+		max = CFG_MAX_LCORES;
+	for (;;) {
+		unsigned lo, hi;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (parse_dec(&p, 99999, 5, &lo) != 0) {
+			why_set(why, whylen, "expected a core id at \"%s\"",
+				*p ? p : "end");
+			return -EINVAL;
+		}
+		hi = lo;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '-') {
+			p++;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (parse_dec(&p, 99999, 5, &hi) != 0) {
+				why_set(why, whylen,
+					"expected the end of a range at \"%s\"",
+					*p ? p : "end");
+				return -EINVAL;
+			}
+			if (hi < lo) {
+				why_set(why, whylen,
+					"range %u-%u runs backwards", lo, hi);
+				return -EINVAL;
+			}
+		}
+		if (hi >= CFG_MAX_LCORES) {
+			why_set(why, whylen, "core %u is beyond %u", hi,
+				CFG_MAX_LCORES - 1);
+			return -EINVAL;
+		}
+		for (unsigned c = lo; c <= hi; c++) {
+			if (seen[c]) {
+				why_set(why, whylen, "core %u is listed twice",
+					c);
+				return -EINVAL;
+			}
+			if (n >= max) {
+				why_set(why, whylen, "more than %u cores",
+					(unsigned)max);
+				return -EINVAL;
+			}
+			seen[c] = 1;
+			tmp[n++] = (uint16_t)c;
+		}
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0')
+			break;
+		if (*p != ',') {
+			why_set(why, whylen, "unexpected \"%s\"", p);
+			return -EINVAL;
+		}
+		p++;
+	}
+	ZB_ASSERT(n >= 1);
+	memcpy(list, tmp, n * sizeof(tmp[0]));
+	*count = n;
+	return 0;
+}
+
+int cfg_parse_lcores(const char *s, uint16_t *list, uint16_t max,
+		     uint16_t *count)
+{
+	if (s == NULL || list == NULL || count == NULL || max == 0)
+		return -EINVAL;
+	return cfg__parse_lcores(s, list, max, count, NULL, 0);
+}
+
+/* Exactly n hex digits; advances *p. */
+static int parse_hex(const char **p, unsigned n, unsigned *out)
+{
+	unsigned v = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		int h = hexval((*p)[i]);
+
+		if (h < 0)
+			return -EINVAL;
+		v = v << 4 | (unsigned)h;
+	}
+	*p += n;
+	*out = v;
+	return 0;
+}
+
+int cfg_parse_pci(const char *s, char *canon, size_t len)
+{
+	unsigned dom = 0, bus, dev, fn;
+	const char *p = s;
+
+	if (s == NULL || canon == NULL || len < 13)
+		return -EINVAL;
+	if (strlen(s) == 12) {
+		if (parse_hex(&p, 4, &dom) != 0 || *p++ != ':')
+			return -EINVAL;
+	} else if (strlen(s) != 7) {
+		return -EINVAL;
+	}
+	if (parse_hex(&p, 2, &bus) != 0 || *p++ != ':' ||
+	    parse_hex(&p, 2, &dev) != 0 || *p++ != '.' || *p < '0' ||
+	    *p > '7' || p[1] != '\0')
+		return -EINVAL;
+	fn = (unsigned)(*p - '0');
+	if (dev > 0x1f)
+		return -EINVAL;
+	snprintf(canon, len, "%04x:%02x:%02x.%u", dom, bus, dev, fn);
+	return 0;
+}
+
+static bool is_dns_name(const char *s, size_t n)
+{
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' &&
+		    s[i] != '.')
+			return false;
+	return s[0] != '-' && s[0] != '.';
+}
+
+int cfg_parse_hostport(const char *s, char *host, size_t hostlen,
+		       uint16_t *port)
+{
+	const char *colon, *h = s;
+	size_t hn;
+	unsigned pv;
+	char buf[256];
+	uint32_t ip;
+
+	if (s == NULL || host == NULL || port == NULL)
+		return -EINVAL;
+	colon = strrchr(s, ':');
+	if (colon == NULL)
+		return -EINVAL;
+	hn = (size_t)(colon - s);
+	if (hn >= sizeof(buf))
+		return -EINVAL;
+	if (s[0] == '[') { /* "[IPv6]:port": hex digits, ':' and '.' inside */
+		if (hn < 3 || s[hn - 1] != ']')
+			return -EINVAL;
+		h = s + 1;
+		hn -= 2;
+		for (size_t i = 0; i < hn; i++)
+			if (!isxdigit((unsigned char)h[i]) && h[i] != ':' &&
+			    h[i] != '.')
+				return -EINVAL;
+	} else {
+		memcpy(buf, s, hn);
+		buf[hn] = '\0';
+		if (strchr(buf, ':') != NULL)
+			return -EINVAL;
+		/* All digits and dots: must be a valid IPv4 address. */
+		if (strspn(buf, "0123456789.") == hn) {
+			if (cfg_parse_ipv4(buf, &ip, NULL) != 0)
+				return -EINVAL;
+		} else if (!is_dns_name(buf, hn)) {
+			return -EINVAL;
+		}
+	}
+	{
+		const char *p = colon + 1;
+
+		if (parse_dec(&p, 65535, 5, &pv) != 0 || *p != '\0' || pv == 0)
+			return -EINVAL;
+	}
+	if (hn + 1 > hostlen)
+		return -EINVAL;
+	memcpy(host, h, hn);
+	host[hn] = '\0';
+	*port = (uint16_t)pv;
+	return 0;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = {"true", "yes", "on", "1"};
+	static const char *const no[] = {"false", "no", "off", "0"};
+
+	for (size_t i = 0; i < ZB_ARRAY_LEN(yes); i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = true;
+			return true;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Double without inf/nan and without trailing junk. */
+static int parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (*s == '\0' || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || !isfinite(v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void store_uint(void *p, size_t size, uint64_t v)
+{
+	switch (size) {
+	case 1: *(uint8_t *)p = (uint8_t)v; break;
+	case 2: *(uint16_t *)p = (uint16_t)v; break;
+	case 4: *(uint32_t *)p = (uint32_t)v; break;
+	case 8: *(uint64_t *)p = v; break;
+	default: ZB_ASSERT(!"unsupported integer size");
+	}
+}
+
+static uint64_t load_uint(const void *p, size_t size)
+{
+	switch (size) {
+	case 1: return *(const uint8_t *)p;
+	case 2: return *(const uint16_t *)p;
+	case 4: return *(const uint32_t *)p;
+	case 8: return *(const uint64_t *)p;
+	default: ZB_ASSERT(!"unsupported integer size");
+	}
+	return 0;
+}
+
+/* Copy a string field, zero-filling the rest (so loaded configs compare
+ * equal byte for byte). */
+static int store_str(void *field, size_t size, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n >= size)
+		return -EINVAL;
+	memset(field, 0, size);
+	memcpy(field, s, n);
+	return 0;
+}
+
+static bool name_chars_ok(const char *s)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' &&
+		    *s != '.')
+			return false;
+	return true;
+}
+
+static int store_seeds(void *base, const char *text, char *why, size_t wl)
+{
+	struct zb_config *cfg = base;
+	char seeds[CFG_MAX_SEEDS][CFG_STR];
+	uint16_t n = 0;
+	const char *p = text;
+
+	if (*p == '\0')
+		goto done;
+	for (;;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char item[CFG_STR], host[CFG_STR];
+		uint16_t port;
+
+		while (len > 0 && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len >= sizeof(item) || n >= CFG_MAX_SEEDS) {
+			why_set(why, wl, "%s (expected at most %u seeds, each "
+				"host:port)", len >= sizeof(item) ?
+				"a seed is too long" : "too many seeds",
+				CFG_MAX_SEEDS);
+			return -EINVAL;
+		}
+		memcpy(item, p, len);
+		item[len] = '\0';
+		if (cfg_parse_hostport(item, host, sizeof(host), &port) != 0) {
+			why_set(why, wl, "seed '%s' is not host:port "
+				"(expected e.g. 10.0.0.1:7400)", item);
+			return -EINVAL;
+		}
+		memset(seeds[n], 0, CFG_STR);
+		memcpy(seeds[n++], item, len);
+		if (e == NULL)
+			break;
+		p = e + 1;
+	}
+done:
+	memset(cfg->cluster.seeds, 0, sizeof(cfg->cluster.seeds));
+	memcpy(cfg->cluster.seeds, seeds, (size_t)n * CFG_STR);
+	cfg->cluster.seed_count = n;
+	return 0;
+}
+
+void cfg__expect(const struct cfg__key *k, char *out, size_t len)
+{
+	ZB_ASSERT(k != NULL && out != NULL);
+	switch (k->type) {
+	case CFG__UINT:
+		snprintf(out, len, "%s %.0f..%.0f",
+			 k->flags & CFG__POW2 ? "a power of two"
+					      : "an integer",
+			 k->min, k->max);
+		break;
+	case CFG__DOUBLE:
+		snprintf(out, len, "a number %g..%g", k->min, k->max);
+		break;
+	case CFG__BOOL:
+		snprintf(out, len, "true/false, yes/no, on/off or 1/0");
+		break;
+	case CFG__STRING:
+		snprintf(out, len, "%stext of at most %zu characters%s",
+			 k->flags & CFG__EMPTY_OK ? "" : "non-empty ",
+			 k->size - 1,
+			 k->flags & CFG__NAME_CHARS ? " from A-Z a-z 0-9 _ . -"
+						    : "");
+		break;
+	case CFG__ENUM: {
+		size_t o = (size_t)snprintf(out, len, "one of");
+
+		for (unsigned i = 0; k->names[i] && o < len; i++)
+			o += (size_t)snprintf(out + o, len - o, "%s %s",
+					      i ? "," : "", k->names[i]);
+		break;
+	}
+	case CFG__MAC:
+		snprintf(out, len, "a MAC address like 02:00:00:00:00:01");
+		break;
+	case CFG__IPV4:
+		snprintf(out, len, "an IPv4 address like 10.0.0.1%s",
+			 k->flags & CFG__HAS_AUX ? " or 10.0.0.1/24" : "");
+		break;
+	case CFG__PCI:
+		snprintf(out, len, "a PCI address like 0000:3b:00.0 or 3b:00.0");
+		break;
+	case CFG__LCORES:
+		snprintf(out, len, "core ids and ranges like 0-3,5 (ids 0..%u)",
+			 CFG_MAX_LCORES - 1);
+		break;
+	case CFG__HOSTPORT:
+		snprintf(out, len, "host:port like 10.0.0.1:7400%s",
+			 k->flags & CFG__EMPTY_OK ? ", or \"\"" : "");
+		break;
+	case CFG__SEEDS:
+		snprintf(out, len, "a comma-separated list of host:port");
+		break;
+	case CFG__VDEV:
+		snprintf(out, len, "a DPDK vdev like net_af_packet0,iface=eth0");
+		break;
+	default:
+		ZB_ASSERT(!"unknown type");
+	}
+}
+
+/* Remove one pair of surrounding double quotes, so "" means empty. */
+static const char *unquote(const char *text, char *buf, size_t len)
+{
+	size_t n = strlen(text);
+
+	if (n >= 2 && text[0] == '"' && text[n - 1] == '"' && n - 1 < len) {
+		memcpy(buf, text + 1, n - 2);
+		buf[n - 2] = '\0';
+		return buf;
+	}
+	return text;
+}
+
+int cfg__store(const struct cfg__key *k, void *base, const char *text,
+	       char *why, size_t wl)
+{
+	char expect[160], buf[CFG_STR + 2];
+	char *field = (char *)base + k->offset;
+	const char *v;
+
+	ZB_ASSERT(k != NULL && base != NULL && text != NULL);
+	ZB_ASSERT(k->type < CFG__TYPE_COUNT);
+	cfg__expect(k, expect, sizeof(expect));
+	v = unquote(text, buf, sizeof(buf));
+	if (*v == '\0' && !(k->flags & CFG__EMPTY_OK) && k->type != CFG__SEEDS) {
+		why_set(why, wl, "is empty (expected %s)", expect);
+		return -EINVAL;
+	}
+
+	switch (k->type) {
+	case CFG__UINT: {
+		uint64_t x;
+
+		if (cfg__parse_u64(v, &x) != 0) {
+			why_set(why, wl, "'%s' is not an unsigned integer "
+				"(expected %s)", v, expect);
+			return -EINVAL;
+		}
+		if ((double)x < k->min || (double)x > k->max ||
+		    ((k->flags & CFG__POW2) && (x & (x - 1)) != 0)) {
+			why_set(why, wl, "%s is out of range (expected %s)", v,
+				expect);
+			return -EINVAL;
+		}
+		store_uint(field, k->size, x);
+		return 0;
+	}
+	case CFG__DOUBLE: {
+		double x;
+
+		if (parse_double(v, &x) != 0) {
+			why_set(why, wl, "'%s' is not a number (expected %s)",
+				v, expect);
+			return -EINVAL;
+		}
+		if (x < k->min || x > k->max) {
+			why_set(why, wl, "%s is out of range (expected %s)", v,
+				expect);
+			return -EINVAL;
+		}
+		*(double *)field = x;
+		return 0;
+	}
+	case CFG__BOOL: {
+		bool b;
+
+		if (!parse_bool(v, &b)) {
+			why_set(why, wl, "'%s' is not a boolean (expected %s)",
+				v, expect);
+			return -EINVAL;
+		}
+		*(bool *)field = b;
+		return 0;
+	}
+	case CFG__STRING:
+		if ((k->flags & CFG__NAME_CHARS) && !name_chars_ok(v)) {
+			why_set(why, wl, "'%s' has characters not allowed "
+				"(expected %s)", v, expect);
+			return -EINVAL;
+		}
+		if (store_str(field, k->size, v) != 0) {
+			why_set(why, wl, "is too long (expected %s)", expect);
+			return -EINVAL;
+		}
+		return 0;
+	case CFG__ENUM:
+		for (int i = 0; k->names[i]; i++) {
+			if (strcmp(v, k->names[i]) == 0) {
+				ZB_ASSERT(k->size == sizeof(int));
+				*(int *)field = i;
+				return 0;
+			}
+		}
+		why_set(why, wl, "'%s' is not allowed (expected %s)", v,
+			expect);
+		return -EINVAL;
+	case CFG__MAC: {
+		uint8_t mac[6];
+
+		if (cfg_parse_mac(v, mac) != 0) {
+			why_set(why, wl, "'%s' is not a MAC address "
+				"(expected %s)", v, expect);
+			return -EINVAL;
+		}
+		memcpy(field, mac, 6);
+		if (k->flags & CFG__HAS_AUX)
+			*(bool *)((char *)base + k->aux) =
+				memcmp(mac, "\0\0\0\0\0\0", 6) != 0;
+		return 0;
+	}
+	case CFG__IPV4: {
+		uint32_t ip;
+		uint8_t plen = 32;
+		bool pfx = k->flags & CFG__HAS_AUX;
+
+		if (cfg_parse_ipv4(v, &ip, pfx ? &plen : NULL) != 0) {
+			why_set(why, wl, "'%s' is not an IPv4 address%s "
+				"(expected %s)", v,
+				pfx ? "[/prefix]" : "", expect);
+			return -EINVAL;
+		}
+		*(uint32_t *)field = ip;
+		if (pfx)
+			*(uint8_t *)((char *)base + k->aux) = plen;
+		return 0;
+	}
+	case CFG__PCI: {
+		char canon[16];
+
+		if (*v == '\0')
+			return store_str(field, k->size, "");
+		if (cfg_parse_pci(v, canon, sizeof(canon)) != 0) {
+			why_set(why, wl, "'%s' is not a PCI address "
+				"(expected %s)", v, expect);
+			return -EINVAL;
+		}
+		return store_str(field, k->size, canon);
+	}
+	case CFG__LCORES: {
+		struct zb_config *cfg = base;
+		uint16_t list[CFG_MAX_LCORES], n;
+		char reason[128];
+
+		ZB_ASSERT(k->offset == offsetof(struct zb_config, eal.lcores));
+		if (cfg__parse_lcores(v, list, CFG_MAX_LCORES, &n, reason,
+				      sizeof(reason)) != 0) {
+			why_set(why, wl, "'%s' is not a valid lcore list: %s "
+				"(expected %s)", v, reason, expect);
+			return -EINVAL;
+		}
+		if (store_str(field, k->size, v) != 0) {
+			why_set(why, wl, "is too long (expected %s)", expect);
+			return -EINVAL;
+		}
+		memset(cfg->eal.lcore_list, 0, sizeof(cfg->eal.lcore_list));
+		memcpy(cfg->eal.lcore_list, list, n * sizeof(list[0]));
+		cfg->eal.lcore_count = n;
+		return 0;
+	}
+	case CFG__HOSTPORT: {
+		char host[CFG_STR];
+		uint16_t port;
+
+		if (*v != '\0' &&
+		    cfg_parse_hostport(v, host, sizeof(host), &port) != 0) {
+			why_set(why, wl, "'%s' is not host:port (expected %s)",
+				v, expect);
+			return -EINVAL;
+		}
+		if (store_str(field, k->size, v) != 0) {
+			why_set(why, wl, "is too long (expected %s)", expect);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	case CFG__SEEDS:
+		ZB_ASSERT(k->offset == offsetof(struct zb_config, cluster.seeds));
+		return store_seeds(base, v, why, wl);
+	case CFG__VDEV: {
+		/* driver name: lower-case letters, digits, '_'; then ",k=v". */
+		size_t dn = strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_");
+
+		if (*v != '\0' &&
+		    (dn == 0 || (v[dn] != '\0' && v[dn] != ',') ||
+		     strpbrk(v, " \t") != NULL)) {
+			why_set(why, wl, "'%s' is not a vdev (expected %s)", v,
+				expect);
+			return -EINVAL;
+		}
+		if (store_str(field, k->size, v) != 0) {
+			why_set(why, wl, "is too long (expected %s)", expect);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	default:
+		ZB_ASSERT(!"unknown type");
+	}
+	return -EINVAL;
+}
+
+static void format_mac(const uint8_t *m, char *out, size_t len)
+{
+	snprintf(out, len, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+		 m[3], m[4], m[5]);
+}
+
+void cfg__format(const struct cfg__key *k, const void *base, char *out,
+		 size_t len)
+{
+	const char *field = (const char *)base + k->offset;
+
+	ZB_ASSERT(k != NULL && base != NULL && out != NULL);
+	ZB_ASSERT(len >= 32);
+	switch (k->type) {
+	case CFG__UINT:
+		snprintf(out, len, "%llu",
+			 (unsigned long long)load_uint(field, k->size));
+		break;
+	case CFG__DOUBLE:
+		snprintf(out, len, "%.17g", *(const double *)field);
+		/* Shortest text that reads back to the same double. */
+		for (int prec = 1; prec <= 17; prec++) {
+			char tmp[64];
+
+			snprintf(tmp, sizeof(tmp), "%.*g", prec,
+				 *(const double *)field);
+			if (strtod(tmp, NULL) == *(const double *)field) {
+				snprintf(out, len, "%s", tmp);
+				break;
+			}
+		}
+		break;
+	case CFG__BOOL:
+		snprintf(out, len, "%s", *(const bool *)field ? "true" : "false");
+		break;
+	case CFG__ENUM: {
+		int v = *(const int *)field;
+		int n = 0;
+
+		while (k->names[n])
+			n++;
+		ZB_ASSERT(v >= 0 && v < n);
+		snprintf(out, len, "%s", k->names[v]);
+		break;
+	}
+	case CFG__MAC:
+		format_mac((const uint8_t *)field, out, len);
+		break;
+	case CFG__IPV4:
+		format_ipv4(*(const uint32_t *)field, out, len);
+		if (k->flags & CFG__HAS_AUX) {
+			size_t o = strlen(out);
+
+			snprintf(out + o, len - o, "/%u",
+				 *((const uint8_t *)base + k->aux));
+		}
+		break;
+	case CFG__SEEDS: {
+		const struct zb_config *cfg = base;
+		size_t o = 0;
+
+		out[0] = '\0';
+		for (unsigned i = 0; i < cfg->cluster.seed_count && o < len; i++)
+			o += (size_t)snprintf(out + o, len - o, "%s%s",
+					      i ? ", " : "",
+					      cfg->cluster.seeds[i]);
+		break;
+	}
+	case CFG__STRING:
+	case CFG__PCI:
+	case CFG__LCORES:
+	case CFG__HOSTPORT:
+	case CFG__VDEV:
+		snprintf(out, len, "%s", field);
+		break;
+	default:
+		ZB_ASSERT(!"unknown type");
+	}
+}
