@@ -552,8 +552,11 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		goto out;
 	rc = cfg_load_file(cfg, o.config, &cerr);
 	if (rc < 0) {
-		fprintf(stderr, "zbmd bench allreduce: %s\n",
-			rc == ZB_ERR_CONFIG ? cerr.msg : zb_strerror(rc));
+		if (rc == ZB_ERR_CONFIG)
+			fprintf(stderr, "zbmd bench allreduce: %s\n", cerr.msg);
+		else
+			fprintf(stderr, "zbmd bench allreduce: %s: %s\n", o.config,
+				zb_strerror(rc));
 		status = 2;
 		goto out;
 	}
