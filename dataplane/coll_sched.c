@@ -220,4 +220,10 @@ void coll_plan_xfer(const struct coll_plan *p, uint64_t pos, struct coll_xfer *x
 	default:
 		ZB_ASSERT(0 && "bad kind");
 	}
+	/* Empty chunks (count % n, count < n) move nothing: both ends drop
+	 * them, since a send is empty exactly when the matching receive is. */
+	if (x->has_send && x->send_bytes == 0)
+		x->has_send = false;
+	if (x->recv_kind != COLL_RECV_NONE && x->recv_bytes == 0)
+		x->recv_kind = COLL_RECV_NONE;
 }
