@@ -63,6 +63,7 @@ struct coll_comm {
 	uint32_t q_head, q_len;
 	uint32_t seq;
 	uint64_t ctx_progress_ns;
+	struct coll_stats st;
 	int err;
 	char errmsg[256];
 	uint8_t bar_send, bar_recv[CFG_MAX_NODES];
@@ -76,6 +77,18 @@ uint16_t coll_channels(const struct coll_comm *c) { return c->nch; }
 uint32_t coll_chunk_bytes(const struct coll_comm *c) { return c->chunk_bytes; }
 const char *coll_provider(const struct coll_comm *c) { return c->ops->name; }
 const char *coll_error(const struct coll_comm *c) { return c->errmsg; }
+
+void coll_stats_get(const struct coll_comm *c, struct coll_stats *out)
+{
+	ZB_ASSERT(c != NULL && out != NULL);
+	*out = c->st;
+}
+
+void coll_stats_reset(struct coll_comm *c)
+{
+	ZB_ASSERT(c != NULL);
+	memset(&c->st, 0, sizeof(c->st));
+}
 
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank)
 {
@@ -487,10 +500,14 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 	char *slot = slot_of(c, ch, pos);
 	int rc = 0;
 
+	uint64_t t0 = zb_now_ns(), t1 = t0;
+
 	switch (x->recv_kind) {
 	case COLL_RECV_REDUCE:
-		if (x->init_off >= 0)
+		if (x->init_off >= 0) {
 			memcpy(dst, (const char *)a->sendbuf + x->init_off, x->recv_bytes);
+			t1 = zb_now_ns();
+		}
 		rc = gpu_host_reduce(dst, slot, elems, a->dtype, rop);
 		if (rc == 0 && x->scale_after)
 			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
@@ -500,8 +517,10 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 				     elems, a->dtype, rop);
 		break;
 	default:
-		break;
+		return 0;
 	}
+	c->st.copy_ns += t1 - t0;
+	c->st.reduce_ns += zb_now_ns() - t1;
 	return rc;
 }
 
@@ -525,6 +544,9 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 			if (!done)
 				break;
 			*rq = NULL;
+			coll_plan_xfer(&ch->plan, ch->send_done, &x);
+			c->st.bytes_sent += x.send_bytes;
+			c->st.messages++;
 		}
 		ch->send_done++;
 		ev++;
@@ -548,6 +570,8 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 						 "%zu bytes, expected %zu (do all "
 						 "nodes run the same collective?)",
 						 c->prev, got, x.recv_bytes);
+			c->st.bytes_received += got;
+			c->st.messages++;
 			rc = coll_process(c, op, ch, ch->recv_done, &x);
 			if (rc < 0)
 				return coll_fail(c, rc, "reduction");
@@ -666,6 +690,7 @@ static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
 	c->q_len--;
 	op->status = status;
 	op->state = OP_DONE;
+	c->st.collectives++;
 	if (op->a.done) {
 		op->a.done(op->a.done_arg, status);
 		op->state = OP_FREE;
@@ -727,12 +752,16 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 {
 	int idle = 0, done = 0, rc;
 
+	uint64_t t0 = zb_now_ns();
+
 	ZB_ASSERT(c != NULL && op != NULL);
 	for (;;) {
 		rc = coll_progress(c);
 		int st = coll_test(op, &done);
-		if (done)
+		if (done) {
+			c->st.blocking_ns += zb_now_ns() - t0;
 			return st;
+		}
 		if (rc < 0)
 			return rc;   /* unreachable: a failure completes op */
 		if (rc > 0) {
@@ -741,9 +770,11 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 		}
 		if (++idle < COLL_IDLE_SPINS)
 			continue;
-		if (c->ops->wait)
+		if (c->ops->wait) {
+			uint64_t w0 = zb_now_ns();
 			(void)c->ops->wait(c->ctx, COLL_WAIT_MS);
-		else
+			c->st.wait_ns += zb_now_ns() - w0;
+		} else
 			sched_yield();
 	}
 }

@@ -35,6 +35,7 @@ struct bench_row {
 	enum zb_redop op;
 	double us[2], algbw[2], busbw[2];
 	long long wrong[2];
+	struct coll_stats st;   /* rank 0's timed out-of-place loop */
 };
 
 #define BENCH_MAX_ROWS 4096
@@ -357,11 +358,14 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 			return rc;
 	if ((rc = coll_barrier(b->comm)) < 0)
 		return rc;
+	coll_stats_reset(b->comm);
 	t0 = zb_now_ns();
 	for (long it = 0; it < b->o->iters; it++)
 		if ((rc = coll_allreduce(b->comm, src, dst, count, row->dt, row->op)) < 0)
 			return rc;
 	us = (double)(zb_now_ns() - t0) / 1e3 / (double)b->o->iters;
+	if (!ip)
+		coll_stats_get(b->comm, &row->st);
 	if (b->o->check) {
 		bench_init(src, row->dt, row->op, b->rank, b->n, count);
 		if (!ip)
@@ -425,6 +429,29 @@ static void bench_header(const struct bench_ctx *b, const struct zb_config *cfg)
 		printf("  %8s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
 	printf("\n");
 	fflush(stdout);
+}
+
+/* Where rank 0's time went in the last row's timed out-of-place loop. */
+static void bench_breakdown(const struct bench_row *r, long iters)
+{
+	const struct coll_stats *s = &r->st;
+	double tot = (double)s->blocking_ns / 1e3 / (double)iters;
+	double red = (double)s->reduce_ns / 1e3 / (double)iters;
+	double cp = (double)s->copy_ns / 1e3 / (double)iters;
+	double wt = (double)s->wait_ns / 1e3 / (double)iters;
+	double rest = tot - red - cp - wt;
+
+	if (tot <= 0)
+		return;
+	printf("# Where the time goes at %zu B (rank 0, out-of-place, per all-reduce, "
+	       "%.0f us):\n#   reduce %.0f us (%.0f%%), copies %.0f us (%.0f%%), "
+	       "asleep waiting for data %.0f us (%.0f%%), send/recv calls and "
+	       "bookkeeping %.0f us (%.0f%%)\n#   %.1f MB sent, %.1f MB received, "
+	       "%.0f messages per all-reduce\n#\n", r->bytes, tot, red, 100 * red / tot,
+	       cp, 100 * cp / tot, wt, 100 * wt / tot, rest, 100 * rest / tot,
+	       (double)s->bytes_sent / 1e6 / (double)iters,
+	       (double)s->bytes_received / 1e6 / (double)iters,
+	       (double)s->messages / (double)iters);
 }
 
 /* ---- outputs ------------------------------------------------------------- */
@@ -635,6 +662,8 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		printf("# Out of bounds values : %lld %s\n", wrong_total,
 		       wrong_total ? "FAILED" : "OK");
 		printf("# Avg bus bandwidth    : %g \n#\n", avg);
+		if (nrows)
+			bench_breakdown(&rows[nrows - 1], o.iters);
 		fflush(stdout);
 		if (o.json && (rc = bench_write_json(o.json, &b, cfg, rows, nrows, avg)) < 0)
 			fprintf(stderr, "zbmd bench allreduce: writing %s: %s\n", o.json,

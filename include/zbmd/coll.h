@@ -149,6 +149,19 @@ int coll_broadcast(struct coll_comm *c, const void *sendbuf, void *recvbuf,
 		   size_t count, enum zb_dtype dt, uint32_t root);
 int coll_barrier(struct coll_comm *c);
 
+/* Where the time goes (accumulated since creation or the last reset). */
+struct coll_stats {
+	uint64_t collectives;           /* completed */
+	uint64_t messages;              /* sends + receives completed */
+	uint64_t bytes_sent, bytes_received;
+	uint64_t reduce_ns;             /* gpu_host_reduce + gpu_host_scale */
+	uint64_t copy_ns;               /* out-of-place copies */
+	uint64_t wait_ns;               /* asleep in the provider's wait() */
+	uint64_t blocking_ns;           /* inside coll_wait() altogether */
+};
+void coll_stats_get(const struct coll_comm *c, struct coll_stats *out);
+void coll_stats_reset(struct coll_comm *c);
+
 /* ---- the ring schedule (pure arithmetic; exposed for tests) ------------- */
 
 /* Balanced split of `total` into `parts`: part i is [coll_split(total,
