@@ -6,7 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 11
+plan 12
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 for n in 2 3 4; do
 	out=$("$Z" local --nodes $n --set coll.chunk_kb=1 --set coll.channels=$((n - 1 > 1 ? 3 : 2)) \
@@ -20,13 +20,15 @@ for n in 2 3 4; do
 	ok $? "$n nodes: 6 dtypes x 5 ops x 10 counts, out-of-place and in-place: all #wrong = 0 ($rows rows, $bad bad)"
 done
 # Larger buffers, several chunks per block, default chunk size.
-out=$("$Z" local --nodes 4 -- bench allreduce -b 1M -e 4M -f 4 -d float -o sum -n 2 -w 1 --json /tmp/zbcoll-$$.json 2>/dev/null)
+out=$("$Z" local --nodes 4 -- bench allreduce -b 1M -e 4M -f 4 -d float -o sum -n 2 -w 1 --json /tmp/zbcoll-$$.json --plot /tmp/zbcoll-$$.png 2>/dev/null)
 ok $? "4 nodes, 1-4 MiB float sum"
 echo "$out" | grep -q "nodes 4, rank 0 (node 0), transport tcp" && echo "$out" | grep -q "Avg bus bandwidth"
 ok $? "header names the cluster; avg bus bandwidth printed"
 python3 -c "import json,sys; d=json.load(open('/tmp/zbcoll-$$.json')); r=d['results']; sys.exit(0 if len(r)==2 and r[0]['size']==1048576 and r[0]['out_of_place']['wrong']==0 and d['cluster']['nodes']==4 else 1)"
 ok $? "--json writes the same figures"
-rm -f /tmp/zbcoll-$$.json /tmp/zbcoll-err.$$
+[ "$(head -c 4 /tmp/zbcoll-$$.png 2>/dev/null | od -An -c | tr -d ' ')" = "211PNG" ]
+ok $? "--plot draws a PNG with gnuplot"
+rm -f /tmp/zbcoll-$$.json /tmp/zbcoll-$$.png /tmp/zbcoll-err.$$
 # Bad input: clear errors, exit 2.
 "$Z" bench allreduce -c /nonexistent.ini >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 [ $rc -eq 2 ] && grep -q "nonexistent" /tmp/zbcoll-err.$$
