@@ -512,7 +512,7 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 	}
 	fprintf(g, "set terminal pngcairo size 900,560 noenhanced\n"
 		"set output '%s'\nset logscale x 2\nset grid\n"
-		"set format x '%%.0s%%cB'\nset xlabel 'message size'\n"
+		"set format x '%%.0b %%BB'\nset xlabel 'message size'\n"
 		"set ylabel 'bus bandwidth (GB/s)'\nset key top left\n"
 		"set title 'zbmd ring all-reduce: %u nodes over %s, %u channels'\n"
 		"plot '%s' using 1:2 with linespoints title 'out-of-place', "
