@@ -150,6 +150,13 @@ static int coll_fail(struct coll_comm *c, int err, const char *fmt, ...)
 	return err;
 }
 
+int coll_abort(struct coll_comm *c, int err, const char *why)
+{
+	ZB_ASSERT(c != NULL && err < 0);
+	ZB_ASSERT(why != NULL);
+	return coll_fail(c, err, "aborted: %s", why);
+}
+
 /* ---- communicator -------------------------------------------------------- */
 
 static const char *coll_default_provider(const struct zb_config *cfg)

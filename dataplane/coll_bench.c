@@ -441,7 +441,7 @@ static void bench_breakdown(const struct bench_row *r, long iters)
 	double wt = (double)s->wait_ns / 1e3 / (double)iters;
 	double rest = tot - red - cp - wt;
 
-	if (tot <= 0)
+	if (tot <= 0 || !s->messages)
 		return;
 	printf("# Where the time goes at %zu B (rank 0, out-of-place, per all-reduce, "
 	       "%.0f us):\n#   reduce %.0f us (%.0f%%), copies %.0f us (%.0f%%), "

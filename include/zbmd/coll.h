@@ -77,6 +77,14 @@ uint32_t coll_chunk_bytes(const struct coll_comm *c);
 const char *coll_provider(const struct coll_comm *c);
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank);
 
+/* Fail the communicator from outside: the control plane calls it when the
+ * membership epoch changes (err = ZB_ERR_EPOCH) or the node shuts down
+ * (ZB_ERR_SHUTDOWN). Queued and running collectives complete with err, the
+ * connections close (so the other ranks fail at once with
+ * -ZB_ERR_PEER_DOWN), and every later call returns err. `why` ends up in
+ * coll_error(). Owner thread only. Returns err (or the earlier failure). */
+int coll_abort(struct coll_comm *c, int err, const char *why);
+
 /* The communicator's last failure in words ("rank 1 (node 1): recv from
  * node 0 on channel 0: peer down"), "" when none. */
 const char *coll_error(const struct coll_comm *c);

@@ -67,6 +67,8 @@ struct node {
 	struct coll_comm *c;
 	int rc;
 	int runs;
+	int abort_rc, after_rc;
+	uint64_t after_ms;
 	char err[256];
 };
 
@@ -110,6 +112,13 @@ static void *node_main(void *arg)
 	counting = 0;
 	if (nd->rc)
 		snprintf(nd->err, sizeof(nd->err), "%s", coll_error(nd->c));
+	/* Epoch change on node 0: both nodes' next collective fails fast. */
+	pthread_barrier_wait(&bar);
+	if (nd->id == 0)
+		nd->abort_rc = coll_abort(nd->c, ZB_ERR_EPOCH, "membership epoch 2");
+	uint64_t t0 = zb_now_ns();
+	nd->after_rc = coll_allreduce(nd->c, s, r, CNT, ZB_F32, ZB_SUM);
+	nd->after_ms = (zb_now_ns() - t0) / 1000000;
 	return NULL;
 }
 
@@ -121,7 +130,7 @@ int main(void)
 	if (NOALLOC_SANITIZER)
 		tap_skip_all("allocation counting interposes malloc, which the "
 			     "sanitizer owns");
-	tap_plan(3);
+	tap_plan(6);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 200);
 	pthread_barrier_init(&bar, NULL, 2);
@@ -142,6 +151,12 @@ int main(void)
 	counting = 0;
 	free(p);
 	is_int(atomic_load(&allocs_after_init), 1, "the counter sees an allocation");
+	is_int(nd[0].abort_rc, ZB_ERR_EPOCH, "coll_abort returns the error");
+	ok(nd[0].after_rc == ZB_ERR_EPOCH && strstr(coll_error(nd[0].c), "epoch 2"),
+	   "the aborting node: later collectives fail with it (%s)", coll_error(nd[0].c));
+	ok(nd[1].after_rc == ZB_ERR_PEER_DOWN && nd[1].after_ms < 2000,
+	   "the other node fails at once with peer down (%llu ms: %s)",
+	   (unsigned long long)nd[1].after_ms, coll_error(nd[1].c));
 	coll_comm_destroy(nd[0].c);
 	coll_comm_destroy(nd[1].c);
 	return tap_done();
