@@ -559,31 +559,139 @@ static void bench_progress(bool tty, int done, int total, size_t bytes,
 	fflush(stderr);
 }
 
+/* The dtypes and ops of the sweep, in order. */
+static int bench_dtypes(const struct bench_opts *o, enum zb_dtype *out)
+{
+	if (!o->dt_all) {
+		out[0] = o->dt;
+		return 1;
+	}
+	for (int d = 0; d < ZB_DTYPE_COUNT; d++)
+		out[d] = (enum zb_dtype)d;
+	return ZB_DTYPE_COUNT;
+}
+
+static int bench_ops(const struct bench_opts *o, enum zb_redop *out)
+{
+	if (!o->op_all) {
+		out[0] = o->op;
+		return 1;
+	}
+	for (int p = 0; p < ZB_REDOP_COUNT; p++)
+		out[p] = (enum zb_redop)p;
+	return ZB_REDOP_COUNT;
+}
+
+/* Fill rows[] with the sweep (dtype-major, then op, then size). */
+static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
+			   size_t *maxbytes)
+{
+	enum zb_dtype dts[ZB_DTYPE_COUNT];
+	enum zb_redop ops[ZB_REDOP_COUNT];
+	size_t counts[256];
+	int nd = bench_dtypes(o, dts), no = bench_ops(o, ops), nrows = 0;
+
+	*maxbytes = 0;
+	for (int d = 0; d < nd; d++) {
+		size_t es = zb_dtype_size(dts[d]);
+		int ns = bench_sizes(o, es, counts, 256);
+		for (int p = 0; p < no; p++)
+			for (int i = 0; i < ns && nrows < BENCH_MAX_ROWS; i++) {
+				rows[nrows++] = (struct bench_row){
+					.count = counts[i], .dt = dts[d], .op = ops[p],
+					.bytes = counts[i] * es};
+				if (counts[i] * es > *maxbytes)
+					*maxbytes = counts[i] * es;
+			}
+	}
+	return nrows;
+}
+
+/* Run every row; rank 0 prints each as it completes. Returns 0, or a coll
+ * error (already reported). */
+static int bench_sweep(struct bench_ctx *b, struct bench_row *rows, int nrows,
+		       long long *wrong_total, double *bw_sum)
+{
+	bool tty = isatty(2), prog = b->rank == 0;
+	uint64_t t0 = zb_now_ns(), last = t0;
+
+	for (int i = 0; i < nrows; i++) {
+		if (prog)
+			bench_progress(tty, i, nrows, rows[i].bytes, t0, &last);
+		for (int ip = 0; ip < 2; ip++) {
+			int rc = bench_one(b, &rows[i], ip);
+			if (rc < 0) {
+				if (prog && tty)
+					fprintf(stderr, "\n");
+				fprintf(stderr, "zbmd bench allreduce: %s\n",
+					coll_error(b->comm));
+				return rc;
+			}
+			if (rows[i].wrong[ip] > 0)
+				*wrong_total += rows[i].wrong[ip];
+			*bw_sum += rows[i].busbw[ip];
+		}
+		if (b->rank == 0)
+			bench_print_row(&rows[i]);
+	}
+	if (prog && tty)
+		fprintf(stderr, "\r%70s\r", "");
+	return 0;
+}
+
+/* Rank 0's closing lines, JSON and plot. */
+static void bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
+			 const struct bench_row *rows, int nrows,
+			 long long wrong_total, double avg)
+{
+	int rc;
+
+	printf("# Out of bounds values : %lld %s\n", wrong_total,
+	       wrong_total ? "FAILED" : "OK");
+	printf("# Avg bus bandwidth    : %g \n#\n", avg);
+	if (nrows)
+		bench_breakdown(&rows[nrows - 1], b->o->iters);
+	fflush(stdout);
+	if (b->o->json && (rc = bench_write_json(b->o->json, b, cfg, rows, nrows, avg)) < 0)
+		fprintf(stderr, "zbmd bench allreduce: writing %s: %s\n", b->o->json,
+			zb_strerror(rc));
+	if (b->o->plot && bench_plot(b->o->plot, b, rows, nrows) < 0)
+		fprintf(stderr, "zbmd bench allreduce: plotting %s with gnuplot failed\n",
+			b->o->plot);
+}
+
+static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
+{
+	struct cfg_error cerr;
+	int rc = cfg_load_file(cfg, o->config, &cerr);
+
+	if (rc == ZB_ERR_CONFIG)
+		fprintf(stderr, "zbmd bench allreduce: %s\n", cerr.msg);
+	else if (rc < 0)
+		fprintf(stderr, "zbmd bench allreduce: %s: %s\n", o->config,
+			zb_strerror(rc));
+	return rc;
+}
+
 int coll_bench_allreduce_main(int argc, char **argv)
 {
 	struct bench_opts o;
-	struct zb_config *cfg = NULL;
-	struct cfg_error cerr;
-	struct coll_comm *comm = NULL;
-	struct bench_row *rows = NULL;
-	struct bench_ctx b = {0};
+	struct zb_config *cfg = calloc(1, sizeof(*cfg));
+	struct bench_row *rows = calloc(BENCH_MAX_ROWS, sizeof(*rows));
+	struct bench_ctx b = {.o = &o};
+	long long wrong_total = 0;
+	double bw_sum = 0;
+	size_t maxbytes;
 	char err[512];
-	int rc, status = 1, nrows = 0;
+	int rc, status = 1, nrows;
 
-	rc = bench_parse(argc, argv, &o);
-	if (rc)
-		return rc > 0 ? 0 : 2;
-	cfg = calloc(1, sizeof(*cfg));
-	rows = calloc(BENCH_MAX_ROWS, sizeof(*rows));
 	if (!cfg || !rows)
 		goto out;
-	rc = cfg_load_file(cfg, o.config, &cerr);
-	if (rc < 0) {
-		if (rc == ZB_ERR_CONFIG)
-			fprintf(stderr, "zbmd bench allreduce: %s\n", cerr.msg);
-		else
-			fprintf(stderr, "zbmd bench allreduce: %s: %s\n", o.config,
-				zb_strerror(rc));
+	if ((rc = bench_parse(argc, argv, &o)) != 0) {
+		status = rc > 0 ? 0 : 2;
+		goto out;
+	}
+	if (bench_load_config(&o, cfg) < 0) {
 		status = 2;
 		goto out;
 	}
@@ -591,23 +699,13 @@ int coll_bench_allreduce_main(int argc, char **argv)
 				    .channels = (uint16_t)o.channels,
 				    .chunk_bytes = o.chunk_kb * 1024u,
 				    .timeout_ms = o.timeout_ms};
-	rc = coll_comm_create(&ca, &comm, err, sizeof(err));
-	if (rc < 0) {
+	if (coll_comm_create(&ca, &b.comm, err, sizeof(err)) < 0) {
 		fprintf(stderr, "zbmd bench allreduce: node %u: %s\n", cfg->node.id, err);
 		goto out;
 	}
-	b = (struct bench_ctx){.comm = comm, .o = &o, .n = coll_nranks(comm),
-			       .rank = coll_rank(comm)};
-	/* Largest buffer over the sweep and dtypes. */
-	size_t maxbytes = 0, counts[256];
-	int nd = o.dt_all ? ZB_DTYPE_COUNT : 1, no = o.op_all ? ZB_REDOP_COUNT : 1;
-	for (int d = 0; d < nd; d++) {
-		enum zb_dtype dt = o.dt_all ? (enum zb_dtype)d : o.dt;
-		int ns = bench_sizes(&o, zb_dtype_size(dt), counts, 256);
-		for (int i = 0; i < ns; i++)
-			if (counts[i] * zb_dtype_size(dt) > maxbytes)
-				maxbytes = counts[i] * zb_dtype_size(dt);
-	}
+	b.n = coll_nranks(b.comm);
+	b.rank = coll_rank(b.comm);
+	nrows = bench_plan_rows(&o, rows, &maxbytes);
 	b.sbuf = aligned_alloc(64, maxbytes + 64);
 	b.rbuf = aligned_alloc(64, maxbytes + 64);
 	if (!b.sbuf || !b.rbuf) {
@@ -617,64 +715,14 @@ int coll_bench_allreduce_main(int argc, char **argv)
 	}
 	if (b.rank == 0)
 		bench_header(&b, cfg);
-	bool tty = isatty(2), showprog = b.rank == 0;
-	uint64_t t0 = zb_now_ns(), last = t0;
-	int total = 0;
-	for (int d = 0; d < nd; d++)
-		total += no * bench_sizes(&o, zb_dtype_size(o.dt_all ? (enum zb_dtype)d : o.dt),
-					   counts, 256);
-	long long wrong_total = 0;
-	double bw_sum = 0;
-	for (int d = 0; d < nd; d++) {
-		enum zb_dtype dt = o.dt_all ? (enum zb_dtype)d : o.dt;
-		int ns = bench_sizes(&o, zb_dtype_size(dt), counts, 256);
-		for (int p = 0; p < no; p++) {
-			enum zb_redop op = o.op_all ? (enum zb_redop)p : o.op;
-			for (int i = 0; i < ns && nrows < BENCH_MAX_ROWS; i++) {
-				struct bench_row *row = &rows[nrows];
-				*row = (struct bench_row){.count = counts[i], .dt = dt, .op = op,
-							  .bytes = counts[i] * zb_dtype_size(dt)};
-				if (showprog)
-					bench_progress(tty, nrows, total, row->bytes, t0, &last);
-				for (int ip = 0; ip < 2; ip++) {
-					rc = bench_one(&b, row, ip);
-					if (rc < 0) {
-						if (showprog && tty)
-							fprintf(stderr, "\n");
-						fprintf(stderr, "zbmd bench allreduce: %s\n",
-							coll_error(comm));
-						goto out;
-					}
-					if (row->wrong[ip] > 0)
-						wrong_total += row->wrong[ip];
-					bw_sum += row->busbw[ip];
-				}
-				nrows++;
-				if (b.rank == 0)
-					bench_print_row(row);
-			}
-		}
-	}
-	if (showprog && tty)
-		fprintf(stderr, "\r%60s\r", "");
-	double avg = nrows ? bw_sum / (2.0 * nrows) : 0;
-	if (b.rank == 0) {
-		printf("# Out of bounds values : %lld %s\n", wrong_total,
-		       wrong_total ? "FAILED" : "OK");
-		printf("# Avg bus bandwidth    : %g \n#\n", avg);
-		if (nrows)
-			bench_breakdown(&rows[nrows - 1], o.iters);
-		fflush(stdout);
-		if (o.json && (rc = bench_write_json(o.json, &b, cfg, rows, nrows, avg)) < 0)
-			fprintf(stderr, "zbmd bench allreduce: writing %s: %s\n", o.json,
-				zb_strerror(rc));
-		if (o.plot && (rc = bench_plot(o.plot, &b, rows, nrows)) < 0)
-			fprintf(stderr, "zbmd bench allreduce: plotting %s with gnuplot "
-				"failed\n", o.plot);
-	}
+	if (bench_sweep(&b, rows, nrows, &wrong_total, &bw_sum) < 0)
+		goto out;
+	if (b.rank == 0)
+		bench_report(&b, cfg, rows, nrows, wrong_total,
+			     nrows ? bw_sum / (2.0 * nrows) : 0);
 	status = wrong_total ? 1 : 0;
 out:
-	coll_comm_destroy(comm);
+	coll_comm_destroy(b.comm);
 	free(b.sbuf);
 	free(b.rbuf);
 	free(rows);
