@@ -391,153 +391,193 @@ static void local_describe(const struct local_node *nd, int i, uint64_t t0,
 		fprintf(stderr, "zbmd local: node %d exited with status 0 %s\n", i, when);
 }
 
-int coll_local_main(int argc, char **argv)
-{
+/* One cluster run's state, shared by the steps below. */
+struct local_run {
 	struct local_opts o;
 	struct local_node nd[LOCAL_MAX_NODES];
-	char dir[] = "/tmp/zbmd-local-XXXXXX";
-	int pid = (int)getpid(), x = pid % 250, rc, status = 1;
-	bool ns_up = false, failed = false;
-	pid_t pgid = 0;
-	uint64_t t0, fault_ns = 0;
-	struct sigaction sa = {.sa_handler = local_on_signal}, old[3];
+	char dir[32];
+	int pid, x;
+	pid_t pgid;
+	bool ns_up, failed;
+	uint64_t t0, fault_ns;
+};
 
-	rc = local_parse(argc, argv, &o);
+static int local_prepare(struct local_run *L)
+{
+	if (L->o.ns) {
+		if (geteuid() != 0) {
+			fprintf(stderr, "zbmd local: namespaces (--ns/--netem/--linkdown) "
+				"need root\n");
+			return -EPERM;
+		}
+		L->ns_up = true;
+		if (local_ns_setup(&L->o, L->pid, L->x) < 0) {
+			fprintf(stderr, "zbmd local: setting up namespaces zbcoll-%d-* "
+				"failed\n", L->pid);
+			return -EIO;
+		}
+	}
+	for (int i = 0; i < L->o.nodes; i++) {
+		struct local_node *nd = &L->nd[i];
+		snprintf(nd->cfg, sizeof(nd->cfg), "%s/node%d.ini", L->dir, i);
+		snprintf(nd->log, sizeof(nd->log), "%s/node%d.log", L->dir, i);
+		if (L->o.ns)
+			snprintf(nd->ns, sizeof(nd->ns), "zbcoll-%d-%d", L->pid, i);
+		int rc = local_write_config(&L->o, i, nd->cfg,
+					    L->o.ns ? "10.77.%d.%d" : "127.77.%d.%d", L->x);
+		if (rc < 0) {
+			fprintf(stderr, "zbmd local: writing %s: %s\n", nd->cfg,
+				strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Fault injection due at `now`? (--kill, --linkdown) */
+static void local_faults(struct local_run *L, uint64_t now, bool *killed,
+			 bool *downed)
+{
+	const struct local_opts *o = &L->o;
+
+	if (o->kill_node >= 0 && !*killed &&
+	    now - L->t0 >= (uint64_t)o->kill_ms * 1000000ull) {
+		*killed = true;
+		L->fault_ns = now;
+		kill(L->nd[o->kill_node].pid, SIGKILL);
+		fprintf(stderr, "zbmd local: killed node %d (kill -9) at %ld ms\n",
+			o->kill_node, o->kill_ms);
+	}
+	if (o->linkdown_node >= 0 && !*downed &&
+	    now - L->t0 >= (uint64_t)o->linkdown_ms * 1000000ull) {
+		*downed = true;
+		L->fault_ns = now;
+		local_sh("ip -n zbcoll-%d-%d link set eth0 down", L->pid,
+			 o->linkdown_node);
+		fprintf(stderr, "zbmd local: link of node %d down at %ld ms\n",
+			o->linkdown_node, o->linkdown_ms);
+	}
+}
+
+/* Start every node, then reap them until all exited or a signal came. */
+static void local_supervise(struct local_run *L)
+{
+	bool killed = false, downed = false;
+	int left;
+
+	fflush(NULL);
+	L->t0 = zb_now_ns();
+	for (int i = 0; i < L->o.nodes; i++) {
+		L->nd[i].pid = local_spawn(&L->o, &L->nd[i], i, L->pgid);
+		if (L->nd[i].pid < 0) {
+			fprintf(stderr, "zbmd local: fork: %s\n", strerror(errno));
+			L->failed = true;
+			return;
+		}
+		if (!L->pgid)
+			L->pgid = L->nd[i].pid;
+	}
+	for (left = L->o.nodes; left > 0 && !local_signal;) {
+		int st;
+		local_faults(L, zb_now_ns(), &killed, &downed);
+		pid_t p = waitpid(-L->pgid, &st, WNOHANG);
+		if (p < 0 && errno == ECHILD)
+			break;
+		if (p <= 0) {
+			usleep(5000);
+			continue;
+		}
+		for (int i = 0; i < L->o.nodes; i++)
+			if (L->nd[i].pid == p) {
+				L->nd[i].exited = true;
+				L->nd[i].status = st;
+				L->nd[i].exit_ns = zb_now_ns();
+				L->failed |= !WIFEXITED(st) || WEXITSTATUS(st);
+				left--;
+			}
+	}
+}
+
+/* SIGTERM, then SIGKILL, whatever of the group still runs; reap it all. */
+static void local_stop(struct local_run *L)
+{
+	bool any = false;
+
+	if (!L->pgid)
+		return;
+	for (int i = 0; i < L->o.nodes; i++)
+		any = any || (L->nd[i].pid > 0 && !L->nd[i].exited);
+	if (!any)
+		return;
+	kill(-L->pgid, SIGTERM);
+	for (int t = 0; t < 200; t++) {
+		pid_t p = waitpid(-L->pgid, NULL, WNOHANG);
+		if (p < 0)
+			break;
+		if (p == 0)
+			usleep(10000);
+	}
+	kill(-L->pgid, SIGKILL);
+	while (waitpid(-L->pgid, NULL, 0) > 0)
+		;
+}
+
+static void local_cleanup(struct local_run *L)
+{
+	if (L->ns_up)
+		local_ns_teardown(&L->o, L->pid);
+	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns)) {
+		fprintf(stderr, "zbmd local: configs and logs kept in %s\n", L->dir);
+		return;
+	}
+	for (int i = 0; i < L->o.nodes; i++) {
+		unlink(L->nd[i].cfg);
+		unlink(L->nd[i].log);
+	}
+	rmdir(L->dir);
+}
+
+int coll_local_main(int argc, char **argv)
+{
+	static struct local_run L;
+	struct sigaction sa = {.sa_handler = local_on_signal}, old[3];
+	int rc, status = 1;
+
+	memset(&L, 0, sizeof(L));
+	local_signal = 0;
+	rc = local_parse(argc, argv, &L.o);
 	if (rc)
 		return rc > 0 ? 0 : 2;
-	if (!mkdtemp(dir)) {
+	L.pid = (int)getpid();
+	L.x = L.pid % 250;
+	snprintf(L.dir, sizeof(L.dir), "/tmp/zbmd-local-XXXXXX");
+	if (!mkdtemp(L.dir)) {
 		fprintf(stderr, "zbmd local: mkdtemp: %s\n", strerror(errno));
 		return 1;
 	}
-	memset(nd, 0, sizeof(nd));
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old[0]);
 	sigaction(SIGTERM, &sa, &old[1]);
 	sigaction(SIGHUP, &sa, &old[2]);
-	if (o.ns) {
-		if (geteuid() != 0) {
-			fprintf(stderr, "zbmd local: namespaces (--ns/--netem/--linkdown) "
-				"need root\n");
-			goto out;
-		}
-		ns_up = true;
-		if (local_ns_setup(&o, pid, x) < 0) {
-			fprintf(stderr, "zbmd local: setting up namespaces zbcoll-%d-* "
-				"failed\n", pid);
-			goto out;
-		}
-	}
-	for (int i = 0; i < o.nodes; i++) {
-		snprintf(nd[i].cfg, sizeof(nd[i].cfg), "%s/node%d.ini", dir, i);
-		snprintf(nd[i].log, sizeof(nd[i].log), "%s/node%d.log", dir, i);
-		if (o.ns)
-			snprintf(nd[i].ns, sizeof(nd[i].ns), "zbcoll-%d-%d", pid, i);
-		rc = local_write_config(&o, i, nd[i].cfg,
-					o.ns ? "10.77.%d.%d" : "127.77.%d.%d", x);
-		if (rc < 0) {
-			fprintf(stderr, "zbmd local: writing %s: %s\n", nd[i].cfg,
-				strerror(-rc));
-			goto out;
-		}
-	}
-	fflush(NULL);
-	t0 = zb_now_ns();
-	for (int i = 0; i < o.nodes; i++) {
-		nd[i].pid = local_spawn(&o, &nd[i], i, pgid);
-		if (nd[i].pid < 0) {
-			fprintf(stderr, "zbmd local: fork: %s\n", strerror(errno));
-			goto stop;
-		}
-		if (!pgid)
-			pgid = nd[i].pid;
-	}
-	int left = o.nodes;
-	bool killed = false, downed = false;
-	while (left > 0 && !local_signal) {
-		uint64_t now = zb_now_ns();
-		if (o.kill_node >= 0 && !killed &&
-		    now - t0 >= (uint64_t)o.kill_ms * 1000000ull) {
-			killed = true;
-			fault_ns = now;
-			kill(nd[o.kill_node].pid, SIGKILL);
-			fprintf(stderr, "zbmd local: killed node %d (kill -9) at %ld ms\n",
-				o.kill_node, o.kill_ms);
-		}
-		if (o.linkdown_node >= 0 && !downed &&
-		    now - t0 >= (uint64_t)o.linkdown_ms * 1000000ull) {
-			downed = true;
-			fault_ns = now;
-			local_sh("ip -n zbcoll-%d-%d link set eth0 down", pid,
-				 o.linkdown_node);
-			fprintf(stderr, "zbmd local: link of node %d down at %ld ms\n",
-				o.linkdown_node, o.linkdown_ms);
-		}
-		int st;
-		pid_t p = waitpid(-pgid, &st, WNOHANG);
-		if (p > 0) {
-			for (int i = 0; i < o.nodes; i++)
-				if (nd[i].pid == p) {
-					nd[i].exited = true;
-					nd[i].status = st;
-					nd[i].exit_ns = zb_now_ns();
-					if (!WIFEXITED(st) || WEXITSTATUS(st))
-						failed = true;
-				}
-			left--;
-			continue;
-		}
-		if (p < 0 && errno == ECHILD)
-			break;
-		usleep(5000);
-	}
-stop:
-	if (local_signal)
-		fprintf(stderr, "\nzbmd local: caught signal %d, stopping the nodes\n",
-			(int)local_signal);
-	if (pgid) {
-		bool any = false;
-		for (int i = 0; i < o.nodes; i++)
-			any = any || (nd[i].pid > 0 && !nd[i].exited);
-		if (any) {
-			kill(-pgid, SIGTERM);
-			for (int t = 0; t < 200; t++) {
-				int st;
-				pid_t p = waitpid(-pgid, &st, WNOHANG);
-				if (p < 0)
-					break;
-				if (p == 0)
-					usleep(10000);
-			}
-			kill(-pgid, SIGKILL);
-			while (waitpid(-pgid, NULL, 0) > 0)
-				;
-		}
-	}
-	if (!local_signal) {
-		if (failed || fault_ns)
-			for (int i = 0; i < o.nodes; i++)
-				if (nd[i].exited) {
-					local_describe(&nd[i], i, t0, fault_ns);
-					if (i != 0 && (!WIFEXITED(nd[i].status) ||
-						       WEXITSTATUS(nd[i].status)))
-						local_tail(nd[i].log);
-				}
-		status = failed ? 1 : 0;
+	if (local_prepare(&L) < 0) {
+		L.failed = true;
 	} else {
-		status = 130;
+		local_supervise(&L);
+		if (local_signal)
+			fprintf(stderr, "\nzbmd local: caught signal %d, stopping the "
+				"nodes\n", (int)local_signal);
+		local_stop(&L);
+		if (!local_signal && (L.failed || L.fault_ns))
+			for (int i = 0; i < L.o.nodes; i++)
+				if (L.nd[i].exited) {
+					local_describe(&L.nd[i], i, L.t0, L.fault_ns);
+					if (i != 0 && (!WIFEXITED(L.nd[i].status) ||
+						       WEXITSTATUS(L.nd[i].status)))
+						local_tail(L.nd[i].log);
+				}
 	}
-out:
-	if (ns_up)
-		local_ns_teardown(&o, pid);
-	if (o.keep || (failed && !local_signal && !fault_ns)) {
-		fprintf(stderr, "zbmd local: configs and logs kept in %s\n", dir);
-	} else {
-		for (int i = 0; i < o.nodes; i++) {
-			unlink(nd[i].cfg);
-			unlink(nd[i].log);
-		}
-		rmdir(dir);
-	}
+	status = local_signal ? 130 : L.failed ? 1 : 0;
+	local_cleanup(&L);
 	sigaction(SIGINT, &old[0], NULL);
 	sigaction(SIGTERM, &old[1], NULL);
 	sigaction(SIGHUP, &old[2], NULL);
