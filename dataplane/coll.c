@@ -523,6 +523,12 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 		rc = gpu_host_reduce(slot, (const char *)a->sendbuf + x->mine_off,
 				     elems, a->dtype, rop);
 		break;
+	case COLL_RECV_DIRECT_REDUCE:
+		rc = gpu_host_reduce(dst, (const char *)a->sendbuf + x->mine_off,
+				     elems, a->dtype, rop);
+		if (rc == 0 && x->scale_after)
+			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
+		break;
 	default:
 		return 0;
 	}
@@ -606,7 +612,8 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 			if ((x.recv_guard_send >= 0 && ch->send_done <= (uint64_t)x.recv_guard_send) ||
 			    (x.recv_guard_recv >= 0 && ch->recv_done <= (uint64_t)x.recv_guard_recv))
 				break;
-			if (x.recv_kind == COLL_RECV_DIRECT) {
+			if (x.recv_kind == COLL_RECV_DIRECT ||
+			    x.recv_kind == COLL_RECV_DIRECT_REDUCE) {
 				buf = (char *)a->recvbuf + x.recv_off;
 				mh = ch->recv_rmh;
 			} else {

@@ -153,6 +153,13 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 	o->kill_node = o->linkdown_node = -1;
 	for (size_t i = 0; i < ZB_ARRAY_LEN(local_defaults); i++)
 		o->kv[o->nkv++] = local_defaults[i];
+	/* Loopback nodes listen on 127.77.(pid % 250).i; the port comes from
+	 * the rest of the pid, so two runs at once never share ip:port. */
+	char port[16];
+	snprintf(port, sizeof(port), "%d", 10000 + ((int)getpid() / 250) % 50000);
+	for (int i = 0; i < o->nkv; i++)
+		if (!strcmp(o->kv[i].key, "tcp_port"))
+			snprintf(o->kv[i].val, sizeof(o->kv[i].val), "%s", port);
 	optind = 1;
 	/* '+': stop at the first non-option (the command after --). */
 	while ((c = getopt_long(argc, argv, "+n:h", lo, NULL)) != -1) {

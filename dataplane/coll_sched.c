@@ -104,9 +104,12 @@ static void xfer_allreduce(const struct coll_plan *p, size_t k, uint32_t s,
 		rb = modn((int64_t)r - s - 1, n);
 		x->send_src = s == 0 ? COLL_BUF_SEND : COLL_BUF_RECV;
 		x->send_dep = s == 0 ? -1 : (int64_t)(k0 + s - 1);
-		x->recv_kind = COLL_RECV_REDUCE;
+		/* Out of place the partial lands straight in dst and our own
+		 * contribution is added from sendbuf: no copy, no slot. In
+		 * place dst still holds our contribution: receive into a slot. */
 		ar_chunk(p, rb, k, &lo, &hi);
-		x->init_off = p->in_place ? -1 : (int64_t)(lo * p->esize);
+		x->recv_kind = p->in_place ? COLL_RECV_REDUCE : COLL_RECV_DIRECT_REDUCE;
+		x->mine_off = p->in_place ? -1 : (int64_t)(lo * p->esize);
 		x->scale_after = p->avg && s == n - 2;
 	} else {                        /* all-gather */
 		uint32_t j = s - (n - 1);
@@ -157,9 +160,10 @@ static void xfer_rs_ag(const struct coll_plan *p, size_t k, uint32_t s,
 			x->mine_off = (int64_t)(rb * cb + lo * p->esize);
 		} else {
 			ZB_DASSERT(rb == r);
-			x->recv_kind = COLL_RECV_REDUCE;
+			x->recv_kind = p->in_place ? COLL_RECV_REDUCE
+				       : COLL_RECV_DIRECT_REDUCE;
 			x->recv_off = lo * p->esize;
-			x->init_off = p->in_place ? -1
+			x->mine_off = p->in_place ? -1
 				      : (int64_t)(r * cb + lo * p->esize);
 			x->scale_after = p->avg;
 		}

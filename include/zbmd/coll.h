@@ -188,6 +188,7 @@ enum coll_recv_kind {
 	COLL_RECV_REDUCE,       /* into a slot; dst = (init ? init : dst) OP slot */
 	COLL_RECV_REDUCE_FWD,   /* into a slot; slot = slot OP mine; the next
 				 * position's send goes out of this slot */
+	COLL_RECV_DIRECT_REDUCE, /* into dst; then dst = dst OP mine */
 };
 
 struct coll_xfer {
@@ -203,7 +204,7 @@ struct coll_xfer {
 	size_t recv_off;        /* byte offset into recvbuf (dst) */
 	size_t recv_bytes;
 	int64_t init_off;       /* REDUCE: sendbuf offset to copy to dst first, -1 */
-	int64_t mine_off;       /* REDUCE_FWD: sendbuf offset of own part */
+	int64_t mine_off;       /* REDUCE_FWD, DIRECT_REDUCE: sendbuf offset of own part */
 	int64_t recv_guard_send; /* send position that must be complete, -1 */
 	int64_t recv_guard_recv; /* recv position that must be processed, -1 */
 	bool scale_after;       /* avg: scale dst by 1/n after processing */

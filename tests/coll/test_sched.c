@@ -49,24 +49,32 @@ static void check_guards(const struct coll_plan *p)
 		coll_plan_xfer(p, a, &x);
 		for (uint64_t q = 0; q < a; q++) {
 			coll_plan_xfer(p, q, &y);
-			if (x.recv_kind == COLL_RECV_DIRECT) {
+			bool xd = x.recv_kind == COLL_RECV_DIRECT ||
+				  x.recv_kind == COLL_RECV_DIRECT_REDUCE;
+			bool yw = y.recv_kind == COLL_RECV_REDUCE ||
+				  y.recv_kind == COLL_RECV_DIRECT_REDUCE;
+			if (xd) {
 				if (y.has_send && !y.send_from_slot &&
 				    y.send_src == COLL_BUF_RECV &&
 				    overlap(y.send_off, y.send_bytes, x.recv_off, x.recv_bytes))
 					EXPECT(x.recv_guard_send >= (int64_t)q,
 					       "pos %llu recv overwrites send %llu", (unsigned long long)a,
 					       (unsigned long long)q);
-				if (y.recv_kind == COLL_RECV_REDUCE &&
-				    overlap(y.recv_off, y.recv_bytes, x.recv_off, x.recv_bytes))
+				if (yw && overlap(y.recv_off, y.recv_bytes, x.recv_off, x.recv_bytes))
 					EXPECT(x.recv_guard_recv >= (int64_t)q,
 					       "pos %llu recv races reduce %llu", (unsigned long long)a,
 					       (unsigned long long)q);
 				if (y.recv_kind == COLL_RECV_DIRECT)
 					EXPECT(!overlap(y.recv_off, y.recv_bytes, x.recv_off,
 							x.recv_bytes), "double receive");
+				if (y.recv_kind == COLL_RECV_DIRECT_REDUCE &&
+				    overlap(y.recv_off, y.recv_bytes, x.recv_off, x.recv_bytes))
+					EXPECT(x.recv_guard_recv >= (int64_t)q,
+					       "pos %llu receive overwrites unreduced %llu",
+					       (unsigned long long)a, (unsigned long long)q);
 			}
 			if (x.has_send && !x.send_from_slot && x.send_src == COLL_BUF_RECV &&
-			    (y.recv_kind == COLL_RECV_DIRECT || y.recv_kind == COLL_RECV_REDUCE) &&
+			    y.recv_kind != COLL_RECV_NONE && y.recv_kind != COLL_RECV_REDUCE_FWD &&
 			    overlap(y.recv_off, y.recv_bytes, x.send_off, x.send_bytes))
 				EXPECT(x.send_dep >= (int64_t)q, "send %llu before recv %llu",
 				       (unsigned long long)a, (unsigned long long)q);
@@ -100,6 +108,13 @@ static void deliver(uint32_t r, uint64_t pos, const struct coll_xfer *x,
 			uint64_t base = x->init_off >= 0 ? R[r].src[x->init_off / ES + i] : d[i];
 			EXPECT(!(base & in[i]), "reduce counts a rank twice");
 			d[i] = base | in[i];
+		}
+		break;
+	case COLL_RECV_DIRECT_REDUCE:
+		for (size_t i = 0; i < e; i++) {
+			uint64_t m = R[r].src[x->mine_off / ES + i];
+			EXPECT(!(m & in[i]), "direct reduce counts a rank twice");
+			d[i] = in[i] | m;
 		}
 		break;
 	case COLL_RECV_REDUCE_FWD:
