@@ -6,7 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 12
+plan 14
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 for n in 2 3 4; do
 	out=$("$Z" local --nodes $n --set coll.chunk_kb=1 --set coll.channels=$((n - 1 > 1 ? 3 : 2)) \
@@ -36,5 +36,17 @@ ok $? "missing config: exit 2 naming the file"
 "$Z" local --nodes 2 --link memif -- bench allreduce >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 [ $rc -eq 2 ] && grep -q "not available yet" /tmp/zbcoll-err.$$
 ok $? "--link memif: refused as not available yet (exit 2)"
+bad=0
+for a in "-d nosuch" "-o nosuch" "-b 1X" "-n 0" "-b 2M -e 1M" "-N 1,x" "--bogus"; do
+	"$Z" bench allreduce -c x.ini $a >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && [ -s /tmp/zbcoll-err.$$ ] || { bad=1; diag "bench $a: exit $rc"; }
+done
+ok $bad "bad bench flags: exit 2 with a message, nothing run"
+bad=0
+for a in "--nodes 0 -- bench allreduce" "--nodes 2 --set nodot -- x" "--nodes 2 --kill 5@1 -- x" "--nodes 2"; do
+	"$Z" local $a >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && [ -s /tmp/zbcoll-err.$$ ] || { bad=1; diag "local $a: exit $rc"; }
+done
+ok $bad "bad zbmd local flags: exit 2 with a message"
 rm -f /tmp/zbcoll-err.$$
 done_testing
