@@ -405,6 +405,8 @@ static int coll_activate(struct coll_comm *c, struct coll_op *op)
 	bool inplace;
 	int rc;
 
+	uint64_t t0 = zb_now_ns();
+
 	ZB_ASSERT(op->state == OP_QUEUED);
 	switch (a->kind) {
 	case COLL_ALLREDUCE:
@@ -425,6 +427,7 @@ static int coll_activate(struct coll_comm *c, struct coll_op *op)
 			memcpy(rb + (size_t)c->rank * cb, sb, cb);
 		break;
 	}
+	c->st.copy_ns += zb_now_ns() - t0;
 	size_t chunk_elems = c->chunk_bytes / es;
 	/* Small collectives are latency-bound: fewer channels, fewer messages.
 	 * Every rank computes the same number from the same arguments. */
@@ -507,14 +510,10 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 	char *slot = slot_of(c, ch, pos);
 	int rc = 0;
 
-	uint64_t t0 = zb_now_ns(), t1 = t0;
+	uint64_t t0 = zb_now_ns();
 
 	switch (x->recv_kind) {
 	case COLL_RECV_REDUCE:
-		if (x->init_off >= 0) {
-			memcpy(dst, (const char *)a->sendbuf + x->init_off, x->recv_bytes);
-			t1 = zb_now_ns();
-		}
 		rc = gpu_host_reduce(dst, slot, elems, a->dtype, rop);
 		if (rc == 0 && x->scale_after)
 			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
@@ -532,8 +531,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 	default:
 		return 0;
 	}
-	c->st.copy_ns += t1 - t0;
-	c->st.reduce_ns += zb_now_ns() - t1;
+	c->st.reduce_ns += zb_now_ns() - t0;
 	return rc;
 }
 

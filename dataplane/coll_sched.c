@@ -203,8 +203,7 @@ void coll_plan_xfer(const struct coll_plan *p, uint64_t pos, struct coll_xfer *x
 {
 	ZB_DASSERT(p != NULL && x != NULL);
 	ZB_DASSERT(pos < coll_plan_positions(p));
-	*x = (struct coll_xfer){.send_dep = -1, .send_guard = -1,
-				.init_off = -1, .mine_off = -1,
+	*x = (struct coll_xfer){.send_dep = -1, .mine_off = -1,
 				.recv_guard_send = -1, .recv_guard_recv = -1};
 	size_t k = (size_t)(pos / p->steps);
 	uint32_t s = (uint32_t)(pos % p->steps);

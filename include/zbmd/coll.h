@@ -163,7 +163,8 @@ struct coll_stats {
 	uint64_t messages;              /* sends + receives completed */
 	uint64_t bytes_sent, bytes_received;
 	uint64_t reduce_ns;             /* gpu_host_reduce + gpu_host_scale */
-	uint64_t copy_ns;               /* out-of-place copies */
+	uint64_t copy_ns;               /* local copies (own all-gather block,
+					 * broadcast root, single rank) */
 	uint64_t wait_ns;               /* asleep in the provider's wait() */
 	uint64_t blocking_ns;           /* inside coll_wait() altogether */
 };
@@ -185,7 +186,7 @@ static inline size_t coll_split(size_t total, size_t parts, size_t i)
 enum coll_recv_kind {
 	COLL_RECV_NONE = 0,
 	COLL_RECV_DIRECT,       /* into dst */
-	COLL_RECV_REDUCE,       /* into a slot; dst = (init ? init : dst) OP slot */
+	COLL_RECV_REDUCE,       /* into a slot; then dst = dst OP slot */
 	COLL_RECV_REDUCE_FWD,   /* into a slot; slot = slot OP mine; the next
 				 * position's send goes out of this slot */
 	COLL_RECV_DIRECT_REDUCE, /* into dst; then dst = dst OP mine */
@@ -198,12 +199,10 @@ struct coll_xfer {
 	int send_src;           /* COLL_BUF_SEND or COLL_BUF_RECV */
 	size_t send_bytes;
 	int64_t send_dep;       /* recv position that must be processed, -1 */
-	int64_t send_guard;     /* (unused by sends) */
 
 	enum coll_recv_kind recv_kind;
 	size_t recv_off;        /* byte offset into recvbuf (dst) */
 	size_t recv_bytes;
-	int64_t init_off;       /* REDUCE: sendbuf offset to copy to dst first, -1 */
 	int64_t mine_off;       /* REDUCE_FWD, DIRECT_REDUCE: sendbuf offset of own part */
 	int64_t recv_guard_send; /* send position that must be complete, -1 */
 	int64_t recv_guard_recv; /* recv position that must be processed, -1 */

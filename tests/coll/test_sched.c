@@ -105,7 +105,7 @@ static void deliver(uint32_t r, uint64_t pos, const struct coll_xfer *x,
 		break;
 	case COLL_RECV_REDUCE:
 		for (size_t i = 0; i < e; i++) {
-			uint64_t base = x->init_off >= 0 ? R[r].src[x->init_off / ES + i] : d[i];
+			uint64_t base = d[i];
 			EXPECT(!(base & in[i]), "reduce counts a rank twice");
 			d[i] = base | in[i];
 		}
@@ -280,7 +280,7 @@ int main(void)
 	ok(x.recv_kind == COLL_RECV_DIRECT && x.recv_guard_send >= 0,
 	   "all-gather receives carry a send guard");
 	coll_plan_xfer(&pl, 0, &x);
-	ok(x.recv_kind == COLL_RECV_REDUCE && x.init_off == -1 && x.send_dep == -1,
+	ok(x.recv_kind == COLL_RECV_REDUCE && x.mine_off == -1 && x.send_dep == -1,
 	   "in place: first reduce-scatter step reduces into dst, sends at once");
 	return tap_done();
 }
