@@ -1,6 +1,7 @@
 /* coll_local.c — `zbmd local`: an N-node cluster on this machine.
  *
  *   zbmd local --nodes N [--link tcp|veth|memif] [--netem "loss 2%"] [--ns]
+ *              [--qdisc "tbf rate 300mbit burst 16kb limit 16kb"]
  *              [--set SECTION.KEY=VALUE]... [--kill NODE@MS] [--linkdown NODE@MS]
  *              [--keep] -- COMMAND [ARGS...]
  *
@@ -18,7 +19,8 @@
  *          at 127.77.X.(i+1) (X from the pid, so parallel runs don't
  *          collide). With --netem or --ns: one network namespace per node
  *          (zbcoll-PID-i) joined by veth pairs to a bridge in a hub
- *          namespace (zbcoll-PID-hub); --netem SPEC goes on every node's
+ *          namespace (zbcoll-PID-hub); --qdisc SPEC (any tc qdisc; --netem
+ *          SPEC is --qdisc "netem SPEC") goes on every node's
  *          egress.
  *   veth, memif  need the dpdk net provider, which has not landed yet:
  *          refused with a clear message rather than faked.
@@ -60,7 +62,8 @@ static const struct local_kv local_defaults[] = {
 
 struct local_opts {
 	int nodes;
-	const char *link, *netem;
+	const char *link, *netem, *qdisc;
+	char qdisc_buf[256];
 	bool ns, keep;
 	struct local_kv kv[ZB_ARRAY_LEN(local_defaults) + LOCAL_MAX_SETS];
 	int nkv;
@@ -89,6 +92,8 @@ static void local_usage(FILE *f)
 "is run as a program), prints node 0's output and tears everything down.\n"
 "  --link tcp        kernel TCP (default; loopback, or namespaces with --ns/--netem)\n"
 "  --netem SPEC      tc netem on every node's link, e.g. \"loss 2%% reorder 25%%\"\n"
+"  --qdisc SPEC      any tc qdisc on every node's link, e.g. \"tbf rate 300mbit\n"
+"                    burst 16kb limit 16kb\" (a tiny queue: real drops)\n"
 "  --set S.K=V       override a key of the embedded config\n"
 "  --kill N@MS       kill -9 node N after MS ms (fault test)\n"
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces)\n"
@@ -138,6 +143,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		{"nodes", required_argument, 0, 'n'},
 		{"link", required_argument, 0, 'l'},
 		{"netem", required_argument, 0, 'e'},
+		{"qdisc", required_argument, 0, 'q'},
 		{"ns", no_argument, 0, 'N'},
 		{"set", required_argument, 0, 's'},
 		{"kill", required_argument, 0, 'k'},
@@ -177,6 +183,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		}
 		case 'l': o->link = optarg; break;
 		case 'e': o->netem = optarg; break;
+		case 'q': o->qdisc = optarg; break;
 		case 'N': o->ns = true; break;
 		case 'K': o->keep = true; break;
 		case 's':
@@ -220,7 +227,16 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 				"memif)\n", o->link);
 		return -EINVAL;
 	}
-	if (o->netem || o->linkdown_node >= 0)
+	if (o->netem && o->qdisc) {
+		fprintf(stderr, "zbmd local: --netem and --qdisc both set one root "
+			"qdisc; give one\n");
+		return -EINVAL;
+	}
+	if (o->netem) {
+		snprintf(o->qdisc_buf, sizeof(o->qdisc_buf), "netem %s", o->netem);
+		o->qdisc = o->qdisc_buf;
+	}
+	if (o->qdisc || o->linkdown_node >= 0)
 		o->ns = true;
 	if ((o->kill_node >= o->nodes) || (o->linkdown_node >= o->nodes)) {
 		fprintf(stderr, "zbmd local: --kill/--linkdown node out of range\n");
@@ -300,10 +316,11 @@ static int local_ns_setup(const struct local_opts *o, int pid, int x)
 			     pid, i, pid, i, pid, i, pid, i, pid, i, x, i + 1, pid, i,
 			     pid, i) < 0)
 			return -1;
-		if (o->netem && local_sh("ip netns exec zbcoll-%d-%d tc qdisc add dev "
-					 "eth0 root netem %s", pid, i, o->netem) < 0) {
-			fprintf(stderr, "zbmd local: `tc qdisc add ... netem %s` failed "
-				"(is sch_netem available in this kernel?)\n", o->netem);
+		if (o->qdisc && local_sh("ip netns exec zbcoll-%d-%d tc qdisc add dev "
+					 "eth0 root %s", pid, i, o->qdisc) < 0) {
+			fprintf(stderr, "zbmd local: `tc qdisc add dev eth0 root %s` "
+				"failed%s\n", o->qdisc, o->netem ? " (is sch_netem "
+				"available in this kernel?)" : "");
 			return -1;
 		}
 	}
@@ -413,7 +430,7 @@ static int local_prepare(struct local_run *L)
 {
 	if (L->o.ns) {
 		if (geteuid() != 0) {
-			fprintf(stderr, "zbmd local: namespaces (--ns/--netem/--linkdown) "
+			fprintf(stderr, "zbmd local: namespaces (--ns/--netem/--qdisc/--linkdown) "
 				"need root\n");
 			return -EPERM;
 		}
@@ -529,8 +546,37 @@ static void local_stop(struct local_run *L)
 		;
 }
 
+/* What the qdisc did to the traffic: "sent N pkt (dropped D, ...)" per node. */
+static void local_qdisc_stats(const struct local_run *L)
+{
+	long long sent_all = 0, dropped_all = 0;
+
+	for (int i = 0; i < L->o.nodes; i++) {
+		char cmd[160], line[512];
+		snprintf(cmd, sizeof(cmd), "ip netns exec zbcoll-%d-%d tc -s qdisc show "
+			 "dev eth0 2>/dev/null", L->pid, i);
+		FILE *f = popen(cmd, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			long long b, p, d;
+			if (sscanf(line, " Sent %lld bytes %lld pkt (dropped %lld", &b, &p,
+				   &d) == 3) {
+				sent_all += p;
+				dropped_all += d;
+				break;
+			}
+		}
+		pclose(f);
+	}
+	fprintf(stderr, "zbmd local: qdisc \"%s\": %lld packets sent, %lld dropped "
+		"on the nodes' links\n", L->o.qdisc, sent_all, dropped_all);
+}
+
 static void local_cleanup(struct local_run *L)
 {
+	if (L->ns_up && L->o.qdisc && L->t0)
+		local_qdisc_stats(L);
 	if (L->ns_up)
 		local_ns_teardown(&L->o, L->pid);
 	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns)) {

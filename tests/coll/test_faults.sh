@@ -4,7 +4,7 @@
 # namespaces, and Ctrl-C of `zbmd local` (everything torn down).
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 12
+plan 14
 E=/tmp/zbcoll-faults.$$
 trap 'rm -f $E' EXIT
 # Longest time (ms) any surviving node took to exit after the fault.
@@ -22,7 +22,7 @@ grep -q "peer down" $E
 ok $? "kill -9: the error names the cause (peer down)"
 
 if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
-	for i in 1 2 3 4 5 6 7 8; do ok 0 "# SKIP needs root and network namespaces"; done
+	for i in 1 2 3 4 5 6 7 8 9 10; do ok 0 "# SKIP needs root and network namespaces"; done
 	done_testing; exit
 fi
 
@@ -44,7 +44,17 @@ bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
 rows=$(echo "$out" | awk '!/^#/ && NF == 12' | wc -l)
 ok $([ $rc -eq 0 ] && [ "$bad" -eq 0 ] && [ "$rows" -eq 120 ]; echo $?) "namespaces + veth: all dtypes x ops, #wrong = 0 ($rows rows)"
 
-# 4. netem loss 2 % + reordering on every veth.
+# 4a. Real packet loss without netem: a token bucket with a tiny queue on every
+# node's link drops what overflows it (tail drop); TCP retransmits.
+out=$("$Z" local --nodes 3 --set coll.timeout_ms=20000 --qdisc "tbf rate 1gbit burst 64kb limit 64kb" -- \
+	bench allreduce -N 1,1001,262144 -d float -o all -n 2 -w 0 2>$E)
+rc=$?
+bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
+ok $([ $rc -eq 0 ] && [ "$bad" -eq 0 ]; echo $?) "tail-drop loss on every link (tbf, tiny queue): #wrong = 0"
+drops=$(sed -n 's/.* \([0-9]*\) dropped on the nodes.*/\1/p' $E)
+ok $([ "${drops:-0}" -gt 0 ]; echo $?) "... and packets really were dropped (${drops:-none})"
+
+# 4b. netem loss 2 % + reordering on every veth.
 if ip netns add zbcoll-probe-$$ 2>/dev/null && ip -n zbcoll-probe-$$ link add d0 type veth peer name d1 &&
 	ip netns exec zbcoll-probe-$$ tc qdisc add dev d0 root netem loss 1% 2>/dev/null; then
 	ip netns del zbcoll-probe-$$
