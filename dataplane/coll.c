@@ -510,6 +510,10 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 	char *slot = slot_of(c, ch, pos);
 	int rc = 0;
 
+	ZB_DASSERT(x->recv_bytes % es == 0 && x->recv_bytes <= c->chunk_bytes);
+	ZB_DASSERT(x->recv_kind == COLL_RECV_DIRECT || x->recv_kind == COLL_RECV_REDUCE ||
+		   x->mine_off >= 0);
+
 	uint64_t t0 = zb_now_ns();
 
 	switch (x->recv_kind) {
@@ -543,6 +547,8 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 	int ev = 0, rc, done;
 	size_t got;
 
+	ZB_DASSERT(ch->send_done <= ch->send_post && ch->send_post <= ch->npos);
+	ZB_DASSERT(ch->recv_done <= ch->recv_post && ch->recv_post <= ch->npos);
 	while (ch->send_done < ch->send_post) {
 		void **rq = &ch->sreq[ch->send_done % COLL_WINDOW];
 		if (*rq) {
@@ -601,6 +607,7 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 	struct coll_xfer x;
 	int ev = 0, rc;
 
+	ZB_DASSERT(op->state == OP_RUNNING && ch->rcomm && ch->scomm);
 	while (ch->recv_post < ch->npos && ch->recv_post - ch->recv_done < COLL_WINDOW) {
 		uint64_t p = ch->recv_post;
 		void *req = NULL;

@@ -87,8 +87,10 @@ static void ar_chunk(const struct coll_plan *p, uint32_t b, size_t k,
 		     size_t *lo, size_t *hi)
 {
 	size_t bb = coll_split(p->len, p->n, b), be = coll_split(p->len, p->n, b + 1);
+	ZB_DASSERT(b < p->n && k < p->nchunks);
 	*lo = p->base + bb + coll_split(be - bb, p->nchunks, k);
 	*hi = p->base + bb + coll_split(be - bb, p->nchunks, k + 1);
+	ZB_DASSERT(*lo <= *hi && *hi <= p->base + p->len);
 }
 
 static void xfer_allreduce(const struct coll_plan *p, size_t k, uint32_t s,
