@@ -117,6 +117,8 @@ static void coll_close_comms(struct coll_comm *c)
 	}
 }
 
+static void coll_deregister(struct coll_comm *c);
+
 /* Record the communicator's failure (first one wins), close every comm so
  * that the neighbours notice at once, and fail every queued op. */
 static int coll_fail(struct coll_comm *c, int err, const char *fmt, ...)
@@ -136,6 +138,7 @@ static int coll_fail(struct coll_comm *c, int err, const char *fmt, ...)
 	if (off > 0 && (size_t)off < sizeof(c->errmsg))
 		snprintf(c->errmsg + off, sizeof(c->errmsg) - (size_t)off,
 			 ": %s", zb_strerror(err));
+	coll_deregister(c);
 	coll_close_comms(c);
 	for (uint32_t i = 0; i < c->q_len; i++) {
 		struct coll_op *op = &c->ops_pool[c->q[(c->q_head + i) % COLL_MAX_OPS]];
@@ -465,13 +468,13 @@ static int coll_activate(struct coll_comm *c, struct coll_op *op)
 
 static void coll_deregister(struct coll_comm *c)
 {
-	for (uint16_t i = 0; i < c->nch && c->ops->dereg_mr; i++) {
+	for (uint16_t i = 0; c->ch && i < c->nch && c->ops->dereg_mr; i++) {
 		struct coll_chan *ch = &c->ch[i];
-		if (ch->send_smh)
+		if (ch->send_smh && ch->scomm)
 			c->ops->dereg_mr(ch->scomm, ch->send_smh);
-		if (ch->recv_smh)
+		if (ch->recv_smh && ch->scomm)
 			c->ops->dereg_mr(ch->scomm, ch->recv_smh);
-		if (ch->recv_rmh)
+		if (ch->recv_rmh && ch->rcomm)
 			c->ops->dereg_mr(ch->rcomm, ch->recv_rmh);
 		ch->send_smh = ch->recv_smh = ch->recv_rmh = NULL;
 	}
