@@ -10,6 +10,7 @@
 
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -45,6 +46,16 @@ struct coll_chan {
 	void *sreq[COLL_WINDOW];
 	void *rreq[COLL_WINDOW];
 	uint64_t last_ns;               /* last event: the no-progress deadline */
+	struct coll_stats st;           /* messages, bytes, reduce_ns */
+	/* Threaded channels (coll_progress_channel): the owner publishes an op
+	 * by run_seq (release) after writing the fields above; the lane sets
+	 * done_seq (release) when the channel finished or failed (lane_err). */
+	_Atomic uint32_t run_seq, done_seq;
+	_Atomic uint32_t ack_abort;     /* lane -> owner: comms closed */
+	_Atomic int lane_err;
+	struct coll_op *run_op;
+	uint32_t cur_seq, seen_abort;
+	char lane_msg[200];
 };
 
 struct coll_comm {
@@ -64,6 +75,10 @@ struct coll_comm {
 	uint32_t seq;
 	uint64_t ctx_progress_ns;
 	struct coll_stats st;
+	bool threaded;                  /* channels progressed by their lanes */
+	uint32_t op_seq;
+	_Atomic uint32_t abort_seq;     /* owner -> lanes: close your comms */
+	bool failing;                   /* waiting for the lanes' acks */
 	int err;
 	char errmsg[256];
 	uint8_t bar_send, bar_recv[CFG_MAX_NODES];
@@ -82,12 +97,20 @@ void coll_stats_get(const struct coll_comm *c, struct coll_stats *out)
 {
 	ZB_ASSERT(c != NULL && out != NULL);
 	*out = c->st;
+	for (uint16_t i = 0; i < c->nch; i++) {
+		out->messages += c->ch[i].st.messages;
+		out->bytes_sent += c->ch[i].st.bytes_sent;
+		out->bytes_received += c->ch[i].st.bytes_received;
+		out->reduce_ns += c->ch[i].st.reduce_ns;
+	}
 }
 
 void coll_stats_reset(struct coll_comm *c)
 {
 	ZB_ASSERT(c != NULL);
 	memset(&c->st, 0, sizeof(c->st));
+	for (uint16_t i = 0; i < c->nch; i++)
+		memset(&c->ch[i].st, 0, sizeof(c->ch[i].st));
 }
 
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank)
@@ -96,10 +119,10 @@ uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank)
 	return c->nodes[rank];
 }
 
-static void coll_close_comms(struct coll_comm *c)
+/* Close one channel's comms (its owner thread: the lane when threaded). */
+static void chan_close(struct coll_comm *c, struct coll_chan *ch)
 {
-	for (uint16_t i = 0; c->ch && i < c->nch; i++) {
-		struct coll_chan *ch = &c->ch[i];
+	{
 		if (ch->scomm) {
 			if (ch->slot_smh && c->ops->dereg_mr)
 				c->ops->dereg_mr(ch->scomm, ch->slot_smh);
@@ -117,7 +140,14 @@ static void coll_close_comms(struct coll_comm *c)
 	}
 }
 
+static void coll_close_comms(struct coll_comm *c)
+{
+	for (uint16_t i = 0; c->ch && i < c->nch; i++)
+		chan_close(c, &c->ch[i]);
+}
+
 static void coll_deregister(struct coll_comm *c);
+static void coll_fail_ops(struct coll_comm *c, int err);
 
 /* Record the communicator's failure (first one wins), close every comm so
  * that the neighbours notice at once, and fail every queued op. */
@@ -138,8 +168,23 @@ static int coll_fail(struct coll_comm *c, int err, const char *fmt, ...)
 	if (off > 0 && (size_t)off < sizeof(c->errmsg))
 		snprintf(c->errmsg + off, sizeof(c->errmsg) - (size_t)off,
 			 ": %s", zb_strerror(err));
+	if (c->threaded) {
+		/* The lanes own the comms and may still be inside the running
+		 * op's buffers: they close and acknowledge, then (in
+		 * coll_progress) the ops complete with the error. */
+		atomic_store_explicit(&c->abort_seq, 1, memory_order_release);
+		c->failing = true;
+		return err;
+	}
 	coll_deregister(c);
 	coll_close_comms(c);
+	coll_fail_ops(c, err);
+	return err;
+}
+
+/* Complete every queued op with err (their callbacks run now). */
+static void coll_fail_ops(struct coll_comm *c, int err)
+{
 	for (uint32_t i = 0; i < c->q_len; i++) {
 		struct coll_op *op = &c->ops_pool[c->q[(c->q_head + i) % COLL_MAX_OPS]];
 		op->status = err;
@@ -150,7 +195,6 @@ static int coll_fail(struct coll_comm *c, int err, const char *fmt, ...)
 		}
 	}
 	c->q_len = 0;
-	return err;
 }
 
 int coll_abort(struct coll_comm *c, int err, const char *why)
@@ -259,6 +303,7 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 		return -ENOMEM;
 	c->ops = ops;
 	c->cfg = cfg;
+	c->threaded = a->threaded_channels;
 	c->nch = a->channels ? a->channels : (cfg->coll.channels ? cfg->coll.channels : 1);
 	c->chunk_bytes = a->chunk_bytes ? a->chunk_bytes
 			 : (cfg->coll.chunk_kb ? cfg->coll.chunk_kb : 256) * 1024u;
@@ -318,6 +363,7 @@ void coll_comm_destroy(struct coll_comm *c)
 {
 	if (!c)
 		return;
+	coll_deregister(c);
 	coll_close_comms(c);
 	if (c->ctx)
 		c->ops->fini(c->ctx);
@@ -482,6 +528,29 @@ static void coll_deregister(struct coll_comm *c)
 
 /* ---- the per-channel state machine --------------------------------------- */
 
+/* A channel failed. Single-threaded: the communicator fails at once. With
+ * lanes: the lane closes its own comms (the neighbours see it at once),
+ * publishes the error to the owner (done_seq), and the owner fails the
+ * communicator from coll_progress(). */
+static int chan_fail(struct coll_comm *c, struct coll_chan *ch, int err,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int chan_fail(struct coll_comm *c, struct coll_chan *ch, int err,
+		     const char *fmt, ...)
+{
+	va_list ap;
+
+	ZB_ASSERT(err < 0 && ch != NULL);
+	va_start(ap, fmt);
+	vsnprintf(ch->lane_msg, sizeof(ch->lane_msg), fmt, ap);
+	va_end(ap);
+	if (!c->threaded)
+		return coll_fail(c, err, "%s", ch->lane_msg);
+	chan_close(c, ch);
+	atomic_store_explicit(&ch->lane_err, err, memory_order_relaxed);
+	atomic_store_explicit(&ch->done_seq, ch->cur_seq, memory_order_release);
+	return err;
+}
+
 static char *slot_of(const struct coll_comm *c, struct coll_chan *ch, uint64_t pos)
 {
 	return ch->slots + (size_t)(pos % COLL_SLOTS) * c->chunk_bytes;
@@ -538,7 +607,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 	default:
 		return 0;
 	}
-	c->st.reduce_ns += zb_now_ns() - t0;
+	ch->st.reduce_ns += zb_now_ns() - t0;
 	return rc;
 }
 
@@ -558,15 +627,15 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 			rc = o->test(*rq, &done, NULL);
 			if (rc < 0) {
 				*rq = NULL;
-				return coll_fail(c, rc, "send to node %u on "
+				return chan_fail(c, ch, rc, "send to node %u on "
 						 "channel %u", c->next, ch->id);
 			}
 			if (!done)
 				break;
 			*rq = NULL;
 			coll_plan_xfer(&ch->plan, ch->send_done, &x);
-			c->st.bytes_sent += x.send_bytes;
-			c->st.messages++;
+			ch->st.bytes_sent += x.send_bytes;
+			ch->st.messages++;
 		}
 		ch->send_done++;
 		ev++;
@@ -578,7 +647,7 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 			rc = o->test(*rq, &done, &got);
 			if (rc < 0) {
 				*rq = NULL;
-				return coll_fail(c, rc, "receive from node %u on "
+				return chan_fail(c, ch, rc, "receive from node %u on "
 						 "channel %u", c->prev, ch->id);
 			}
 			if (!done)
@@ -586,15 +655,15 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 			*rq = NULL;
 			coll_plan_xfer(&ch->plan, ch->recv_done, &x);
 			if (got != x.recv_bytes)
-				return coll_fail(c, ZB_ERR_BAD_FRAME, "node %u sent "
+				return chan_fail(c, ch, ZB_ERR_BAD_FRAME, "node %u sent "
 						 "%zu bytes, expected %zu (do all "
 						 "nodes run the same collective?)",
 						 c->prev, got, x.recv_bytes);
-			c->st.bytes_received += got;
-			c->st.messages++;
+			ch->st.bytes_received += got;
+			ch->st.messages++;
 			rc = coll_process(c, op, ch, ch->recv_done, &x);
 			if (rc < 0)
-				return coll_fail(c, rc, "reduction");
+				return chan_fail(c, ch, rc, "reduction");
 		}
 		ch->recv_done++;
 		ev++;
@@ -634,7 +703,7 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 			if (rc == -EAGAIN)
 				break;
 			if (rc < 0)
-				return coll_fail(c, rc, "posting a receive from node %u",
+				return chan_fail(c, ch, rc, "posting a receive from node %u",
 						 c->prev);
 		}
 		ch->rreq[p % COLL_WINDOW] = req;
@@ -664,7 +733,7 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 			if (rc == -EAGAIN)
 				break;
 			if (rc < 0)
-				return coll_fail(c, rc, "posting a send to node %u",
+				return chan_fail(c, ch, rc, "posting a send to node %u",
 						 c->next);
 		}
 		ch->sreq[p % COLL_WINDOW] = req;
@@ -697,7 +766,7 @@ static int chan_progress(struct coll_comm *c, struct coll_op *op,
 	if (ev)
 		ch->last_ns = now;
 	else if (now - ch->last_ns > c->timeout_ns)
-		return coll_fail(c, ZB_ERR_TIMEOUT, "channel %u made no progress "
+		return chan_fail(c, ch, ZB_ERR_TIMEOUT, "channel %u made no progress "
 				 "for %llu ms (waiting on node %u / node %u)",
 				 ch->id, (unsigned long long)(c->timeout_ns / 1000000),
 				 c->prev, c->next);
@@ -719,13 +788,96 @@ static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
 	}
 }
 
+/* Owner side with lanes: start the head op on every channel, collect the
+ * lanes' results, finish it. Never touches a channel while it runs. */
+static int coll_progress_owner(struct coll_comm *c)
+{
+	int ev = 0, rc;
+
+	while (c->q_len) {
+		struct coll_op *op = &c->ops_pool[c->q[c->q_head]];
+		if (op->state == OP_QUEUED) {
+			if ((rc = coll_activate(c, op)) < 0)
+				return rc;
+			uint32_t seq = ++c->op_seq;
+			for (uint16_t i = 0; i < c->nch; i++) {
+				struct coll_chan *ch = &c->ch[i];
+				ch->run_op = op;
+				atomic_store_explicit(&ch->lane_err, 0, memory_order_relaxed);
+				/* Publish; even an empty channel is completed by its
+				 * lane (done_seq is the lane's to write from here). */
+				atomic_store_explicit(&ch->run_seq, seq, memory_order_release);
+			}
+			ev++;
+		}
+		bool done = true;
+		for (uint16_t i = 0; i < c->nch; i++) {
+			struct coll_chan *ch = &c->ch[i];
+			if (atomic_load_explicit(&ch->done_seq, memory_order_acquire) !=
+			    c->op_seq) {
+				done = false;
+				continue;
+			}
+			int err = atomic_load_explicit(&ch->lane_err, memory_order_relaxed);
+			if (err)
+				return coll_fail(c, err, "%s", ch->lane_msg);
+		}
+		if (!done)
+			break;
+		coll_finish(c, op, 0);
+		ev++;
+	}
+	return ev;
+}
+
+int coll_progress_channel(struct coll_comm *c, uint16_t i)
+{
+	ZB_ASSERT(c != NULL && c->threaded && i < c->nch);
+	struct coll_chan *ch = &c->ch[i];
+	uint32_t ab = atomic_load_explicit(&c->abort_seq, memory_order_acquire);
+	int rc;
+
+	if (ZB_UNLIKELY(ab)) {
+		if (!ch->seen_abort) {  /* the communicator failed: close ours */
+			ch->seen_abort = 1;
+			chan_close(c, ch);
+			atomic_store_explicit(&ch->ack_abort, 1, memory_order_release);
+		}
+		return ZB_ERR_SHUTDOWN;
+	}
+	uint32_t seq = atomic_load_explicit(&ch->run_seq, memory_order_acquire);
+	if (seq == atomic_load_explicit(&ch->done_seq, memory_order_relaxed))
+		return 0;
+	ch->cur_seq = seq;
+	rc = chan_progress(c, ch->run_op, ch, zb_now_ns());
+	if (rc < 0)
+		return rc;      /* published by chan_fail */
+	if (ch->send_done == ch->npos && ch->recv_done == ch->npos) {
+		atomic_store_explicit(&ch->done_seq, seq, memory_order_release);
+		rc++;
+	}
+	return rc;
+}
+
 int coll_progress(struct coll_comm *c)
 {
 	int ev = 0, rc;
 
 	ZB_ASSERT(c != NULL);
+	if (ZB_UNLIKELY(c->failing)) {
+		bool all = true;
+		for (uint16_t i = 0; i < c->nch; i++)
+			all = all && atomic_load_explicit(&c->ch[i].ack_abort,
+							  memory_order_acquire);
+		if (all) {      /* no lane touches a buffer any more */
+			c->failing = false;
+			coll_fail_ops(c, c->err);
+		}
+	}
 	if (c->err)
 		return c->err;
+	if (c->threaded)
+		return coll_progress_owner(c);
 	while (c->q_len) {
 		struct coll_op *op = &c->ops_pool[c->q[c->q_head]];
 		if (op->state == OP_QUEUED && (rc = coll_activate(c, op)) < 0)
@@ -784,7 +936,7 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 			c->st.blocking_ns += zb_now_ns() - t0;
 			return st;
 		}
-		if (rc < 0)
+		if (rc < 0 && !c->failing)
 			return rc;   /* unreachable: a failure completes op */
 		if (rc > 0) {
 			idle = 0;
@@ -792,7 +944,9 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 		}
 		if (++idle < COLL_IDLE_SPINS)
 			continue;
-		if (c->ops->wait) {
+		if (c->threaded) {
+			usleep(20);     /* the lanes do the work (or ack a failure) */
+		} else if (c->ops->wait) {
 			uint64_t w0 = zb_now_ns();
 			(void)c->ops->wait(c->ctx, COLL_WAIT_MS);
 			c->st.wait_ns += zb_now_ns() - w0;

@@ -2,6 +2,8 @@
 MODULES += coll
 coll_SRCS := $(wildcard dataplane/net.c dataplane/net_tcp*.c dataplane/coll*.c)
 coll_DEPS := config gpu common
+# test_lanes runs channels on their own threads: worth ThreadSanitizer.
+TSAN_MODULES += coll
 coll_SUMMARY := net registry + tcp provider; ring all-reduce, reduce-scatter, all-gather, broadcast, barrier; bench allreduce, local (--link tcp)
 
 # ---- benchmarks (never part of make test) ----------------------------------

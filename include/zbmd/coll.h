@@ -56,6 +56,7 @@ struct coll_comm_args {
 	uint32_t chunk_bytes;         /* 0 = [coll] chunk_kb * 1024 */
 	uint32_t timeout_ms;          /* 0 = [coll] timeout_ms */
 	uint32_t connect_timeout_ms;  /* 0 = COLL_CONNECT_TIMEOUT_MS */
+	bool threaded_channels;       /* see coll_progress_channel() */
 };
 
 /* Create a communicator: start the provider, connect both ring neighbours
@@ -135,6 +136,22 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
  * of events (messages completed, collectives finished) — 0 means idle —
  * or the communicator's error once it has failed. */
 int coll_progress(struct coll_comm *c);
+
+/* Channels on several lcores (communicator created with threaded_channels):
+ * channel ch is progressed only by coll_progress_channel(c, ch), called in
+ * a loop by one thread per channel (its lcore's poller); coll_progress() on
+ * the owner thread then only starts collectives (publishing them to the
+ * channels), collects the channels' results and completes them. A channel
+ * that fails closes its own connections at once; the owner then fails the
+ * communicator and every other channel closes its connections on its next
+ * call. Keep calling it until the owner stops (coll_comm_destroy() only
+ * after every lane stopped calling). Never blocks, never allocates.
+ * Returns events handled (0 = idle), or a negative error once the channel
+ * or the communicator failed. The provider must allow its comms to be used
+ * from different threads (one thread per comm), as net.h requires; the
+ * provider's ctx-level progress()/wait() are not called in this mode, and
+ * coll_stats_get() is exact only between collectives. */
+int coll_progress_channel(struct coll_comm *c, uint16_t ch);
 
 /* Poll one collective (started without a callback). *done = 1 when it
  * finished; then its status is returned (0 or the error) and the op is
