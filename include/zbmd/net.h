@@ -31,9 +31,10 @@
  * Provider registry. Providers compiled into the coll module ("tcp") are
  * always present. A provider that lives in a module linked *above* coll
  * (rdma/, the dpdk provider in the dataplane module) registers itself at
- * start-up with net_register(&its_ops) — from its module init function, or
- * from the process's main before the first net_find() — so that coll never
- * links against it. net_find() then looks names up in the registry.
+ * start-up with net_register(&its_ops) — from its module init function,
+ * from the process's main before the first net_find(), or from a
+ * __attribute__((constructor)) in an object the binary links — so that coll
+ * never links against it. net_find() then looks names up in the registry.
  */
 #ifndef ZBMD_NET_H
 #define ZBMD_NET_H
