@@ -1,6 +1,7 @@
 /* zbmd — the node process and its tools. `zbmd help` lists the commands. */
 #include "cli.h"
 #include "zbmd/common.h"
+#include "zbmd/coll.h"
 #include "zbmd/config.h"
 #include "zbmd/gpu.h"
 #include "zbmd/control.h"
@@ -25,6 +26,7 @@ static int cmd_version(int argc, char **argv)
 static const struct zb_cmd bench_commands[] = {
 	{"gpu", gpu_cmd_bench, "sgemm and reduce per GPU backend [--backend B]"},
 	{"phi", ctl_cmd_bench_phi, "phi-accrual: time to convict and false convictions vs Akka defaults"},
+	{"allreduce", coll_bench_allreduce_main, "ring all-reduce, nccl-tests flags and table"},
 	{NULL, NULL, NULL},
 };
 
@@ -45,6 +47,7 @@ static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
 	{"gpu-info", gpu_cmd_info, "GPU backends compiled in, usable, devices"},
+	{"local", coll_local_main, "run a command on an N-node cluster on this machine"},
 	{"version", cmd_version, "print the version"},
 	{"status", ctl_cmd_status, "print a running node's members, leader, epoch, phi per peer"},
 	{"control", ctl_cmd_control, "run only the control thread of a node (foreground)"},

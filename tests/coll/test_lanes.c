@@ -1,0 +1,156 @@
+/* test_lanes.c — channels progressed by their own threads (one "lcore" per
+ * channel, coll_progress_channel) while an owner thread starts and completes
+ * the collectives. Two nodes in one process over real tcp; then a failure:
+ * node 0 aborts, every lane of both nodes stops and the ops complete with
+ * the error only after the lanes let go of the buffers. Run under TSan too. */
+#include "tap.h"
+#include "zbmd/coll.h"
+#include "zbmd/config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#define NCH 3
+#define CNT 300007
+
+static int port, sub;
+static pthread_barrier_t bar;
+
+struct node;
+struct lane {
+	struct node *nd;
+	uint16_t ch;
+	pthread_t th;
+	long calls_after_abort;
+};
+
+struct node {
+	int id;
+	struct zb_config cfg;
+	struct coll_comm *c;
+	atomic_int stop;
+	struct lane lanes[NCH];
+	int rc, bad, runs, abort_rc, after_rc, cb_status, cb_calls;
+	char err[256];
+	float *s, *r;
+};
+
+static void *lane_main(void *arg)
+{
+	struct lane *l = arg;
+	while (!atomic_load(&l->nd->stop)) {
+		int rc = coll_progress_channel(l->nd->c, l->ch);
+		if (rc == 0)
+			usleep(10);
+		else if (rc < 0)
+			l->calls_after_abort++;
+	}
+	return NULL;
+}
+
+static void on_done(void *arg, int status)
+{
+	struct node *nd = arg;
+	nd->cb_calls++;
+	nd->cb_status = status;
+}
+
+static void *node_main(void *arg)
+{
+	struct node *nd = arg;
+	struct cfg_error ce;
+	char text[512];
+
+	snprintf(text, sizeof(text),
+		 "[node]\nid = %d\n[cluster]\nid = 8\n[transport]\nkind = tcp\ntcp_port = %d\n"
+		 "[coll]\nchannels = %d\nchunk_kb = 16\ntimeout_ms = 5000\n"
+		 "[peer.0]\nip = 127.80.%d.1\n[peer.1]\nip = 127.80.%d.2\n",
+		 nd->id, port, NCH, sub, sub);
+	if ((nd->rc = cfg_load_string(&nd->cfg, text, "test", &ce)) < 0)
+		return NULL;
+	struct coll_comm_args a = {.cfg = &nd->cfg, .threaded_channels = true,
+				   .connect_timeout_ms = 10000};
+	if ((nd->rc = coll_comm_create(&a, &nd->c, nd->err, sizeof(nd->err))) < 0)
+		return NULL;
+	for (uint16_t i = 0; i < NCH; i++) {
+		nd->lanes[i] = (struct lane){.nd = nd, .ch = i};
+		pthread_create(&nd->lanes[i].th, NULL, lane_main, &nd->lanes[i]);
+	}
+	for (int k = 0; k < 12 && nd->rc == 0; k++, nd->runs++) {
+		size_t count = (size_t)(k * 25013) % CNT + (size_t)k;
+		enum zb_redop op = (enum zb_redop)(k % ZB_REDOP_COUNT);
+		for (size_t i = 0; i < count; i++)
+			nd->s[i] = (float)(nd->id + 1 + i % 3);
+		nd->rc = coll_allreduce(nd->c, nd->s, nd->r, count, ZB_F32, op);
+		for (size_t i = 0; i < count && nd->rc == 0; i++) {
+			float a0 = (float)(1 + i % 3), a1 = (float)(2 + i % 3), want;
+			want = op == ZB_SUM ? a0 + a1 : op == ZB_PROD ? a0 * a1
+			       : op == ZB_MIN ? a0 : op == ZB_MAX ? a1 : (a0 + a1) / 2;
+			nd->bad += nd->r[i] != want;
+		}
+	}
+	if (nd->rc)
+		snprintf(nd->err, sizeof(nd->err), "%s", coll_error(nd->c));
+	/* Failure: node 0 aborts while node 1 has a collective running. */
+	pthread_barrier_wait(&bar);
+	if (nd->id == 1) {
+		struct coll_args ca = {.kind = COLL_ALLREDUCE, .sendbuf = nd->s,
+				       .recvbuf = nd->r, .count = CNT, .dtype = ZB_F32,
+				       .op = ZB_SUM, .done = on_done, .done_arg = nd};
+		nd->after_rc = coll_start(nd->c, &ca, NULL);
+		for (uint64_t end = zb_now_ns() + 10000000000ull;
+		     !nd->cb_calls && zb_now_ns() < end;)
+			if (coll_progress(nd->c) == 0)
+				usleep(50);
+	} else {
+		usleep(20000);
+		nd->abort_rc = coll_abort(nd->c, ZB_ERR_EPOCH, "epoch 3");
+		nd->after_rc = coll_allreduce(nd->c, nd->s, nd->r, 10, ZB_F32, ZB_SUM);
+	}
+	/* Lanes keep running until both nodes are through: a lane that stops
+	 * early cannot close its connections for the failure. */
+	pthread_barrier_wait(&bar);
+	atomic_store(&nd->stop, 1);
+	for (uint16_t i = 0; i < NCH; i++)
+		pthread_join(nd->lanes[i].th, NULL);
+	return NULL;
+}
+
+int main(void)
+{
+	static struct node nd[2] = {{.id = 0}, {.id = 1}};
+	pthread_t th[2];
+
+	tap_plan(6);
+	port = 20000 + (int)(getpid() % 20000);
+	sub = (int)(getpid() % 200);
+	pthread_barrier_init(&bar, NULL, 2);
+	for (int i = 0; i < 2; i++) {
+		nd[i].s = calloc(CNT, sizeof(float));
+		nd[i].r = calloc(CNT, sizeof(float));
+		pthread_create(&th[i], NULL, node_main, &nd[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 2; i++)
+		if (nd[i].rc)
+			tap_diag("node %d: %s (%s)", i, nd[i].err, zb_strerror(nd[i].rc));
+	ok(nd[0].rc == 0 && nd[1].rc == 0 && nd[0].runs == 12 && nd[1].runs == 12,
+	   "12 all-reduces, %d channels each progressed by its own thread", NCH);
+	ok(nd[0].bad == 0 && nd[1].bad == 0, "every element right (%d, %d wrong)",
+	   nd[0].bad, nd[1].bad);
+	is_int(nd[0].abort_rc, ZB_ERR_EPOCH, "coll_abort on the owner thread");
+	is_int(nd[0].after_rc, ZB_ERR_EPOCH, "the aborting node refuses new collectives");
+	ok(nd[1].cb_calls == 1 && nd[1].cb_status == ZB_ERR_PEER_DOWN,
+	   "the other node's running collective completes with peer down, once "
+	   "(%d calls, %s)", nd[1].cb_calls, zb_strerror(nd[1].cb_status));
+	ok(strstr(coll_error(nd[1].c), "node 0") != NULL, "... naming the peer: %s",
+	   coll_error(nd[1].c));
+	for (int i = 0; i < 2; i++) {
+		coll_comm_destroy(nd[i].c);
+		free(nd[i].s);
+		free(nd[i].r);
+	}
+	return tap_done();
+}
