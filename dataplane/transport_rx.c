@@ -287,6 +287,7 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 
 	if (h->stream >= tp->p.streams)
 		return WIRE_E_STREAM;
+	pe->ts_recent = h->tsval;
 	if (d < 0 || (d < (int32_t)tp->p.window && rbit(tp, pe, h->seq))) {
 		tp->st.dup_frames++;
 		pe->ack_now = 1;           /* the sender lacks our ack */

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-_Static_assert(WIRE_HDRS_LEN == 106, "header bytes documented in docs/wire.md");
+_Static_assert(WIRE_HDRS_LEN == 114, "header bytes documented in docs/wire.md");
 _Static_assert(WIRE_REASON_COUNT < 64, "reason fits the counter array");
 
 static const char *const wire_reason_names[WIRE_REASON_COUNT] = {
@@ -163,6 +163,8 @@ static void zb_put(uint8_t *z, const struct wire_hdr *h)
 	put32(z + 56, h->frag_count);
 	put16(z + 60, h->frag_size);
 	put16(z + 62, 0); /* reserved */
+	put32(z + 64, h->tsval);
+	put32(z + 68, h->tsecr);
 	put16(z + 14, wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)));
 }
 
@@ -187,6 +189,8 @@ static void zb_get(const uint8_t *z, struct wire_hdr *h)
 	h->frag_index = get32(z + 52);
 	h->frag_count = get32(z + 56);
 	h->frag_size = get16(z + 60);
+	h->tsval = get32(z + 64);
+	h->tsecr = get32(z + 68);
 }
 
 size_t wire_encode(uint8_t *buf, const struct wire_addr *a,

@@ -22,7 +22,7 @@
 #define WIRE_ETH_LEN     14
 #define WIRE_IP_LEN      20      /* IPv4 without options (we send none, accept none) */
 #define WIRE_UDP_LEN     8
-#define WIRE_ZB_LEN      64
+#define WIRE_ZB_LEN      72
 #define WIRE_HDRS_LEN    (WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_ZB_LEN)
 #define WIRE_ETHERTYPE_IPV4 0x0800
 #define WIRE_IPPROTO_UDP 17
@@ -107,6 +107,9 @@ struct wire_hdr {
 	uint32_t msg_len;      /* whole message, bytes */
 	uint32_t frag_index, frag_count;
 	uint16_t frag_size;    /* payload bytes of every fragment but the last */
+	uint32_t tsval;        /* sender's clock, microseconds (wraps) */
+	uint32_t tsecr;        /* tsval of the latest DATA frame received from
+				* the destination (0 = none): RTT samples */
 };
 
 /* Addresses of one frame. ip in network byte order, ports in host order. */
