@@ -24,7 +24,8 @@ static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
 {
 	memset(h, 0, sizeof(*h));
 	h->type = type;
-	h->flags = flags;
+	/* until the peer addresses our current epoch, ask it to reset (once) */
+	h->flags = flags | (pe->await_epoch_ack ? WIRE_F_RESET : 0);
 	h->lane = tp->p.lane;
 	h->cluster = tp->p.cluster;
 	h->src_node = tp->p.node;

@@ -41,8 +41,9 @@ enum wire_type {
 
 /* flags */
 #define WIRE_F_ACKREQ 0x01  /* receiver: answer with an ack at once */
-#define WIRE_F_RESET  0x02  /* ACK only: "I dropped your stream; start a new
-			     * session epoch" (docs/wire.md, epochs) */
+#define WIRE_F_RESET  0x02  /* "I started a new session epoch and have not
+			     * heard you address it yet: reset your session
+			     * with me" (obeyed once per epoch; docs/wire.md) */
 #define WIRE_F_KNOWN  0x03  /* mask of the flags this version defines */
 
 /* Why a frame was refused. WIRE_OK = 0; the rest index drop counters. The

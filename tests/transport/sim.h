@@ -55,6 +55,7 @@ struct sim {
 	struct sim_link link;
 	struct sim_node nodes[SIM_MAX_NODES];
 	int n;
+	bool block[SIM_MAX_NODES][SIM_MAX_NODES];   /* drop src -> dst */
 	/* event heap */
 	struct sim_pkt **heap;
 	uint32_t heap_n, heap_cap;
@@ -179,7 +180,8 @@ static int sim_tx(void *user, const struct tp_frame *f)
 			memcpy(s->scratch + f->hdr_len, f->payload, f->payload_len);
 		s->tap(s, n->id, s->scratch, f->hdr_len + f->payload_len);
 	}
-	if (n->down || f->peer >= s->n || s->nodes[f->peer].down) {
+	if (n->down || f->peer >= s->n || s->nodes[f->peer].down ||
+	    s->block[n->id][f->peer]) {
 		s->dropped++;
 		return 0;
 	}
