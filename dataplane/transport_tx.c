@@ -332,8 +332,14 @@ void tp__tx_timers(struct tp *tp, struct tp_peer *pe, uint64_t now)
 	if (pe->snd_una != pe->snd_next && now >= pe->rto_due) {
 		uint64_t rto = tp__rto(tp, pe), next = UINT64_MAX;
 		bool first = true, oldest_fired = false;
+		uint32_t end = pe->snd_una + 1 + WIRE_SACK_BITS;
 
-		for (uint32_t seq = pe->snd_una; seq != pe->snd_next; seq++) {
+		/* Only frames the peer's acks can describe (the cumulative ack
+		 * and its SACK range): later ones may well have arrived; they
+		 * are timed once the window slides over them. */
+		if (tp__sdiff(end, pe->snd_next) > 0)
+			end = pe->snd_next;
+		for (uint32_t seq = pe->snd_una; seq != end; seq++) {
 			struct tp_slot *sl = &pe->win[seq & tp->wmask];
 			uint64_t due;
 
