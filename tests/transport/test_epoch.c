@@ -23,6 +23,8 @@ struct app {
 static struct app A;
 static struct sim S;
 static uint8_t big[64 * 1024];
+static struct sim_link LINK = {.delay_ns = 5000};
+static uint64_t SEED;
 
 static int deliver(struct sim_node *n, struct tp_msg *m)
 {
@@ -64,11 +66,29 @@ static void tap(struct sim *s, uint16_t src, const uint8_t *f, size_t len)
 	}
 }
 
+/* One buffer per (sender, id): the payload must stay unmodified until
+ * send_done (retransmissions read it again). Freed by free_bufs(). */
+static uint8_t *bufs[SIM_MAX_NODES][MAXID];
+
 static int send_id(uint16_t from, uint16_t to, uint32_t id, size_t len)
 {
-	ZB_ASSERT(len >= 4 && len <= sizeof(big));
-	memcpy(big, &id, 4);
-	return tp_send(S.nodes[from].tp, to, 0, big, len, NULL, id, S.now);
+	uint8_t *b;
+
+	ZB_ASSERT(len >= 4 && len <= sizeof(big) && id < MAXID);
+	b = bufs[from][id] = realloc(bufs[from][id], len);
+	ZB_ASSERT(b != NULL);
+	memset(b, (int)id, len);
+	memcpy(b, &id, 4);
+	return tp_send(S.nodes[from].tp, to, 0, b, len, NULL, id, S.now);
+}
+
+static void free_bufs(void)
+{
+	for (int n = 0; n < SIM_MAX_NODES; n++)
+		for (int i = 0; i < MAXID; i++) {
+			free(bufs[n][i]);
+			bufs[n][i] = NULL;
+		}
 }
 
 static void run_for(uint64_t ns)
@@ -96,14 +116,13 @@ static void start(uint16_t id, uint32_t epoch, uint32_t timeout_ms)
 
 static void test_restart(void)
 {
-	struct sim_link link = {.delay_ns = 5000};
 	const struct tp_stats *st;
 	int rc = 0;
 
 	memset(&A, 0, sizeof(A));
 	A.tap_frame = malloc(SIM_FRAME_MAX);
 	A.tap_src = 1;
-	ZB_ASSERT(sim_init(&S, 2, &link, 7, 4096) == 0);
+	ZB_ASSERT(sim_init(&S, 2, &LINK, 7 + SEED, 4096) == 0);
 	S.deliver = deliver;
 	S.send_done = send_done;
 	S.peer_event = peer_event;
@@ -160,17 +179,17 @@ static void test_restart(void)
 	   "restart: new session delivers 30 + 30 messages");
 	is_int(A.dups + A.backwards, 0, "restart: nothing delivered twice or out of order");
 	sim_fini(&S);
+	free_bufs();
 	free(A.tap_frame);
 }
 
 static void test_down(void)
 {
-	struct sim_link link = {.delay_ns = 5000};
 	uint64_t t0, worst = 0;
 	int rc = 0;
 
 	memset(&A, 0, sizeof(A));
-	ZB_ASSERT(sim_init(&S, 2, &link, 8, 4096) == 0);
+	ZB_ASSERT(sim_init(&S, 2, &LINK, 8 + SEED, 4096) == 0);
 	S.deliver = deliver;
 	S.send_done = send_done;
 	S.peer_event = peer_event;
@@ -199,7 +218,7 @@ static void test_down(void)
 
 	/* it comes back: the probe finds it, the new session works */
 	S.nodes[1].down = false;
-	run_for(400000000);   /* probes go every rto_us_max (200 ms) */
+	run_for(1000000000);   /* probes go every rto_us_max (200 ms) */
 	{
 		struct tp_peer_info pi;
 		tp_peer_info(S.nodes[0].tp, 1, &pi);
@@ -216,6 +235,7 @@ static void test_down(void)
 	   "down: traffic flows both ways after recovery");
 	is_int(A.dups + A.backwards, 0, "down: nothing delivered twice or out of order");
 	sim_fini(&S);
+	free_bufs();
 }
 
 /* Node 0 hears node 1 but node 1 never hears node 0 (one-way link); node 0
@@ -223,12 +243,11 @@ static void test_down(void)
  * delivered a second time by node 0's new session. */
 static void test_oneway_reset(void)
 {
-	struct sim_link link = {.delay_ns = 5000};
 	struct sim_node *n0;
 	int rc = 0, delivered_before;
 
 	memset(&A, 0, sizeof(A));
-	ZB_ASSERT(sim_init(&S, 2, &link, 9, 4096) == 0);
+	ZB_ASSERT(sim_init(&S, 2, &LINK, 9 + SEED, 4096) == 0);
 	S.deliver = deliver;
 	S.send_done = send_done;
 	S.peer_event = peer_event;
@@ -238,7 +257,7 @@ static void test_oneway_reset(void)
 	S.block[0][1] = true;   /* node 0's frames to node 1 are lost */
 	for (uint32_t i = 1; i <= 10; i++)
 		rc |= send_id(1, 0, i, 3000);
-	run_for(4000000);
+	run_for(60000000);   /* node 1 retransmits with backoff (1+2+...+32 ms) */
 	S.block[0][1] = false;
 	delivered_before = 0;
 	for (uint32_t i = 1; i <= 10; i++)
@@ -265,13 +284,38 @@ static void test_oneway_reset(void)
 	ok(rc == 0 && count_done(1, 20, 30, 0) == 10 && count_done(0, 20, 30, 0) == 10,
 	   "one-way: the new session carries traffic both ways");
 	sim_fini(&S);
+	free_bufs();
 }
 
-int main(void)
+static void lossy(double loss, uint64_t seed)
 {
-	tap_plan(26);
+	LINK.loss = loss;
+	LINK.dup = loss / 5;
+	LINK.reorder = loss * 5;
+	LINK.reorder_ns = 20000;
+	SEED = seed;
+}
+
+int main(int argc, char **argv)
+{
+	/* test_epoch.t LOSS SEED: only the scenarios over that lossy,
+	 * duplicating, reordering link; no arguments: a perfect link, then
+	 * 5 % loss with seed 3 */
+	if (argc > 1) {
+		lossy(strtod(argv[1], NULL), argc > 2 ? strtoull(argv[2], NULL, 0) : 0);
+		tap_plan(26);
+	} else {
+		tap_plan(52);
+	}
 	test_restart();
 	test_down();
 	test_oneway_reset();
+	if (argc == 1) {
+		lossy(0.05, 3);
+		tap_diag("again over a link with 5%% loss, 1%% dup, 25%% reorder");
+		test_restart();
+		test_down();
+		test_oneway_reset();
+	}
 	return tap_done();
 }
