@@ -85,29 +85,43 @@ static inline uint64_t get64(const uint8_t *p)
 uint32_t wire_csum_add(uint32_t sum, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	uint64_t acc = sum;
+	uint64_t acc = 0;
+	uint32_t s16;
 
-	/* 8 bytes at a time into a 64-bit accumulator: the ones-complement sum
-	 * is independent of the word grouping (RFC 1071 section 2(B)). */
-	while (len >= 8) {
-		uint64_t w = ((uint64_t)get32(p) << 32) | get32(p + 4);
-		acc += (w >> 48) + ((w >> 32) & 0xffff) + ((w >> 16) & 0xffff) +
-		       (w & 0xffff);
-		p += 8;
-		len -= 8;
+	/* Sum 32-bit words in native byte order into 64 bits; the
+	 * ones'-complement sum does not depend on the grouping or on byte
+	 * order up to a final swap (RFC 1071 section 2(B)). */
+	while (len >= 32) {
+		uint32_t w[8];
+		memcpy(w, p, 32);
+		acc += (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
+		p += 32;
+		len -= 32;
 	}
-	while (len >= 2) {
-		acc += get16(p);
+	while (len >= 4) {
+		uint32_t w;
+		memcpy(&w, p, 4);
+		acc += w;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		uint16_t w;
+		memcpy(&w, p, 2);
+		acc += w;
 		p += 2;
 		len -= 2;
 	}
-	if (len)
-		acc += (uint32_t)p[0] << 8;
-	while (acc >> 32)
-		acc = (acc & 0xffffffffu) + (acc >> 32);
-	/* keep headroom for the next call */
-	acc = (acc & 0xffff) + (acc >> 16);
-	return (uint32_t)acc;
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	s16 = (uint32_t)acc;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	s16 = (uint32_t)__builtin_bswap16((uint16_t)s16);
+#endif
+	if (len)   /* odd tail: the high byte of a final word */
+		s16 += (uint32_t)p[0] << 8;
+	sum += s16;
+	return (sum & 0xffff) + (sum >> 16);
 }
 
 uint16_t wire_csum_fold(uint32_t sum)
