@@ -256,13 +256,14 @@ int wire_is_zbmd(const uint8_t *frame, size_t len, uint16_t udp_port)
 	uint16_t dport;
 
 	if (len < WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN)
-		return 0;
+		return -1;
 	if (get16(frame + 12) != WIRE_ETHERTYPE_IPV4 ||
 	    frame[WIRE_ETH_LEN + 9] != WIRE_IPPROTO_UDP ||
 	    (frame[WIRE_ETH_LEN] & 0xf0) != 0x40)
-		return 0;
+		return -1;
 	dport = get16(frame + WIRE_ETH_LEN + WIRE_IP_LEN + 2);
-	return (uint16_t)(dport - udp_port) < 256;
+	return (uint16_t)(dport - udp_port) < 256 ? (int)(uint16_t)(dport - udp_port)
+						  : -1;
 }
 
 /* Layers 2-4. On WIRE_OK *udp_len_out is the UDP length. */

@@ -162,8 +162,10 @@ enum wire_reason wire_decode(const uint8_t *frame, size_t len,
 			     struct wire_hdr *h, struct wire_addr *a,
 			     const uint8_t **payload);
 
-/* Cheap demultiplexer for the link layer: 1 when the frame is IPv4/UDP to
- * udp_port .. udp_port + 255 (a zbmd frame to validate with tp_rx), else 0. */
+/* Cheap demultiplexer for the link layer: when the frame is IPv4/UDP to
+ * udp_port .. udp_port + 255, the lane it is for (0..255: hand it to that
+ * lane's tp_rx, which validates everything); otherwise -1 (ARP, other
+ * traffic). Reads only the first 38 bytes, never past len. */
 int wire_is_zbmd(const uint8_t *frame, size_t len, uint16_t udp_port);
 
 /* Internet checksum (RFC 1071) helpers: sum 16-bit words of buf into a
