@@ -172,8 +172,7 @@ struct tp_params {
 /* Defaults: mtu 1500, 64 peers, 8 streams, window 256, RTO 1 ms initial,
  * 200 us .. 200 ms, ack delay 20 us / every 16 frames, peer timeout 2000 ms,
  * max_message 256 MiB, inline_max 256, udp_port 7471, no faults.
- * node/cluster/epoch/mac/ip
- * must still be set. */
+ * node/cluster/epoch/mac/ip must still be set. */
 void tp_params_default(struct tp_params *p);
 
 /* Counters of one instance (one lcore): plain uint64s, read by the owning
