@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
+#include "zbmd/dataplane.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +41,7 @@ static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
 	{"version", cmd_version, "print the version"},
+	{"run", dp_cmd_run, "start a node until SIGINT/SIGTERM (zbmd run -c FILE.ini)"},
 	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},
 	{"config-doc", cfg_cmd_config_doc, "print the configuration reference (docs/config.md)"},
 };
