@@ -302,6 +302,23 @@ int dp_lcore_stats(unsigned index, struct dp_lcore_stats *out)
 
 void dp_stats_dump(FILE *out)
 {
+	for (uint16_t k = 0; k < dp__node.nb_ports; k++) {
+		const struct dp_port *p = &dp__node.ports[k];
+		struct rte_eth_link link;
+		struct rte_eth_stats st;
+		memset(&link, 0, sizeof(link));
+		memset(&st, 0, sizeof(st));
+		if (p->started) {
+			rte_eth_link_get_nowait(p->port_id, &link);
+			rte_eth_stats_get(p->port_id, &st);
+		}
+		fprintf(out,
+			"port.%u link=%s ipackets=%" PRIu64 " opackets=%" PRIu64
+			" imissed=%" PRIu64 " ierrors=%" PRIu64 " oerrors=%" PRIu64
+			" rx_nombuf=%" PRIu64 "\n",
+			p->cfg_index, link.link_status ? "up" : "down", st.ipackets,
+			st.opackets, st.imissed, st.ierrors, st.oerrors, st.rx_nombuf);
+	}
 	for (unsigned i = 0; i < dp_lcore_count(); i++) {
 		struct dp_lcore_stats s;
 		if (dp_lcore_stats(i, &s))

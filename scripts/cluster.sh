@@ -27,7 +27,8 @@
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
 # ZBN_LCORES (default 0-1), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
 # ZBN_MTU (1500), ZBN_EXTRA_INI (text appended to every node's config),
-# ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60).
+# ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60), ZBN_PEER_MAC=arp
+# (leave peers' MACs out of the configs, to be resolved by ARP).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -79,7 +80,8 @@ write_config() {  # write_config I N MODE
 			for ((j = 1; j <= n; j++)); do
 				[ "$j" -eq "$i" ] && continue
 				echo "[peer.$j]"; echo "ip = 10.77.0.$j"
-				echo "mac = $(mac_of 62 "$j")"; echo "port = 0"
+				[ "${ZBN_PEER_MAC:-}" = arp ] || echo "mac = $(mac_of 62 "$j")"
+				echo "port = 0"
 			done
 		else
 			k=0
@@ -92,7 +94,8 @@ write_config() {  # write_config I N MODE
 				echo "ip = 10.78.0.$i/24"; echo "mac = $(mac_of 63 "$i")"
 				echo "mtu = ${ZBN_MTU:-1500}"
 				echo "[peer.$j]"; echo "ip = 10.78.0.$j"
-				echo "mac = $(mac_of 63 "$j")"; echo "port = $k"
+				[ "${ZBN_PEER_MAC:-}" = arp ] || echo "mac = $(mac_of 63 "$j")"
+				echo "port = $k"
 				k=$((k + 1))
 			done
 		fi
@@ -112,7 +115,7 @@ cmd_up() {
 	trap 'echo "cluster.sh: up failed, tearing down" >&2; cmd_down >/dev/null 2>&1' ERR
 	if [ "$m" = veth ]; then
 		ip netns add "$HUB"; quiet_ns "$HUB"
-		ip -n "$HUB" link add br0 type bridge
+		ip -n "$HUB" link add br0 type bridge mcast_snooping 0  # a dumb hub
 		ip -n "$HUB" link set br0 up
 		for ((i = 1; i <= n; i++)); do
 			ip netns add "$(ns "$i")"; quiet_ns "$(ns "$i")"
@@ -144,24 +147,39 @@ cmd_start() {
 	for i in "${list[@]}"; do
 		local p; p=$(node_pid "$i")
 		[ -n "$p" ] && kill -0 "$p" 2>/dev/null && die "node $i already running (pid $p)"
-		rm -f "$DIR/node$i.rc" "$DIR/node$i.pid"
-		local pre=(); [ "$(mode)" = veth ] && pre=(ip netns exec "$(ns "$i")")
-		( "${pre[@]}" "$ZBMD" run -c "$DIR/node$i.ini" >"$DIR/node$i.log" 2>&1 &
-		  echo $! >"$DIR/node$i.pid"; wait $! && rc=0 || rc=$?
-		  echo "$rc" >"$DIR/node$i.rc" ) >/dev/null 2>&1 &
 	done
 	local deadline=$((SECONDS + ${ZBN_READY_S:-60}))
 	for i in "${list[@]}"; do
-		until grep -q '^zbmd: ready' "$DIR/node$i.log" 2>/dev/null; do
-			if [ -e "$DIR/node$i.rc" ] || [ $SECONDS -ge $deadline ]; then
-				echo "cluster.sh: node $i did not start:" >&2
-				tail -n 20 "$DIR/node$i.log" >&2 || true
-				return 1
-			fi
-			sleep 0.1
-		done
+		spawn "$i"
+		# memif: a client connects once, at start (DPDK 22.11 does not
+		# retry), so start in index order: the server of every pair (the
+		# lower index) is up before its client starts.
+		[ "$(mode)" = memif ] && { wait_ready "$i" "$deadline" || return 1; }
 	done
+	for i in "${list[@]}"; do wait_ready "$i" "$deadline" || return 1; done
 	echo "cluster $TAG: started ${list[*]}"
+}
+
+spawn() {
+	local i=$1 pre=()
+	rm -f "$DIR/node$i.rc" "$DIR/node$i.pid" "$DIR/node$i.log"
+	[ "$(mode)" = veth ] && pre=(ip netns exec "$(ns "$i")")
+	( "${pre[@]}" "$ZBMD" run -c "$DIR/node$i.ini" >"$DIR/node$i.log" 2>&1 &
+	  echo $! >"$DIR/node$i.pid.tmp"; mv "$DIR/node$i.pid.tmp" "$DIR/node$i.pid"
+	  wait $! && rc=0 || rc=$?
+	  echo "$rc" >"$DIR/node$i.rc" ) >/dev/null 2>&1 &
+}
+
+wait_ready() {  # wait_ready I DEADLINE: the node logged `zbmd: ready`
+	local i=$1
+	until [ -e "$DIR/node$i.pid" ] && grep -q '^zbmd: ready' "$DIR/node$i.log" 2>/dev/null; do
+		if [ -e "$DIR/node$i.rc" ] || [ $SECONDS -ge "$2" ]; then
+			echo "cluster.sh: node $i did not start:" >&2
+			tail -n 20 "$DIR/node$i.log" >&2 || true
+			return 1
+		fi
+		sleep 0.1
+	done
 }
 
 cmd_stop() {
@@ -232,6 +250,9 @@ cmd_down() {
 		ip netns del "$x" 2>/dev/null || true
 	done
 	[ -e "$DIR/.zbn" ] && rm -rf "$DIR"
+	for ((i = 1; i <= n; i++)); do  # DPDK runtime dirs of our file-prefixes
+		rm -rf "/var/run/dpdk/$PFX-$i" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$PFX-$i"
+	done
 	true
 }
 
