@@ -2,7 +2,8 @@
  *
  * A well-behaved host on the port's subnet: ARP requests for the port's IP
  * are answered (RFC 826), ICMP echo requests to it are answered (RFC 792),
- * UDP to [dataplane] udp_port is handed back to the caller (the transport).
+ * UDP to [dataplane] udp_port + L (lane L, L < the lcore count) is handed
+ * back to the caller (the transport of lane L).
  * Everything else — frames for other MACs, other protocols, malformed or
  * truncated headers, fragments — is freed and counted in rx_drops. Replies
  * are built in place in the received mbuf and queued on the same lcore's TX
@@ -21,7 +22,7 @@ static inline int drop(struct dp_lcore *lc, struct rte_mbuf *m)
 {
 	rte_pktmbuf_free(m);
 	DP_STAT_ADD(lc, rx_drops, 1);
-	return 1;
+	return -1;
 }
 
 static inline uint16_t port_index(const struct dp_port *p)
@@ -75,7 +76,7 @@ static int arp_input(struct dp_lcore *lc, const struct dp_port *p,
 	if (arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
 	    p->ip == 0 || arp->arp_data.arp_tip != p->ip) {
 		rte_pktmbuf_free(m);  /* a reply (learnt above), or not for us */
-		return 1;
+		return -1;
 	}
 
 	struct rte_arp_ipv4 *d = &arp->arp_data;
@@ -88,7 +89,7 @@ static int arp_input(struct dp_lcore *lc, const struct dp_port *p,
 	d->arp_sip = p->ip;
 	DP_STAT_ADD(lc, arp_replies, 1);
 	dp_tx(port_index(p), m);
-	return 1;
+	return -1;
 }
 
 static int icmp_input(struct dp_lcore *lc, const struct dp_port *p,
@@ -120,7 +121,7 @@ static int icmp_input(struct dp_lcore *lc, const struct dp_port *p,
 		rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - sizeof(*eth) - ip_len));
 	DP_STAT_ADD(lc, icmp_replies, 1);
 	dp_tx(port_index(p), m);
-	return 1;
+	return -1;
 }
 
 int dp__rx_classify(struct dp_lcore *lc, const struct dp_port *p,
@@ -158,9 +159,11 @@ int dp__rx_classify(struct dp_lcore *lc, const struct dp_port *p,
 	    ip_len < ihl + sizeof(struct rte_udp_hdr))
 		return drop(lc, m);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((char *)ip + ihl);
-	if (udp->dst_port != dp__node.udp_port_be)
+	/* lane L listens on udp_port + L (one transport instance per lcore) */
+	uint16_t lane = (uint16_t)(rte_be_to_cpu_16(udp->dst_port) - dp__node.udp_port);
+	if (lane >= dp__node.nb_lcores)
 		return drop(lc, m);
-	return 0;
+	return lane;
 }
 
 /* ---- neighbours ------------------------------------------------------------ */

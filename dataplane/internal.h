@@ -19,6 +19,7 @@
 #define DP_BURST_MAX 64          /* rx burst array size; cfg burst clamped */
 #define DP_RXQ_MAX CFG_MAX_PORTS /* one queue per port per lcore */
 #define DP_TIMER_US_DEFAULT 100
+#define DP_INBOX_SIZE 4096       /* frames in flight between lcores, per lane */
 
 static_assert(CFG_MAX_LCORES <= RTE_MAX_LCORE, "lcore tables");
 
@@ -61,6 +62,7 @@ struct dp_lcore {
 	/* tx[p]: TX buffer for port index p, NULL when no queue for us. */
 	struct rte_eth_dev_tx_buffer *tx[CFG_MAX_PORTS];
 	uint16_t txq[CFG_MAX_PORTS];
+	struct rte_ring *inbox;      /* zbmd frames for our lane from other lcores */
 	uint32_t nb_pollers;         /* published with release */
 	struct dp_poller pollers[DP_POLLERS_MAX];
 	struct dp_lcore_stats stats ZB_ALIGNED_CL;
@@ -79,7 +81,7 @@ struct dp_node {
 	struct dp_port ports[CFG_MAX_PORTS];
 	uint16_t nb_ports;
 	uint16_t burst;
-	uint16_t udp_port_be;
+	uint16_t udp_port;           /* lane L: udp_port + L */
 	int8_t port_of_cfg[CFG_MAX_PORTS];  /* [port.N] -> index in ports, -1 */
 	/* Neighbours, by node id: bit 63 = known, low 48 bits = MAC. Written
 	 * by whichever lcore hears an ARP, read by any: single atomic words. */
@@ -125,9 +127,9 @@ int dp__lcores_init(struct dp_node *n, struct dp_err *err);
 void dp__lcores_fini(struct dp_node *n);
 int dp__lcore_main(void *arg);
 
-/* arp.c: handle one frame on port p; returns 1 when it consumed the mbuf
- * (answered or freed), 0 when the frame is a UDP frame for udp_port (left to
- * the caller), never touches anything else. */
+/* arp.c: handle one frame on port p. Returns -1 when it consumed the mbuf
+ * (answered, or freed and counted), else the lane L (0 <= L < nb_lcores) of
+ * a UDP frame to this node's udp_port + L, left to the caller. */
 int dp__rx_classify(struct dp_lcore *lc, const struct dp_port *p,
 		    struct rte_mbuf *m);
 /* Neighbour table from [peer.N] (before launch); ARP requests for peers

@@ -13,7 +13,9 @@
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
+#include <rte_errno.h>
 #include <rte_pause.h>
+#include <rte_ring.h>
 
 static RTE_DEFINE_PER_LCORE(int, dp_index) = -1;
 
@@ -37,6 +39,16 @@ int dp__lcores_init(struct dp_node *n, struct dp_err *err)
 		struct dp_lcore *lc = &n->lcores[i];
 		lc->index = i;
 		lc->lcore_id = n->lcore_ids[i];
+		if (n->nb_lcores > 1) {
+			char name[RTE_RING_NAMESIZE];
+			snprintf(name, sizeof(name), "zbmd_inbox%u", i);
+			lc->inbox = rte_ring_create(name, DP_INBOX_SIZE,
+				(int)rte_lcore_to_socket_id(lc->lcore_id),
+				RING_F_SC_DEQ);
+			if (!lc->inbox)
+				return dp__err(err, -ENOMEM, "lane inbox %u: %s", i,
+					       rte_strerror(rte_errno));
+		}
 		for (uint16_t k = 0; k < n->nb_ports; k++) {
 			struct dp_port *p = &n->ports[k];
 			if (i < p->nb_rxq)
@@ -64,6 +76,13 @@ void dp__lcores_fini(struct dp_node *n)
 	ZB_ASSERT(n != NULL);
 	if (!n->lcores)
 		return;
+	for (unsigned i = 0; i < n->nb_lcores; i++) {
+		struct rte_ring *r = n->lcores[i].inbox;
+		struct rte_mbuf *m;
+		while (r && rte_ring_dequeue(r, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(r);
+	}
 	for (unsigned i = 0; i < n->nb_lcores; i++)
 		for (unsigned k = 0; k < CFG_MAX_PORTS; k++) {
 			struct rte_eth_dev_tx_buffer *b = n->lcores[i].tx[k];
@@ -77,6 +96,19 @@ void dp__lcores_fini(struct dp_node *n)
 
 /* ---- the loop --------------------------------------------------------------- */
 
+static inline void deliver(struct dp_lcore *lc, uint16_t port,
+			   struct rte_mbuf **pkts, uint16_t n, uint64_t now)
+{
+	struct dp_node *nd = &dp__node;
+	if (likely(nd->rx_fn != NULL)) {
+		DP_STAT_ADD(lc, udp_rx, n);
+		nd->rx_fn(nd->rx_arg, lc->index, port, pkts, n, now);
+	} else {
+		rte_pktmbuf_free_bulk(pkts, n);
+		DP_STAT_ADD(lc, rx_drops, n);
+	}
+}
+
 static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 				struct rte_mbuf **pkts, uint16_t burst,
 				uint64_t now)
@@ -89,20 +121,44 @@ static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 	uint64_t bytes = 0;
 	uint16_t keep = 0;
 	for (uint16_t i = 0; i < nb; i++) {
-		bytes += rte_pktmbuf_pkt_len(pkts[i]);
-		if (dp__rx_classify(lc, p, pkts[i]) == 0)
-			pkts[keep++] = pkts[i];   /* UDP for udp_port */
+		struct rte_mbuf *m = pkts[i];
+		bytes += rte_pktmbuf_pkt_len(m);
+		int lane = dp__rx_classify(lc, p, m);
+		if (lane < 0)
+			continue;
+		if (likely((unsigned)lane == lc->index)) {
+			pkts[keep++] = m;
+			continue;
+		}
+		/* another lane's frame: hand it to that lcore */
+		m->port = q->port;
+		if (rte_ring_mp_enqueue(n->lcores[lane].inbox, m) == 0) {
+			DP_STAT_ADD(lc, lane_fwd, 1);
+		} else {
+			rte_pktmbuf_free(m);
+			DP_STAT_ADD(lc, lane_drops, 1);
+		}
 	}
 	DP_STAT_ADD(lc, rx_packets, nb);
 	DP_STAT_ADD(lc, rx_bytes, bytes);
-	if (keep) {
-		if (likely(n->rx_fn != NULL)) {
-			DP_STAT_ADD(lc, udp_rx, keep);
-			n->rx_fn(n->rx_arg, lc->index, q->port, pkts, keep, now);
-		} else {
-			rte_pktmbuf_free_bulk(pkts, keep);
-			DP_STAT_ADD(lc, rx_drops, keep);
-		}
+	if (keep)
+		deliver(lc, q->port, pkts, keep, now);
+	return nb;
+}
+
+/* Frames other lcores passed to our lane (m->port = the port index). */
+static inline unsigned rx_inbox(struct dp_lcore *lc, struct rte_mbuf **pkts,
+				uint16_t burst, uint64_t now)
+{
+	unsigned nb = rte_ring_sc_dequeue_burst(lc->inbox, (void **)pkts, burst,
+						NULL);
+	/* deliver in runs of one port (the hook takes one port per call) */
+	for (unsigned i = 0; i < nb;) {
+		unsigned j = i + 1;
+		while (j < nb && pkts[j]->port == pkts[i]->port)
+			j++;
+		deliver(lc, pkts[i]->port, pkts + i, (uint16_t)(j - i), now);
+		i = j;
 	}
 	return nb;
 }
@@ -156,6 +212,8 @@ int dp__lcore_main(void *arg)
 
 		for (uint16_t q = 0; q < lc->nb_rxq; q++)
 			work += rx_queue(lc, &lc->rxq[q], pkts, burst, now);
+		if (lc->inbox)
+			work += rx_inbox(lc, pkts, burst, now);
 
 		uint32_t np = __atomic_load_n(&lc->nb_pollers, __ATOMIC_ACQUIRE);
 		for (uint32_t i = 0; i < np; i++)
@@ -329,11 +387,12 @@ void dp_stats_dump(FILE *out)
 			" tx_packets=%" PRIu64 " tx_bytes=%" PRIu64 " tx_drops=%" PRIu64
 			" rx_drops=%" PRIu64 " arp_replies=%" PRIu64 " icmp_replies=%" PRIu64
 			" arp_requests=%" PRIu64 " arp_learned=%" PRIu64
+			" lane_fwd=%" PRIu64 " lane_drops=%" PRIu64
 			" udp_rx=%" PRIu64 " poll_events=%" PRIu64 "\n",
 			dp__node.lcore_ids[i], i, s.iterations, s.idle_iterations,
 			s.sleeps, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes,
 			s.tx_drops, s.rx_drops, s.arp_replies, s.icmp_replies,
-			s.arp_requests, s.arp_learned, s.udp_rx,
+			s.arp_requests, s.arp_learned, s.lane_fwd, s.lane_drops, s.udp_rx,
 			s.poll_events);
 	}
 	fflush(out);

@@ -24,7 +24,7 @@ static void node_params(struct dp_node *n, const struct zb_config *cfg)
 	n->burst = cfg->dp.burst ? cfg->dp.burst : 32;
 	if (n->burst > DP_BURST_MAX)
 		n->burst = DP_BURST_MAX;
-	n->udp_port_be = rte_cpu_to_be_16(cfg->dp.udp_port);
+	n->udp_port = cfg->dp.udp_port;
 	n->adaptive = cfg->dp.idle == CFG_IDLE_ADAPTIVE;
 	n->idle_spin_tsc = us * cfg->dp.idle_spin_us;
 	n->idle_sleep_us_max = cfg->dp.idle_sleep_us_max ? cfg->dp.idle_sleep_us_max : 1;
@@ -186,7 +186,7 @@ void dp_node_describe(FILE *out)
 		n->main_lcore, n->nb_lcores,
 		n->main_is_dp ? "the main lcore polls" : "workers poll",
 		n->adaptive ? "adaptive" : "poll", n->burst,
-		rte_be_to_cpu_16(n->udp_port_be));
+		n->udp_port);
 	for (unsigned i = 0; i < n->nb_lcores; i++)
 		fprintf(out, "lcore %u: index=%u rx_queues=%u socket=%u\n",
 			n->lcore_ids[i], i, n->lcores ? n->lcores[i].nb_rxq : 0,

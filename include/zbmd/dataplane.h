@@ -111,8 +111,11 @@ typedef unsigned (*dp_poll_fn)(void *arg, uint64_t now_tsc);
 int dp_register_poller(unsigned index, dp_poll_fn fn, void *arg);
 
 /* Packet hook: receives UDP frames addressed to this node's IP and
- * udp_port, n >= 1, and owns the mbufs (must free or keep them). pkts[i] data
- * starts at the Ethernet header. Runs on lcore `index`. */
+ * udp_port + index ("lane" index: one transport instance per lcore), n >= 1,
+ * and owns the mbufs (must free or keep them). pkts[i] data starts at the
+ * Ethernet header. Runs on lcore `index` only: a frame for lane L that
+ * arrives on another lcore's queue is passed to lcore L through its inbox (a
+ * lock-free ring). Frames for lanes >= dp_lcore_count() are dropped. */
 typedef void (*dp_rx_fn)(void *arg, unsigned index, uint16_t port,
 			 struct rte_mbuf **pkts, uint16_t n, uint64_t now_tsc);
 
@@ -170,6 +173,8 @@ struct dp_lcore_stats {
 	uint64_t arp_replies, icmp_replies;
 	uint64_t arp_requests, arp_learned;  /* sent for peers / MACs learnt */
 	uint64_t udp_rx;          /* handed to the rx hook */
+	uint64_t lane_fwd;        /* zbmd frames passed to another lane's lcore */
+	uint64_t lane_drops;      /* ... dropped: that lcore's inbox was full */
 	uint64_t poll_events;     /* pollers + actor + timer work */
 };
 int dp_lcore_stats(unsigned index, struct dp_lcore_stats *out);
