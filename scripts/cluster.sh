@@ -34,7 +34,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TAG=${ZBN_TAG:-default}
 DIR=
-ZBMD=${ZBMD:-$ROOT/build/bin/zbmd}
+ZBMD=${ZBMD:-${ZBMD_BUILD:-$ROOT/build}/bin/zbmd}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
