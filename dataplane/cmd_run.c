@@ -145,7 +145,7 @@ int dp_cmd_run(int argc, char **argv)
 	printf("zbmd: ready\n");
 	fflush(stdout);
 
-	if (dp__node.main_is_dp) {
+	if (dp_main_polls()) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		dp_node_wait();
 	} else {

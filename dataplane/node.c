@@ -125,6 +125,11 @@ int dp_node_launch(struct dp_err *err)
 	return 0;
 }
 
+bool dp_main_polls(void)
+{
+	return dp__node.main_is_dp;
+}
+
 void dp_node_wait(void)
 {
 	struct dp_node *n = &dp__node;

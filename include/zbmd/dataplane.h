@@ -69,6 +69,10 @@ int dp_node_init(const struct zb_config *cfg, struct dp_err *err);
  * or the control hook's start error. */
 int dp_node_launch(struct dp_err *err);
 
+/* True when the main lcore is the (only) dataplane lcore: the caller must
+ * run dp_node_wait() on the main thread for anything to be polled. */
+bool dp_main_polls(void);
+
 /* Run the loop on the calling (main) lcore when it is a dataplane lcore;
  * returns when dp_node_request_stop() is called. Returns at once otherwise. */
 void dp_node_wait(void);
