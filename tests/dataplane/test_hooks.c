@@ -17,6 +17,45 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+/* Allocation after init: every libc allocation made on a dataplane lcore
+ * while its loop runs is counted (this binary interposes malloc & co.). */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+static uint64_t lcore_allocs;
+static inline void count_alloc(void)
+{
+	if (dp_lcore_index() >= 0)
+		__atomic_add_fetch(&lcore_allocs, 1, __ATOMIC_RELAXED);
+}
+void *malloc(size_t n)
+{
+	count_alloc();
+	return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b)
+{
+	count_alloc();
+	return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n)
+{
+	count_alloc();
+	return __libc_realloc(p, n);
+}
+int posix_memalign(void **out, size_t align, size_t n)
+{
+	count_alloc();
+	*out = __libc_memalign(align, n);
+	return *out ? 0 : ENOMEM;
+}
+void *aligned_alloc(size_t align, size_t n)
+{
+	count_alloc();
+	return __libc_memalign(align, n);
+}
+
 #define LCORES 2
 static struct zb_config cfg;
 static uint64_t polls[LCORES], actor_calls[LCORES], timer_calls[LCORES];
@@ -166,7 +205,7 @@ static unsigned sender(void *arg, uint64_t now)
 
 int main(void)
 {
-	tap_plan(17);
+	tap_plan(18);
 	char ini[1024];
 	struct cfg_error cerr;
 	snprintf(ini, sizeof(ini),
@@ -231,6 +270,8 @@ int main(void)
 	 * ICMP echo reply (to us, but a reply) is */
 	is_int((int)(s0.rx_drops + s1.rx_drops), 7,
 	       "wrong lane, wrong MAC and the echo reply dropped and counted");
+	is_int((int)lcore_allocs, 0,
+	       "no libc allocation on a dataplane lcore while the loops ran");
 	dp_node_fini();
 	dp_node_fini();  /* idempotent */
 	char dir[512], cmd[600];
