@@ -1,0 +1,473 @@
+/* Reliable transport core: instance life cycle, peers, sessions, tp_send,
+ * tp_poll. The send machinery is in transport_tx.c, the receive machinery in
+ * transport_rx.c. Design notes: docs/wire.md ("Transport"). */
+#include "transport_internal.h"
+
+#include <stdlib.h>
+
+void tp_params_default(struct tp_params *p)
+{
+	ZB_ASSERT(p != NULL);
+	memset(p, 0, sizeof(*p));
+	p->epoch = 1;
+	p->udp_port = 7471;
+	p->mtu = 1500;
+	p->max_peers = 64;
+	p->streams = 8;
+	p->window = 256;
+	p->rto_us_init = 1000;
+	p->rto_us_min = 200;
+	p->rto_us_max = 200000;
+	p->ack_delay_us = 20;
+	p->ack_every = 16;
+	p->peer_timeout_ms = 2000;
+	p->max_message = 256u << 20;
+	p->inline_max = 256;
+}
+
+static int check_params(const struct tp_params *p)
+{
+	if (p->epoch == 0 || p->max_peers == 0 || p->max_peers > 4096 ||
+	    p->node >= p->max_peers)
+		return -EINVAL;
+	if (p->mtu < WIRE_MTU_MIN || p->mtu > WIRE_MTU_MAX)
+		return -EINVAL;
+	if (p->streams == 0 || p->streams > 1024)
+		return -EINVAL;
+	if (p->window < 64 || p->window > 16384 ||
+	    (p->window & (p->window - 1)))
+		return -EINVAL;
+	if (p->rto_us_min == 0 || p->rto_us_min > p->rto_us_max ||
+	    p->rto_us_init < p->rto_us_min || p->rto_us_init > p->rto_us_max)
+		return -EINVAL;
+	if (p->ack_every == 0 || p->peer_timeout_ms == 0)
+		return -EINVAL;
+	if ((uint32_t)p->udp_port + p->lane > 65535)
+		return -EINVAL;
+	if (p->fault.drop_rate < 0 || p->fault.drop_rate > 1 ||
+	    p->fault.dup_rate < 0 || p->fault.dup_rate > 1 ||
+	    p->fault.reorder_rate < 0 || p->fault.reorder_rate > 1)
+		return -EINVAL;
+	return 0;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t r = 1;
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+static int alloc_peers(struct tp *tp)
+{
+	const struct tp_params *p = &tp->p;
+
+	tp->peers = calloc(p->max_peers, sizeof(*tp->peers));
+	if (!tp->peers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->max_peers; i++)
+		tp->peers[i].node = (uint16_t)i;
+	return 0;
+}
+
+static void free_peer(struct tp_peer *pe)
+{
+	free(pe->win);
+	free(pe->stx);
+	free(pe->rcv_bits);
+	free(pe->srx);
+	pe->win = NULL;
+	pe->stx = NULL;
+	pe->rcv_bits = NULL;
+	pe->srx = NULL;
+}
+
+static int alloc_pools(struct tp *tp)
+{
+	const struct tp_params *p = &tp->p;
+	uint32_t ntx = p->tx_msgs ? p->tx_msgs : 2 * p->window;
+	uint32_t nrx = p->rx_msgs ? p->rx_msgs : 2 * p->window;
+
+	tp->txpool = calloc(ntx, sizeof(*tp->txpool));
+	tp->inline_slab = p->inline_max ? aligned_alloc(64, ((size_t)ntx *
+				  p->inline_max + 63) & ~(size_t)63) : NULL;
+	tp->rxpool = calloc(nrx, sizeof(*tp->rxpool));
+	tp->hmask = pow2_at_least(2 * nrx) - 1;
+	tp->htab = calloc(tp->hmask + 1, sizeof(*tp->htab));
+	if (!tp->txpool || (p->inline_max && !tp->inline_slab) ||
+	    !tp->rxpool || !tp->htab)
+		return -ENOMEM;
+	for (uint32_t i = ntx; i-- > 0;) {
+		tp->txpool[i].next = tp->txfree;
+		tp->txpool[i].inline_buf =
+			p->inline_max ? tp->inline_slab + (size_t)i * p->inline_max
+				      : NULL;
+		tp->txfree = &tp->txpool[i];
+	}
+	tp->tx_free_count = ntx;
+	for (uint32_t i = nrx; i-- > 0;) {
+		tp->rxpool[i].next__ = tp->rxfree;
+		tp->rxfree = &tp->rxpool[i];
+	}
+	tp->rx_free_count = nrx;
+	tp->p.tx_msgs = ntx;
+	tp->p.rx_msgs = nrx;
+	return 0;
+}
+
+int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
+	      struct tp **out)
+{
+	struct tp *tp;
+	size_t arena;
+	int rc;
+
+	ZB_ASSERT(p != NULL && ops != NULL && out != NULL);
+	if (!ops->tx || !ops->deliver || !ops->send_done)
+		return -EINVAL;
+	rc = check_params(p);
+	if (rc)
+		return rc;
+	tp = calloc(1, sizeof(*tp));
+	if (!tp)
+		return -ENOMEM;
+	tp->p = *p;
+	tp->ops = *ops;
+	tp->user = user;
+	tp->wmask = p->window - 1;
+	tp->frag_size = (uint16_t)WIRE_FRAG_MAX(p->mtu);
+	tp->deadline = UINT64_MAX;
+	tp->rxcfg = (struct wire_rx_cfg){
+		.cluster = p->cluster, .node = p->node, .lane = p->lane,
+		.ip = p->ip, .udp_port = p->udp_port,
+		/* accept any fragment size a valid peer may use (its MTU) */
+		.frag_max = (uint16_t)WIRE_FRAG_MAX(WIRE_MTU_MAX),
+		.msg_max = p->max_message,
+	};
+	rc = alloc_peers(tp);
+	if (rc)
+		goto fail;
+	rc = alloc_pools(tp);
+	if (rc)
+		goto fail;
+	arena = p->rx_arena_bytes ? p->rx_arena_bytes
+				  : (size_t)p->max_message +
+					    4ull * p->window * p->mtu;
+	if (arena < TP_BLK)
+		arena = TP_BLK;
+	rc = tp__arena_init(&tp->arena, p->rx_arena, arena);
+	if (rc)
+		goto fail;
+	rc = tp__fault_init(tp);
+	if (rc)
+		goto fail_arena;
+	*out = tp;
+	ZB_ASSERT(tp->tx_free_count > 0 && tp->rx_free_count > 0);
+	return 0;
+
+fail_arena:
+	tp__arena_fini(&tp->arena);
+fail:
+	free(tp->htab);
+	free(tp->rxpool);
+	free(tp->inline_slab);
+	free(tp->txpool);
+	free(tp->peers);
+	free(tp);
+	return rc;
+}
+
+void tp_destroy(struct tp *tp)
+{
+	if (!tp)
+		return;
+	for (uint32_t i = 0; i < tp->p.max_peers; i++) {
+		struct tp_peer *pe = &tp->peers[i];
+		if (!pe->present)
+			continue;
+		tp__session_reset(tp, pe, ZB_ERR_SHUTDOWN, false, 0);
+	}
+	/* orphans never delivered: return them to the pool */
+	while (tp->orphans) {
+		struct tp_msg *m = tp->orphans;
+		tp->orphans = m->next__;
+		tp__arena_free(&tp->arena, m->blk__, m->nblk__);
+	}
+	ZB_ASSERT(tp->rx_outstanding == 0); /* consumers released everything */
+	for (uint32_t i = 0; i < tp->p.max_peers; i++)
+		free_peer(&tp->peers[i]);
+	tp__fault_fini(tp);
+	tp__arena_fini(&tp->arena);
+	free(tp->htab);
+	free(tp->rxpool);
+	free(tp->inline_slab);
+	free(tp->txpool);
+	free(tp->peers);
+	free(tp);
+}
+
+int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip)
+{
+	struct tp_peer *pe;
+	const struct tp_params *p = &tp->p;
+
+	ZB_ASSERT(tp != NULL && mac != NULL);
+	if (node >= p->max_peers || node == p->node)
+		return -EINVAL;
+	pe = &tp->peers[node];
+	if (pe->present)
+		return -EEXIST;
+	pe->win = calloc(p->window, sizeof(*pe->win));
+	pe->stx = calloc(p->streams, sizeof(*pe->stx));
+	pe->rcv_bits = calloc(p->window / 64, sizeof(uint64_t));
+	pe->srx = calloc(p->streams, sizeof(*pe->srx));
+	if (!pe->win || !pe->stx || !pe->rcv_bits || !pe->srx) {
+		free_peer(pe);
+		return -ENOMEM;
+	}
+	memcpy(pe->addr.src_mac, p->mac, 6);
+	memcpy(pe->addr.dst_mac, mac, 6);
+	pe->addr.src_ip = p->ip;
+	pe->addr.dst_ip = ip;
+	pe->addr.src_port = pe->addr.dst_port = (uint16_t)(p->udp_port + p->lane);
+	pe->local_epoch = p->epoch;
+	pe->rto_ns = (uint64_t)p->rto_us_init * TP_NS_PER_US;
+	pe->credit = p->window;
+	pe->snd_limit = p->window;
+	pe->state = TP_PS_UNKNOWN;
+	pe->present = 1;
+	ZB_ASSERT(pe->node == node);
+	return 0;
+}
+
+/* Any valid frame from the peer: it is alive. */
+void tp__peer_heard(struct tp *tp, struct tp_peer *pe, uint64_t now)
+{
+	pe->last_rx_ns = now;
+	if (ZB_UNLIKELY(pe->state != TP_PS_UP)) {
+		pe->state = TP_PS_UP;
+		tp->st.peer_up++;
+		if (tp->ops.peer_event)
+			tp->ops.peer_event(tp->user, pe->node, TP_PEER_UP,
+					   pe->remote_epoch);
+	}
+}
+
+/* Reset the session with pe: fail every message accepted for it with err,
+ * drop its partial reassemblies (complete ones still reach the consumer),
+ * start sequence numbers again from 0. bump_local starts a new local session
+ * epoch so the peer notices and resets its side. send_done runs last, when
+ * the state is consistent again (callbacks may call tp_send). */
+void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
+		       bool bump_local, uint64_t now)
+{
+	struct tp_txmsg *fail = NULL;
+
+	ZB_ASSERT(pe->present);
+	ZB_ASSERT(err < 0);
+	tp__tx_reset(tp, pe, &fail);
+	tp__rx_reset(tp, pe);
+	if (bump_local) {
+		pe->local_epoch++;
+		if (pe->local_epoch == 0)
+			pe->local_epoch = 1;
+		pe->await_epoch_ack = 1;
+	}
+	pe->probe_due = now + (uint64_t)tp->p.rto_us_max * TP_NS_PER_US;
+	while (fail) {
+		struct tp_txmsg *m = fail;
+		fail = m->next;
+		tp__txmsg_finish(tp, m, err);
+	}
+}
+
+int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns)
+{
+	struct tp_peer *pe;
+
+	ZB_ASSERT(tp != NULL);
+	if (node >= tp->p.max_peers || !tp->peers[node].present)
+		return -ENOENT;
+	pe = &tp->peers[node];
+	tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now_ns);
+	if (pe->state == TP_PS_DOWN)
+		pe->state = TP_PS_UNKNOWN;
+	/* tell the peer now: it resets its side when it sees the new epoch */
+	tp__send_ack(tp, pe, WIRE_F_ACKREQ, now_ns);
+	return 0;
+}
+
+int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
+	    size_t len, struct tp_ref *ref, uint64_t cookie, uint64_t now_ns)
+{
+	struct tp_peer *pe;
+	struct tp_txmsg *m;
+	struct tp_stream_tx *s;
+
+	ZB_DASSERT(tp != NULL);
+	if (ZB_UNLIKELY(peer >= tp->p.max_peers || !tp->peers[peer].present))
+		return -ENOENT;
+	if (ZB_UNLIKELY(stream >= tp->p.streams || (len && !data)))
+		return -EINVAL;
+	if (ZB_UNLIKELY(len > tp->p.max_message))
+		return -EMSGSIZE;
+	pe = &tp->peers[peer];
+	if (ZB_UNLIKELY(pe->state == TP_PS_DOWN))
+		return ZB_ERR_PEER_DOWN;
+	m = tp->txfree;
+	if (ZB_UNLIKELY(!m))
+		return -EAGAIN;
+	tp->txfree = m->next;
+	tp->tx_free_count--;
+
+	m->next = NULL;
+	m->len = (uint32_t)len;
+	m->cookie = cookie;
+	m->frag_size = tp->frag_size;
+	m->frag_count = len ? (uint32_t)((len + m->frag_size - 1) / m->frag_size) : 1;
+	m->next_frag = m->frags_acked = 0;
+	m->failed = 0;
+	m->stream = stream;
+	if (len <= tp->p.inline_max) {
+		if (len)
+			memcpy(m->inline_buf, data, len);
+		m->data = m->inline_buf;
+		m->ref = NULL;
+	} else {
+		m->data = data;
+		m->ref = ref;
+		if (ref)
+			tp_ref_get(ref);
+	}
+	s = &pe->stx[stream];
+	m->msg_id = s->next_msg_id++;
+	if (s->tail)
+		s->tail->next = m;
+	else {
+		s->head = m;
+		pe->tx_pending_streams++;
+	}
+	s->tail = m;
+	if (pe->queued_msgs++ == 0) {
+		pe->busy_since_ns = now_ns;
+		tp__arm(tp, now_ns + (uint64_t)tp->p.peer_timeout_ms * 1000000ull);
+	}
+	tp__pump(tp, pe, now_ns);
+	return 0;
+}
+
+/* Peer-down rule: messages pending and nothing heard from the peer for
+ * peer_timeout (measured from the later of the last frame heard and the
+ * moment the queue became non-empty). */
+static void check_down(struct tp *tp, struct tp_peer *pe, uint64_t now,
+		       uint64_t *next)
+{
+	uint64_t ref, due;
+
+	if (pe->queued_msgs == 0 || pe->state == TP_PS_DOWN)
+		return;
+	ref = pe->last_rx_ns > pe->busy_since_ns ? pe->last_rx_ns
+						 : pe->busy_since_ns;
+	due = ref + (uint64_t)tp->p.peer_timeout_ms * 1000000ull;
+	if (now < due) {
+		if (due < *next)
+			*next = due;
+		return;
+	}
+	pe->state = TP_PS_DOWN;
+	tp->st.peer_downs++;
+	tp__session_reset(tp, pe, ZB_ERR_PEER_DOWN, true, now);
+	if (tp->ops.peer_event)
+		tp->ops.peer_event(tp->user, pe->node, TP_PEER_DOWN,
+				   pe->remote_epoch);
+}
+
+uint64_t tp_poll(struct tp *tp, uint64_t now_ns)
+{
+	uint64_t next = UINT64_MAX;
+
+	ZB_DASSERT(tp != NULL);
+	if (tp->fault_held)
+		tp__fault_flush(tp, now_ns);
+	if (tp->orphans || tp->deferred_peers)
+		tp__deliver_pending(tp, now_ns);
+	if (now_ns < tp->deadline && !tp->orphans && !tp->deferred_peers)
+		return tp->deadline;
+	for (uint32_t i = 0; i < tp->p.max_peers; i++) {
+		struct tp_peer *pe = &tp->peers[i];
+
+		if (!pe->present)
+			continue;
+		tp__tx_timers(tp, pe, now_ns);
+		if (pe->ack_due && now_ns >= pe->ack_due)
+			tp__send_ack(tp, pe, 0, now_ns);
+		check_down(tp, pe, now_ns, &next);
+		if (pe->ack_due && pe->ack_due < next)
+			next = pe->ack_due;
+		if (pe->snd_una != pe->snd_next && pe->rto_due < next)
+			next = pe->rto_due;
+		if ((pe->stalled || pe->state == TP_PS_DOWN) &&
+		    pe->probe_due < next)
+			next = pe->probe_due;
+	}
+	if (tp->orphans || tp->deferred_peers || tp->fault_held)
+		next = now_ns + 1000;  /* retry consumers / release held frames */
+	tp->deadline = next;
+	return next;
+}
+
+uint64_t tp_next_deadline(const struct tp *tp)
+{
+	ZB_DASSERT(tp != NULL);
+	if (tp->fault_held || tp->orphans || tp->deferred_peers)
+		return 0;
+	return tp->deadline;
+}
+
+const struct tp_stats *tp_stats(const struct tp *tp)
+{
+	ZB_ASSERT(tp != NULL);
+	return &tp->st;
+}
+
+int tp_peer_info(const struct tp *tp, uint16_t node, struct tp_peer_info *out)
+{
+	const struct tp_peer *pe;
+
+	ZB_ASSERT(tp != NULL && out != NULL);
+	if (node >= tp->p.max_peers || !tp->peers[node].present)
+		return -ENOENT;
+	pe = &tp->peers[node];
+	out->state = pe->state;
+	out->local_epoch = pe->local_epoch;
+	out->remote_epoch = pe->remote_epoch;
+	out->srtt_us = (uint32_t)(pe->srtt_ns / 1000);
+	out->rto_us = (uint32_t)(tp__rto(tp, pe) / 1000);
+	out->in_flight = pe->snd_next - pe->snd_una;
+	out->credit = pe->credit;
+	out->queued_msgs = pe->queued_msgs;
+	return 0;
+}
+
+void tp_stats_foreach(const struct tp_stats *s,
+		      void (*fn)(void *arg, const char *name, uint64_t value),
+		      void *arg)
+{
+#define C(f) fn(arg, #f, s->f)
+	ZB_ASSERT(s != NULL && fn != NULL);
+	C(frames_tx); C(frames_rx); C(data_frames_tx); C(acks_tx); C(probes_tx);
+	C(payload_bytes_tx); C(payload_bytes_rx); C(retransmits);
+	C(rto_timeouts); C(fast_retransmits); C(tx_busy); C(acks_rx);
+	C(dup_frames); C(ooo_frames); C(no_buffer_drops); C(window_stalls);
+	C(msgs_sent); C(msgs_failed); C(msgs_delivered); C(bytes_delivered);
+	C(deliver_deferred); C(peer_up); C(peer_restarts); C(peer_downs);
+	C(stale_replies); C(fault_drops); C(fault_dups); C(fault_reorders);
+	C(bad_frames);
+#undef C
+	for (int r = 1; r < WIRE_REASON_COUNT; r++) {
+		char name[48];
+		snprintf(name, sizeof(name), "bad_%s", wire_reason_name(r));
+		fn(arg, name, s->bad[r]);
+	}
+}

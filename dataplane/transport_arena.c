@@ -1,0 +1,155 @@
+/* Reassembly arena: reserved once at tp_create, carved into TP_BLK blocks.
+ * A message takes one contiguous run of blocks (so it is delivered as one
+ * buffer). First fit from a next-fit cursor over a bitmap; word-at-a-time
+ * scanning keeps a 256 MiB request within a few thousand word reads. */
+#include "transport_internal.h"
+
+#include <sys/mman.h>
+
+static inline bool blk_used(const struct tp_arena *a, uint32_t i)
+{
+	return (a->used[i >> 6] >> (i & 63)) & 1;
+}
+
+/* First index in [i, end) whose bit equals `want`, or end. */
+static uint32_t scan(const struct tp_arena *a, uint32_t i, uint32_t end,
+		     bool want)
+{
+	while (i < end) {
+		uint64_t w = a->used[i >> 6];
+		if (!want)
+			w = ~w;
+		w &= ~0ull << (i & 63);
+		if (w) {
+			uint32_t j = (i & ~63u) + (uint32_t)__builtin_ctzll(w);
+			return j < end ? j : end;
+		}
+		i = (i & ~63u) + 64;
+	}
+	return end;
+}
+
+static void set_range(struct tp_arena *a, uint32_t i, uint32_t n, bool used)
+{
+	for (uint32_t end = i + n; i < end;) {
+		uint32_t bit = i & 63, take = 64 - bit;
+		uint64_t mask;
+
+		if (take > end - i)
+			take = end - i;
+		mask = (take == 64 ? ~0ull : ((1ull << take) - 1)) << bit;
+		if (used)
+			a->used[i >> 6] |= mask;
+		else
+			a->used[i >> 6] &= ~mask;
+		i += take;
+	}
+}
+
+int tp__arena_init(struct tp_arena *a, void *mem, size_t bytes)
+{
+	size_t words;
+
+	ZB_ASSERT(a != NULL);
+	ZB_ASSERT(bytes >= TP_BLK && bytes / TP_BLK < UINT32_MAX);
+	memset(a, 0, sizeof(*a));
+	a->nblk = (uint32_t)(bytes / TP_BLK);
+	a->bytes = (size_t)a->nblk * TP_BLK;
+	words = (a->nblk + 63) / 64;
+	a->used = calloc(words, sizeof(uint64_t));
+	if (!a->used)
+		return -ENOMEM;
+	/* bits past nblk in the last word are permanently "used" */
+	if (a->nblk & 63)
+		a->used[words - 1] = ~0ull << (a->nblk & 63);
+	if (mem) {
+		if ((uintptr_t)mem & 63)
+			goto fail_align;
+		a->base = mem;
+	} else {
+		/* NORESERVE: pages cost nothing until a message touches them */
+		void *m = mmap(NULL, a->bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			goto fail_map;
+		a->base = m;
+		a->mapped = true;
+	}
+	a->free_blk = a->nblk;
+	return 0;
+
+fail_align:
+	free(a->used);
+	a->used = NULL;
+	return -EINVAL;
+fail_map:
+	free(a->used);
+	a->used = NULL;
+	return -ENOMEM;
+}
+
+void tp__arena_fini(struct tp_arena *a)
+{
+	if (a->mapped && a->base)
+		munmap(a->base, a->bytes);
+	free(a->used);
+	memset(a, 0, sizeof(*a));
+}
+
+static bool find_run(struct tp_arena *a, uint32_t from, uint32_t end,
+		     uint32_t n, uint32_t *out)
+{
+	uint32_t i = from;
+
+	while (i + n <= end) {
+		uint32_t j;
+
+		i = scan(a, i, end, false);      /* first free */
+		if (i + n > end)
+			return false;
+		j = scan(a, i, i + n, true);     /* first used inside the run */
+		if (j == i + n) {
+			*out = i;
+			return true;
+		}
+		i = j + 1;
+	}
+	return false;
+}
+
+int tp__arena_alloc(struct tp_arena *a, size_t bytes, uint32_t *blk,
+		    uint32_t *nblk)
+{
+	uint64_t n64 = (bytes + TP_BLK - 1) / TP_BLK;
+	uint32_t n, at;
+
+	ZB_DASSERT(a->used != NULL);
+	*blk = 0;
+	*nblk = 0;
+	if (n64 == 0)
+		return 0;
+	if (n64 > a->free_blk)
+		return -ENOMEM;
+	n = (uint32_t)n64;
+	if (!find_run(a, a->hint, a->nblk, n, &at) &&
+	    !find_run(a, 0, a->hint + n < a->nblk ? a->hint + n : a->nblk, n,
+		      &at))
+		return -ENOMEM;
+	set_range(a, at, n, true);
+	a->free_blk -= n;
+	a->hint = at + n < a->nblk ? at + n : 0;
+	*blk = at;
+	*nblk = n;
+	ZB_DASSERT(blk_used(a, at) && blk_used(a, at + n - 1));
+	return 0;
+}
+
+void tp__arena_free(struct tp_arena *a, uint32_t blk, uint32_t nblk)
+{
+	if (nblk == 0)
+		return;
+	ZB_ASSERT(blk + nblk <= a->nblk);
+	ZB_DASSERT(blk_used(a, blk) && blk_used(a, blk + nblk - 1));
+	set_range(a, blk, nblk, false);
+	a->free_blk += nblk;
+}

@@ -1,0 +1,203 @@
+/* transport_internal.h — shared by dataplane/transport*.c only.
+ *
+ * Naming: tp_ public (zbmd/transport.h), tp__ shared between the transport
+ * files, everything else static.
+ */
+#ifndef ZBMD_TRANSPORT_INTERNAL_H
+#define ZBMD_TRANSPORT_INTERNAL_H
+
+#include "zbmd/common.h"
+#include "zbmd/transport.h"
+#include "zbmd/wire.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+#define TP_BLK            1024u     /* arena block, bytes (64-aligned) */
+#define TP_FAULT_SLOTS    8         /* frames held back for reordering */
+#define TP_MSG_WINDOW     (1u << 20) /* max msg_id distance ahead of delivery */
+#define TP_CREDIT_FLOOR   8         /* credit advertised even when full (see rx) */
+#define TP_DUPTHRESH      3         /* SACKed frames above a hole: fast rtx */
+#define TP_NS_PER_US      1000ull
+
+_Static_assert(TP_BLK % 64 == 0, "arena blocks keep 64-byte alignment");
+_Static_assert(WIRE_SACK_BITS == 64, "sack is one uint64");
+
+enum tp_peer_state { TP_PS_UNKNOWN = 0, TP_PS_UP = 1, TP_PS_DOWN = 2 };
+enum tp_msg_state { TP_MS_FREE = 0, TP_MS_PARTIAL, TP_MS_COMPLETE,
+		    TP_MS_DELIVERED };
+
+/* serial-number arithmetic over 32 bits (RFC 1982) */
+static inline int32_t tp__sdiff(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b);
+}
+static inline bool tp__slt(uint32_t a, uint32_t b) { return tp__sdiff(a, b) < 0; }
+
+/* A message accepted by tp_send, until send_done. */
+struct tp_txmsg {
+	struct tp_txmsg *next;     /* stream queue, free list, fail list */
+	const uint8_t *data;
+	struct tp_ref *ref;        /* our reference, or NULL */
+	uint64_t cookie;
+	uint32_t len, msg_id;
+	uint32_t frag_count, next_frag, frags_acked;
+	uint16_t frag_size, stream;
+	uint8_t failed;
+	uint8_t *inline_buf;       /* inline_max bytes owned by this descriptor */
+};
+
+/* One frame in flight: window slot seq & (window - 1). */
+struct tp_slot {
+	struct tp_txmsg *msg;      /* NULL: acked/sacked or free */
+	uint64_t sent_ns;
+	uint32_t frag_index;
+	uint16_t rtx;              /* times retransmitted */
+	uint8_t sacked;
+	uint8_t fast;              /* fast-retransmitted since its last RTO */
+};
+
+struct tp_stream_tx {
+	struct tp_txmsg *head, *tail;   /* head: being fragmented */
+	uint32_t next_msg_id;
+};
+
+struct tp_stream_rx {
+	uint32_t next_deliver;          /* msg_id delivered next */
+	uint8_t deferred;               /* consumer said -EAGAIN */
+};
+
+struct tp_peer {
+	uint8_t present, state;
+	uint16_t node;
+	struct wire_addr addr;          /* prebuilt addresses for TX */
+	uint32_t local_epoch, remote_epoch;
+	uint8_t await_epoch_ack;        /* we reset: refuse frames not addressed to local_epoch */
+	uint64_t last_rx_ns, busy_since_ns;
+
+	/* send side */
+	struct tp_slot *win;            /* [window] */
+	struct tp_stream_tx *stx;       /* [streams] */
+	uint32_t snd_una, snd_next, snd_limit;
+	uint32_t credit;                /* last credit from the peer */
+	uint32_t queued_msgs;           /* accepted, not completed */
+	uint32_t tx_pending_streams;    /* streams with unassigned fragments */
+	uint32_t rr;                    /* round-robin cursor over streams */
+	uint64_t srtt_ns, rttvar_ns, rto_ns;
+	uint8_t has_rtt, backoff, stalled;
+	uint64_t rto_due, probe_due;
+
+	/* receive side */
+	uint64_t *rcv_bits;             /* [window / 64] ring, bit = seq received */
+	struct tp_stream_rx *srx;       /* [streams] */
+	uint32_t rcv_next;
+	uint32_t ack_pending;           /* in-order frames not yet acked */
+	uint64_t ack_due;               /* 0: none armed */
+	uint8_t ack_now, has_deferred;
+	uint64_t stale_reply_ns;
+};
+
+/* Reassembly arena: first-fit over a block bitmap (1 = used), next-fit
+ * cursor. Allocation is O(bitmap words) at worst, never malloc. */
+struct tp_arena {
+	uint8_t *base;
+	uint64_t *used;
+	uint32_t nblk, free_blk, hint;
+	size_t bytes;
+	bool mapped;                    /* we mmap'ed base */
+};
+
+struct tp_fault_slot {
+	uint32_t len, countdown;
+	unsigned flags;
+	uint8_t *buf;
+};
+
+struct tp {
+	struct tp_params p;
+	struct tp_ops ops;
+	void *user;
+	struct wire_rx_cfg rxcfg;
+	uint32_t wmask;                 /* window - 1 */
+	uint16_t frag_size;             /* our fragment payload size */
+	uint16_t ip_id;
+
+	struct tp_peer *peers;          /* [max_peers] */
+
+	/* send descriptors */
+	struct tp_txmsg *txpool, *txfree;
+	uint8_t *inline_slab;
+	uint32_t tx_free_count;
+
+	/* receive descriptors + reassembly */
+	struct tp_msg *rxpool, *rxfree;
+	uint32_t rx_free_count, rx_outstanding;   /* delivered, unreleased */
+	struct tp_msg **htab;           /* (peer, stream, msg_id) -> message */
+	uint32_t hmask;
+	struct tp_msg *orphans;         /* complete, from a reset session */
+	struct tp_arena arena;
+
+	/* fault injection */
+	uint64_t rng;
+	bool fault_on;
+	uint32_t fault_held;
+	struct tp_fault_slot fslot[TP_FAULT_SLOTS];
+
+	uint64_t deadline;
+	uint32_t deferred_peers;        /* peers with has_deferred */
+	uint8_t hdr[WIRE_HDRS_LEN];     /* scratch for TX headers */
+	struct tp_stats st;
+};
+
+static inline void tp__arm(struct tp *tp, uint64_t t)
+{
+	if (t < tp->deadline)
+		tp->deadline = t;
+}
+
+static inline void tp__bad(struct tp *tp, enum wire_reason r)
+{
+	ZB_DASSERT(r > WIRE_OK && r < WIRE_REASON_COUNT);
+	tp->st.bad[r]++;
+	tp->st.bad_frames++;
+}
+
+/* transport_arena.c */
+int tp__arena_init(struct tp_arena *a, void *mem, size_t bytes);
+void tp__arena_fini(struct tp_arena *a);
+/* Blocks for `bytes` (0 bytes: 0 blocks, returns 0 with *blk = 0). 0 or -ENOMEM. */
+int tp__arena_alloc(struct tp_arena *a, size_t bytes, uint32_t *blk, uint32_t *nblk);
+void tp__arena_free(struct tp_arena *a, uint32_t blk, uint32_t nblk);
+
+/* transport_tx.c */
+void tp__pump(struct tp *tp, struct tp_peer *pe, uint64_t now);
+void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now);
+enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
+			    const struct wire_hdr *h, uint64_t now);
+void tp__tx_timers(struct tp *tp, struct tp_peer *pe, uint64_t now);
+void tp__tx_reset(struct tp *tp, struct tp_peer *pe, struct tp_txmsg **fail);
+void tp__txmsg_finish(struct tp *tp, struct tp_txmsg *m, int status);
+uint64_t tp__rto(const struct tp *tp, const struct tp_peer *pe);
+
+/* transport_rx.c */
+int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
+		 unsigned flags, uint64_t now);
+void tp__rx_reset(struct tp *tp, struct tp_peer *pe);
+void tp__deliver_pending(struct tp *tp, uint64_t now);
+uint32_t tp__credit(const struct tp *tp);
+uint64_t tp__sack(const struct tp *tp, const struct tp_peer *pe);
+
+/* transport.c */
+void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
+		       bool bump_local, uint64_t now);
+void tp__peer_heard(struct tp *tp, struct tp_peer *pe, uint64_t now);
+
+/* transport_fault.c */
+uint64_t tp__rand(struct tp *tp);
+int tp__fault_rx(struct tp *tp, const uint8_t *frame, size_t len,
+		 unsigned flags, uint64_t now);
+void tp__fault_flush(struct tp *tp, uint64_t now);
+int tp__fault_init(struct tp *tp);
+void tp__fault_fini(struct tp *tp);
+
+#endif /* ZBMD_TRANSPORT_INTERNAL_H */

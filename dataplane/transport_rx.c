@@ -1,0 +1,486 @@
+/* Receive side: validation beyond the wire (peer, epoch, sequence window),
+ * duplicate suppression, reassembly into the arena, in-order delivery per
+ * stream, delayed acks, credit.
+ *
+ * Exactly-once: a DATA frame is accepted at most once per session — its
+ * sequence number is marked in a window-sized bitmap only after its payload
+ * is placed; sequences below rcv_next or already marked are duplicates.
+ * In order: a message is delivered only when its msg_id is the stream's
+ * next_deliver, which then advances. */
+#include "transport_internal.h"
+
+/* ---- (peer, stream, msg_id) -> message: linear probing ------------------ */
+static inline uint64_t msg_key(uint16_t peer, uint16_t stream, uint32_t id)
+{
+	return ((uint64_t)peer << 48) | ((uint64_t)stream << 32) | id;
+}
+static inline uint64_t m_key(const struct tp_msg *m)
+{
+	return msg_key(m->peer, m->stream, m->msg_id);
+}
+static inline uint32_t hslot(uint64_t key)
+{
+	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+static struct tp_msg *hfind(const struct tp *tp, uint64_t key, uint32_t *at)
+{
+	for (uint32_t i = hslot(key) & tp->hmask, n = 0; n <= tp->hmask;
+	     i = (i + 1) & tp->hmask, n++) {
+		struct tp_msg *m = tp->htab[i];
+		if (!m)
+			return NULL;
+		if (m_key(m) == key) {
+			if (at)
+				*at = i;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+static void hinsert(struct tp *tp, struct tp_msg *m)
+{
+	uint32_t i = hslot(m_key(m)) & tp->hmask;
+
+	while (tp->htab[i])
+		i = (i + 1) & tp->hmask;
+	tp->htab[i] = m;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void hremove(struct tp *tp, struct tp_msg *m)
+{
+	uint32_t i = 0, j;
+	struct tp_msg *found = hfind(tp, m_key(m), &i);
+
+	ZB_ASSERT(found == m);
+	tp->htab[i] = NULL;
+	for (j = (i + 1) & tp->hmask; tp->htab[j]; j = (j + 1) & tp->hmask) {
+		uint32_t k = hslot(m_key(tp->htab[j])) & tp->hmask;
+		bool move = (i <= j) ? (k <= i || k > j) : (k <= i && k > j);
+		if (move) {
+			tp->htab[i] = tp->htab[j];
+			tp->htab[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+/* ---- receive bitmap ------------------------------------------------------ */
+static inline bool rbit(const struct tp *tp, const struct tp_peer *pe,
+			uint32_t seq)
+{
+	uint32_t i = seq & tp->wmask;
+	return (pe->rcv_bits[i >> 6] >> (i & 63)) & 1;
+}
+static inline void rbit_set(const struct tp *tp, struct tp_peer *pe,
+			    uint32_t seq, bool v)
+{
+	uint32_t i = seq & tp->wmask;
+	if (v)
+		pe->rcv_bits[i >> 6] |= 1ull << (i & 63);
+	else
+		pe->rcv_bits[i >> 6] &= ~(1ull << (i & 63));
+}
+
+/* Bits for rcv_next+1 .. rcv_next+64 (window >= 64, so no aliasing with
+ * unreceived sequences: the bit of rcv_next itself is always clear). */
+uint64_t tp__sack(const struct tp *tp, const struct tp_peer *pe)
+{
+	uint32_t start = (pe->rcv_next + 1) & tp->wmask;
+	uint32_t w = start >> 6, sh = start & 63, nw = (tp->wmask + 1) / 64;
+	uint64_t lo = pe->rcv_bits[w] >> sh;
+
+	if (sh)
+		lo |= pe->rcv_bits[(w + 1) % nw] << (64 - sh);
+	return lo;
+}
+
+/* Frames we can take beyond rcv_next, from free descriptors and arena.
+ * Never below TP_CREDIT_FLOOR: frames of messages already being reassembled
+ * need no new resources, and a closed window would stall them (a frame that
+ * does need resources is dropped and resent later). Shared by all peers. */
+uint32_t tp__credit(const struct tp *tp)
+{
+	uint64_t mem = (uint64_t)tp->arena.free_blk * TP_BLK / tp->frag_size;
+	uint64_t c = tp->p.window;
+
+	if (mem < c)
+		c = mem;
+	if (tp->rx_free_count < c)
+		c = tp->rx_free_count;
+	if (c < TP_CREDIT_FLOOR)
+		c = TP_CREDIT_FLOOR;
+	return (uint32_t)c;
+}
+
+/* ---- delivery ------------------------------------------------------------ */
+static void mark_deferred(struct tp *tp, struct tp_peer *pe, uint32_t s)
+{
+	pe->srx[s].deferred = 1;
+	tp->st.deliver_deferred++;
+	if (!pe->has_deferred) {
+		pe->has_deferred = 1;
+		tp->deferred_peers++;
+	}
+	tp__arm(tp, 0);
+}
+
+/* Hand m to the consumer. true: taken. */
+static bool hand_over(struct tp *tp, struct tp_msg *m)
+{
+	m->state__ = TP_MS_DELIVERED;
+	tp->rx_outstanding++;
+	if (tp->ops.deliver(tp->user, m) == 0) {
+		tp->st.msgs_delivered++;
+		tp->st.bytes_delivered += m->len;
+		return true;
+	}
+	/* refused (the consumer kept nothing): back to complete */
+	ZB_ASSERT(m->state__ == TP_MS_DELIVERED);
+	m->state__ = TP_MS_COMPLETE;
+	tp->rx_outstanding--;
+	return false;
+}
+
+/* Deliver complete messages of (pe, s) in msg_id order. */
+static void deliver_stream(struct tp *tp, struct tp_peer *pe, uint32_t s)
+{
+	struct tp_stream_rx *sr = &pe->srx[s];
+
+	while (!sr->deferred) {
+		struct tp_msg *m = hfind(tp, msg_key(pe->node, (uint16_t)s,
+						     sr->next_deliver), NULL);
+		if (!m || m->state__ != TP_MS_COMPLETE)
+			return;
+		hremove(tp, m);
+		sr->next_deliver++;
+		if (!hand_over(tp, m)) {
+			sr->next_deliver--;
+			hinsert(tp, m);
+			mark_deferred(tp, pe, s);
+		}
+	}
+}
+
+/* From tp_poll: orphans first (they are older), then deferred streams. */
+void tp__deliver_pending(struct tp *tp, uint64_t now)
+{
+	(void)now;
+	while (tp->orphans) {
+		struct tp_msg *m = tp->orphans;
+		tp->orphans = m->next__;
+		m->next__ = NULL;
+		if (!hand_over(tp, m)) {
+			m->next__ = tp->orphans;
+			tp->orphans = m;
+			tp->st.deliver_deferred++;
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < tp->p.max_peers && tp->deferred_peers; i++) {
+		struct tp_peer *pe = &tp->peers[i];
+
+		if (!pe->has_deferred)
+			continue;
+		pe->has_deferred = 0;
+		tp->deferred_peers--;
+		for (uint32_t s = 0; s < tp->p.streams; s++) {
+			if (!pe->srx[s].deferred)
+				continue;
+			pe->srx[s].deferred = 0;
+			deliver_stream(tp, pe, s);
+		}
+	}
+}
+
+void tp_msg_release(struct tp *tp, struct tp_msg *m)
+{
+	uint32_t before;
+
+	ZB_ASSERT(tp != NULL && m != NULL);
+	ZB_ASSERT(m->state__ == TP_MS_DELIVERED);
+	ZB_ASSERT(tp->rx_outstanding > 0);
+	before = tp__credit(tp);
+	tp__arena_free(&tp->arena, m->blk__, m->nblk__);
+	m->state__ = TP_MS_FREE;
+	m->data = NULL;
+	m->next__ = tp->rxfree;
+	tp->rxfree = m;
+	tp->rx_free_count++;
+	tp->rx_outstanding--;
+	/* window update: credit was nearly closed and opens now; tell the
+	 * peers from tp_poll (their probes would find out later anyway) */
+	if (before <= tp->p.window / 4 && tp__credit(tp) > tp->p.window / 4) {
+		for (uint32_t i = 0; i < tp->p.max_peers; i++) {
+			struct tp_peer *pe = &tp->peers[i];
+			if (pe->present && pe->state == TP_PS_UP && !pe->ack_due)
+				pe->ack_due = 1;
+		}
+		tp__arm(tp, 1);
+	}
+}
+
+/* ---- data frames ---------------------------------------------------------- */
+enum place_rc { PLACE_OK = 0, PLACE_NOBUF = -1, PLACE_DELIVER = -2 };
+
+/* Copy one fragment into its message (allocated on the first fragment seen,
+ * whichever it is). Returns PLACE_OK, PLACE_DELIVER (it completed the
+ * stream's next message), PLACE_NOBUF, or a wire_reason. */
+static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
+		 const uint8_t *payload)
+{
+	uint64_t key = msg_key(pe->node, h->stream, h->msg_id);
+	struct tp_msg *m = hfind(tp, key, NULL);
+
+	if (!m) {
+		int32_t d = tp__sdiff(h->msg_id, pe->srx[h->stream].next_deliver);
+		uint32_t blk, nblk;
+
+		if (d < 0 || (uint32_t)d >= TP_MSG_WINDOW)
+			return WIRE_E_MSG_WINDOW;
+		if (!tp->rxfree)
+			return PLACE_NOBUF;
+		if (tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk))
+			return PLACE_NOBUF;
+		m = tp->rxfree;
+		tp->rxfree = m->next__;
+		tp->rx_free_count--;
+		m->next__ = NULL;
+		m->peer = pe->node;
+		m->stream = h->stream;
+		m->msg_id = h->msg_id;
+		m->epoch = pe->remote_epoch;
+		m->len = h->msg_len;
+		m->data = nblk ? tp->arena.base + (size_t)blk * TP_BLK : NULL;
+		m->blk__ = blk;
+		m->nblk__ = nblk;
+		m->frags_got__ = 0;
+		m->frag_count__ = h->frag_count;
+		m->frag_size__ = h->frag_size;
+		m->state__ = TP_MS_PARTIAL;
+		hinsert(tp, m);
+	} else if (m->len != h->msg_len || m->frag_count__ != h->frag_count ||
+		   m->frag_size__ != h->frag_size ||
+		   m->state__ != TP_MS_PARTIAL) {
+		return WIRE_E_MSG_MISMATCH;
+	}
+	if (h->payload_len)
+		memcpy(m->data + (size_t)h->frag_index * h->frag_size, payload,
+		       h->payload_len);
+	if (++m->frags_got__ == m->frag_count__) {
+		m->state__ = TP_MS_COMPLETE;
+		if (m->msg_id == pe->srx[m->stream].next_deliver)
+			return PLACE_DELIVER;
+	}
+	return PLACE_OK;
+}
+
+static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
+				const struct wire_hdr *h,
+				const uint8_t *payload, uint64_t now)
+{
+	int32_t d = tp__sdiff(h->seq, pe->rcv_next);
+	uint32_t before = pe->rcv_next;
+	int rc;
+
+	if (h->stream >= tp->p.streams)
+		return WIRE_E_STREAM;
+	if (d < 0 || (d < (int32_t)tp->p.window && rbit(tp, pe, h->seq))) {
+		tp->st.dup_frames++;
+		pe->ack_now = 1;           /* the sender lacks our ack */
+		return WIRE_OK;
+	}
+	if (d >= (int32_t)tp->p.window)
+		return WIRE_E_SEQ_WINDOW;
+	rc = place(tp, pe, h, payload);
+	if (rc == PLACE_NOBUF) {
+		tp->st.no_buffer_drops++;
+		return WIRE_OK;            /* not bad: resent when we have room */
+	}
+	if (rc > 0)
+		return (enum wire_reason)rc;
+	tp->st.payload_bytes_rx += h->payload_len;
+	rbit_set(tp, pe, h->seq, true);
+	while (rbit(tp, pe, pe->rcv_next)) {
+		rbit_set(tp, pe, pe->rcv_next, false);
+		pe->rcv_next++;
+	}
+	if (d > 0) {
+		tp->st.ooo_frames++;
+		pe->ack_now = 1;           /* a hole: SACK it at once */
+	} else if (pe->rcv_next - before > 1) {
+		pe->ack_now = 1;           /* a hole filled */
+	}
+	if (++pe->ack_pending >= tp->p.ack_every)
+		pe->ack_now = 1;
+	else if (!pe->ack_due) {
+		pe->ack_due = now + (uint64_t)tp->p.ack_delay_us * TP_NS_PER_US;
+		tp__arm(tp, pe->ack_due);
+	}
+	/* deliver last: the consumer may send (and piggyback our ack) */
+	if (rc == PLACE_DELIVER)
+		deliver_stream(tp, pe, h->stream);
+	return WIRE_OK;
+}
+
+/* Session epochs (docs/wire.md, "Sessions and epochs"). A session is the
+ * pair (our local epoch L, the peer's epoch R); any change of either resets
+ * both sides' state, so sequence numbers always restart together. Returns
+ * WIRE_OK when the frame belongs to the current session (possibly after a
+ * reset for a restarted peer). */
+static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
+				    const struct wire_hdr *h, uint64_t now)
+{
+	if (h->src_epoch == 0)
+		return WIRE_E_BAD_EPOCH;
+	if (pe->remote_epoch == 0) {
+		pe->remote_epoch = h->src_epoch;
+	} else if (h->src_epoch != pe->remote_epoch) {
+		if (tp__slt(h->src_epoch, pe->remote_epoch))
+			return WIRE_E_STALE_EPOCH;   /* an older incarnation */
+		/* new incarnation (restart, or it reset its session) */
+		tp->st.peer_restarts++;
+		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
+		pe->remote_epoch = h->src_epoch;
+		pe->await_epoch_ack = 0;   /* it knows nothing older of us */
+		if (pe->state == TP_PS_DOWN)
+			pe->state = TP_PS_UNKNOWN;
+		if (tp->ops.peer_event)
+			tp->ops.peer_event(tp->user, pe->node,
+					   TP_PEER_RESTARTED, h->src_epoch);
+	}
+	if (h->dst_epoch == pe->local_epoch) {
+		pe->await_epoch_ack = 0;
+		return WIRE_OK;
+	}
+	if (h->dst_epoch == 0 && !pe->await_epoch_ack)
+		return WIRE_OK;            /* it has not heard from us yet */
+	if (h->dst_epoch != 0 && !tp__slt(h->dst_epoch, pe->local_epoch))
+		return WIRE_E_BAD_EPOCH;   /* an epoch of ours that never was */
+	/* Addressed to a session of ours that we abandoned (or, after we
+	 * reset, from a peer that never heard of us and may still send its
+	 * old stream): refuse, and tell the peer our epoch (rate-limited).
+	 * WIRE_F_RESET makes a peer that never heard of us start over too. */
+	if (now >= pe->stale_reply_ns) {
+		tp->st.stale_replies++;
+		tp__send_ack(tp, pe, h->dst_epoch == 0 ? WIRE_F_RESET : 0, now);
+		pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
+	}
+	return WIRE_E_STALE_EPOCH;
+}
+
+int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
+		 unsigned flags, uint64_t now)
+{
+	struct wire_hdr h;
+	struct wire_addr a;
+	const uint8_t *payload = NULL;
+	struct tp_peer *pe;
+	enum wire_reason r;
+
+	r = wire_decode(frame, len, &tp->rxcfg, flags, &h, &a, &payload);
+	if (ZB_UNLIKELY(r != WIRE_OK))
+		goto bad;
+	if (ZB_UNLIKELY(h.src_node >= tp->p.max_peers ||
+			!tp->peers[h.src_node].present)) {
+		r = WIRE_E_UNKNOWN_PEER;
+		goto bad;
+	}
+	pe = &tp->peers[h.src_node];
+	if (ZB_UNLIKELY(a.src_ip != pe->addr.dst_ip)) {
+		r = WIRE_E_SRC_ADDR;
+		goto bad;
+	}
+	r = check_epoch(tp, pe, &h, now);
+	if (ZB_UNLIKELY(r != WIRE_OK))
+		goto bad;
+	tp->st.frames_rx++;
+	if (ZB_UNLIKELY(h.flags & WIRE_F_RESET)) {
+		/* the peer abandoned our stream and we never knew its epoch
+		 * before: start a new session (it sees our new epoch) */
+		tp->st.peer_restarts++;
+		tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now);
+		if (pe->state == TP_PS_DOWN)
+			pe->state = TP_PS_UNKNOWN;
+	}
+	tp__peer_heard(tp, pe, now);
+	r = tp__on_ack(tp, pe, &h, now);
+	if (ZB_UNLIKELY(r != WIRE_OK))
+		goto bad;
+	if (h.flags & WIRE_F_ACKREQ)
+		pe->ack_now = 1;
+	if (h.type == WIRE_T_DATA) {
+		r = on_data(tp, pe, &h, payload, now);
+		if (ZB_UNLIKELY(r != WIRE_OK))
+			goto bad;
+	}
+	tp__pump(tp, pe, now);            /* the ack may have opened the window */
+	if (pe->ack_now)
+		tp__send_ack(tp, pe, 0, now);
+	return 0;
+bad:
+	tp__bad(tp, r);
+	return ZB_ERR_BAD_FRAME;
+}
+
+int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
+	  uint64_t now_ns)
+{
+	ZB_DASSERT(tp != NULL);
+	if (ZB_UNLIKELY(tp->fault_on))
+		return tp__fault_rx(tp, frame, len, flags, now_ns);
+	return tp__rx_frame(tp, frame, len, flags, now_ns);
+}
+
+/* Drop pe's receive state. Complete messages that wait for an earlier one
+ * of their stream are not lost: their sender saw them acknowledged, so they
+ * go to the orphan list and are delivered (in msg_id order per stream) from
+ * tp_poll. Partial ones are freed: their sender gets an error. */
+void tp__rx_reset(struct tp *tp, struct tp_peer *pe)
+{
+	struct tp_msg *found = NULL;
+
+	for (uint32_t i = 0; i <= tp->hmask; i++) {
+		struct tp_msg *m = tp->htab[i];
+		if (m && m->peer == pe->node) {
+			m->next__ = found;
+			found = m;
+		}
+	}
+	while (found) {
+		struct tp_msg *m = found, **at;
+		found = m->next__;
+		hremove(tp, m);
+		if (m->state__ != TP_MS_COMPLETE) {
+			tp__arena_free(&tp->arena, m->blk__, m->nblk__);
+			m->state__ = TP_MS_FREE;
+			m->next__ = tp->rxfree;
+			tp->rxfree = m;
+			tp->rx_free_count++;
+			continue;
+		}
+		/* insertion into the orphan list after older ones of this
+		 * (peer, stream): rare path, short lists */
+		at = &tp->orphans;
+		while (*at && !((*at)->peer == m->peer &&
+				(*at)->stream == m->stream &&
+				tp__slt(m->msg_id, (*at)->msg_id)))
+			at = &(*at)->next__;
+		m->next__ = *at;
+		*at = m;
+		tp__arm(tp, 0);
+	}
+	memset(pe->rcv_bits, 0, (tp->wmask + 1) / 8);
+	if (pe->has_deferred) {
+		pe->has_deferred = 0;
+		tp->deferred_peers--;
+	}
+	memset(pe->srx, 0, (size_t)tp->p.streams * sizeof(*pe->srx));
+	pe->rcv_next = 0;
+	pe->ack_pending = 0;
+	pe->ack_due = 0;
+	pe->ack_now = 0;
+	ZB_ASSERT(!pe->has_deferred);
+}

@@ -1,0 +1,410 @@
+/* Send side: fragmenting queued messages into the window, acks (cumulative
+ * + selective), RTT estimation and retransmission.
+ *
+ * Retransmission timer: RFC 6298 (SRTT/RTTVAR, RTO = SRTT + 4 RTTVAR,
+ * bounded by rto_us_min/max, doubled on every timeout, Karn's rule: no
+ * samples from retransmitted frames). Fast retransmit: a frame with at least
+ * TP_DUPTHRESH selectively-acked frames above it is resent once (the SACK
+ * loss rule of RFC 6675, section 4, without congestion control: the window
+ * is the receiver's credit). */
+#include "transport_internal.h"
+
+uint64_t tp__rto(const struct tp *tp, const struct tp_peer *pe)
+{
+	uint64_t max = (uint64_t)tp->p.rto_us_max * TP_NS_PER_US;
+	uint64_t r = pe->rto_ns << pe->backoff;
+
+	return r > max || (r >> pe->backoff) != pe->rto_ns ? max : r;
+}
+
+/* Fill the fields every frame to pe carries, including the piggybacked ack
+ * (which then counts as sent: the delayed ack is cancelled). */
+static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
+		       uint8_t type, uint8_t flags)
+{
+	memset(h, 0, sizeof(*h));
+	h->type = type;
+	h->flags = flags;
+	h->lane = tp->p.lane;
+	h->cluster = tp->p.cluster;
+	h->src_node = tp->p.node;
+	h->dst_node = pe->node;
+	h->src_epoch = pe->local_epoch;
+	h->dst_epoch = pe->remote_epoch;
+	h->ack = pe->rcv_next;
+	h->sack = tp__sack(tp, pe);
+	h->credit = (uint16_t)tp__credit(tp);
+	pe->ack_pending = 0;
+	pe->ack_due = 0;
+	pe->ack_now = 0;
+}
+
+static int xmit(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
+		const void *payload, struct tp_ref *ref)
+{
+	struct tp_frame f;
+	int rc;
+
+	wire_encode(tp->hdr, &pe->addr, h, payload, tp->ip_id++, tp->p.tx_flags);
+	f.peer = pe->node;
+	f.hdr_len = WIRE_HDRS_LEN;
+	f.hdr = tp->hdr;
+	f.payload = payload;
+	f.payload_len = h->payload_len;
+	f.ref = ref;
+	rc = tp->ops.tx(tp->user, &f);
+	if (ZB_UNLIKELY(rc)) {
+		tp->st.tx_busy++;
+		return rc;
+	}
+	tp->st.frames_tx++;
+	return 0;
+}
+
+void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now)
+{
+	struct wire_hdr h;
+
+	(void)now;
+	ZB_DASSERT(pe->present);
+	hdr_common(tp, pe, &h, WIRE_T_ACK, flags);
+	if (xmit(tp, pe, &h, NULL, NULL) == 0) {
+		tp->st.acks_tx++;
+		if (flags & WIRE_F_ACKREQ)
+			tp->st.probes_tx++;
+	}
+}
+
+static int send_slot(struct tp *tp, struct tp_peer *pe, uint32_t seq,
+		     struct tp_slot *sl, uint8_t flags, uint64_t now)
+{
+	const struct tp_txmsg *m = sl->msg;
+	struct wire_hdr h;
+	uint64_t off = (uint64_t)sl->frag_index * m->frag_size;
+	int rc;
+
+	ZB_DASSERT(m != NULL && sl->frag_index < m->frag_count);
+	hdr_common(tp, pe, &h, WIRE_T_DATA, flags);
+	h.stream = m->stream;
+	h.seq = seq;
+	h.msg_id = m->msg_id;
+	h.msg_len = m->len;
+	h.frag_index = sl->frag_index;
+	h.frag_count = m->frag_count;
+	h.frag_size = m->frag_size;
+	h.payload_len = (uint16_t)(m->len - off < m->frag_size ? m->len - off
+							       : m->frag_size);
+	sl->sent_ns = now;
+	rc = xmit(tp, pe, &h, m->data + off, m->ref);
+	if (rc == 0) {
+		tp->st.data_frames_tx++;
+		tp->st.payload_bytes_tx += h.payload_len;
+	}
+	return rc;
+}
+
+/* Next stream with unassigned fragments, round robin. */
+static struct tp_stream_tx *pick_stream(struct tp *tp, struct tp_peer *pe)
+{
+	for (uint32_t n = 0; n < tp->p.streams; n++) {
+		uint32_t s = pe->rr;
+		pe->rr = pe->rr + 1 == tp->p.streams ? 0 : pe->rr + 1;
+		if (pe->stx[s].head)
+			return &pe->stx[s];
+	}
+	ZB_ASSERT(0 && "tx_pending_streams out of sync");
+	return NULL;
+}
+
+/* Assign sequence numbers to queued fragments and send them while the
+ * local window and the peer's credit allow. */
+void tp__pump(struct tp *tp, struct tp_peer *pe, uint64_t now)
+{
+	bool sent = false, was_idle = pe->snd_una == pe->snd_next;
+
+	while (pe->tx_pending_streams) {
+		struct tp_stream_tx *s;
+		struct tp_txmsg *m;
+		struct tp_slot *sl;
+		uint32_t seq = pe->snd_next;
+		uint8_t flags = 0;
+
+		if (seq - pe->snd_una >= tp->p.window)
+			break;
+		if (!tp__slt(seq, pe->snd_limit)) {
+			if (!pe->stalled) {
+				pe->stalled = 1;
+				tp->st.window_stalls++;
+				pe->probe_due = now + tp__rto(tp, pe);
+				tp__arm(tp, pe->probe_due);
+			}
+			break;
+		}
+		s = pick_stream(tp, pe);
+		m = s->head;
+		sl = &pe->win[seq & tp->wmask];
+		ZB_DASSERT(sl->msg == NULL);
+		sl->msg = m;
+		sl->frag_index = m->next_frag++;
+		sl->rtx = 0;
+		sl->sacked = 0;
+		sl->fast = 0;
+		if (m->next_frag == m->frag_count) {   /* fully assigned: pop */
+			s->head = m->next;
+			m->next = NULL;
+			if (!s->head) {
+				s->tail = NULL;
+				pe->tx_pending_streams--;
+			}
+		}
+		pe->snd_next = seq + 1;
+		/* ask for an ack at once when this frame fills the window or
+		 * empties the queue: nothing else would prompt one soon */
+		if (pe->tx_pending_streams == 0 ||
+		    pe->snd_next - pe->snd_una >= tp->p.window ||
+		    pe->snd_next == pe->snd_limit)
+			flags = WIRE_F_ACKREQ;
+		sent = true;
+		if (send_slot(tp, pe, seq, sl, flags, now) == -EAGAIN)
+			break;  /* link full: the RTO timer resends it */
+	}
+	if (sent && was_idle) {
+		pe->rto_due = now + tp__rto(tp, pe);
+		tp__arm(tp, pe->rto_due);
+	}
+}
+
+/* Return a finished message's descriptor and report it. */
+void tp__txmsg_finish(struct tp *tp, struct tp_txmsg *m, int status)
+{
+	uint64_t cookie = m->cookie;
+	struct tp_ref *ref = m->ref;
+
+	ZB_DASSERT(tp->tx_free_count < tp->p.tx_msgs);
+	m->ref = NULL;
+	m->data = NULL;
+	m->next = tp->txfree;
+	tp->txfree = m;
+	tp->tx_free_count++;
+	if (status == 0)
+		tp->st.msgs_sent++;
+	else
+		tp->st.msgs_failed++;
+	tp->ops.send_done(tp->user, cookie, status);
+	if (ref)
+		tp_ref_put(ref);
+}
+
+static void frag_acked(struct tp *tp, struct tp_peer *pe, struct tp_txmsg *m)
+{
+	ZB_DASSERT(m->frags_acked < m->next_frag);
+	if (++m->frags_acked == m->frag_count) {
+		ZB_DASSERT(pe->queued_msgs > 0);
+		pe->queued_msgs--;
+		tp__txmsg_finish(tp, m, 0);
+	}
+}
+
+/* RFC 6298 section 2. */
+static void rtt_sample(struct tp *tp, struct tp_peer *pe, uint64_t r)
+{
+	uint64_t min = (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
+	uint64_t max = (uint64_t)tp->p.rto_us_max * TP_NS_PER_US;
+	uint64_t rto;
+
+	if (!pe->has_rtt) {
+		pe->srtt_ns = r;
+		pe->rttvar_ns = r / 2;
+		pe->has_rtt = 1;
+	} else {
+		uint64_t err = pe->srtt_ns > r ? pe->srtt_ns - r : r - pe->srtt_ns;
+		pe->rttvar_ns = (3 * pe->rttvar_ns + err) / 4;
+		pe->srtt_ns = (7 * pe->srtt_ns + r) / 8;
+	}
+	rto = pe->srtt_ns + 4 * pe->rttvar_ns;
+	pe->rto_ns = rto < min ? min : rto > max ? max : rto;
+}
+
+static void retransmit(struct tp *tp, struct tp_peer *pe, uint32_t seq,
+		       struct tp_slot *sl, uint64_t now)
+{
+	if (sl->rtx < UINT16_MAX)
+		sl->rtx++;
+	tp->st.retransmits++;
+	send_slot(tp, pe, seq, sl, WIRE_F_ACKREQ, now);
+}
+
+/* Holes with TP_DUPTHRESH or more SACKed frames above them are resent once
+ * per transmission. Scans the SACK range only (64 frames). */
+static void fast_retransmit(struct tp *tp, struct tp_peer *pe, uint64_t now)
+{
+	uint32_t top = pe->snd_una + 1 + WIRE_SACK_BITS, above = 0;
+
+	if (tp__sdiff(top, pe->snd_next) > 0)
+		top = pe->snd_next;
+	for (uint32_t seq = top; seq-- != pe->snd_una;) {
+		struct tp_slot *sl = &pe->win[seq & tp->wmask];
+
+		if (sl->sacked) {
+			above++;
+			continue;
+		}
+		if (sl->msg && above >= TP_DUPTHRESH && !sl->fast) {
+			sl->fast = 1;
+			tp->st.fast_retransmits++;
+			retransmit(tp, pe, seq, sl, now);
+		}
+	}
+}
+
+/* The ack fields of a valid frame from pe. Acks older than snd_una are
+ * reordered leftovers and ignored; an ack beyond snd_next is refused. */
+enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
+			    const struct wire_hdr *h, uint64_t now)
+{
+	uint64_t newest = 0;
+	uint32_t a = h->ack, snd_next = pe->snd_next;
+	bool progress, sacked_any = false;
+
+	if (tp__sdiff(a, pe->snd_next) > 0)
+		return WIRE_E_ACK_RANGE;
+	if (tp__slt(a, pe->snd_una))
+		return WIRE_OK;
+	tp->st.acks_rx++;
+	progress = a != pe->snd_una;
+	for (uint32_t seq = pe->snd_una; seq != a; seq++) {
+		struct tp_slot *sl = &pe->win[seq & tp->wmask];
+		struct tp_txmsg *m = sl->msg;
+
+		sl->msg = NULL;
+		sl->sacked = 0;
+		if (!m)
+			continue;          /* SACKed before */
+		if (sl->rtx == 0 && sl->sent_ns > newest)
+			newest = sl->sent_ns;
+		pe->snd_una = seq + 1;     /* callbacks see a consistent window */
+		frag_acked(tp, pe, m);
+	}
+	pe->snd_una = a;
+	pe->credit = h->credit;
+	pe->snd_limit = a + h->credit;
+	for (uint64_t s = h->sack; s; s &= s - 1) {
+		uint32_t seq = a + 1 + (uint32_t)__builtin_ctzll(s);
+		struct tp_slot *sl = &pe->win[seq & tp->wmask];
+		struct tp_txmsg *m = sl->msg;
+
+		if (!tp__slt(seq, snd_next))   /* never sent: ignore */
+			break;
+		if (!m)
+			continue;
+		sl->msg = NULL;
+		sl->sacked = 1;
+		sacked_any = true;
+		if (sl->rtx == 0 && sl->sent_ns > newest)
+			newest = sl->sent_ns;
+		frag_acked(tp, pe, m);
+	}
+	if (newest && now >= newest)
+		rtt_sample(tp, pe, now - newest);
+	if (progress) {
+		pe->backoff = 0;
+		pe->rto_due = now + tp__rto(tp, pe);  /* RFC 6298 5.3 */
+		tp__arm(tp, pe->rto_due);
+	}
+	if (sacked_any)
+		fast_retransmit(tp, pe, now);
+	if (pe->stalled && tp__slt(pe->snd_next, pe->snd_limit))
+		pe->stalled = 0;
+	return WIRE_OK;
+}
+
+/* Per-frame retransmission timers and window probes; from tp_poll. */
+void tp__tx_timers(struct tp *tp, struct tp_peer *pe, uint64_t now)
+{
+	if (pe->snd_una != pe->snd_next && now >= pe->rto_due) {
+		uint64_t rto = tp__rto(tp, pe), next = UINT64_MAX;
+		bool fired = false;
+
+		for (uint32_t seq = pe->snd_una; seq != pe->snd_next; seq++) {
+			struct tp_slot *sl = &pe->win[seq & tp->wmask];
+			uint64_t due;
+
+			if (!sl->msg)
+				continue;
+			due = sl->sent_ns + rto;
+			if (now >= due) {
+				sl->fast = 0;
+				retransmit(tp, pe, seq, sl, now);
+				fired = true;
+				due = now + 2 * rto;
+			}
+			if (due < next)
+				next = due;
+		}
+		if (fired) {
+			tp->st.rto_timeouts++;
+			if (pe->backoff < 16)
+				pe->backoff++;
+		}
+		pe->rto_due = next;
+		tp__arm(tp, next);
+	}
+	if (now >= pe->probe_due &&
+	    ((pe->stalled && pe->snd_una == pe->snd_next) ||
+	     pe->state == TP_PS_DOWN)) {
+		/* zero-window probe, or "are you back?" to a peer marked down */
+		tp__send_ack(tp, pe, WIRE_F_ACKREQ, now);
+		pe->probe_due = now + (pe->state == TP_PS_DOWN
+			? (uint64_t)tp->p.rto_us_max * TP_NS_PER_US
+			: tp__rto(tp, pe));
+		tp__arm(tp, pe->probe_due);
+	}
+}
+
+/* Empty the send side of pe; messages to fail are appended to *fail in
+ * per-stream send order (in flight first, then queued). */
+void tp__tx_reset(struct tp *tp, struct tp_peer *pe, struct tp_txmsg **fail)
+{
+	struct tp_txmsg **tail = fail;
+
+	while (*tail)
+		tail = &(*tail)->next;
+	/* fully assigned (popped) messages are reachable only from slots */
+	for (uint32_t seq = pe->snd_una; seq != pe->snd_next; seq++) {
+		struct tp_slot *sl = &pe->win[seq & tp->wmask];
+		struct tp_txmsg *m = sl->msg;
+
+		if (m && !m->failed && m->next_frag == m->frag_count) {
+			m->failed = 1;
+			m->next = NULL;
+			*tail = m;
+			tail = &m->next;
+		}
+	}
+	/* Fully-SACKed popped messages with no unsacked slot cannot exist:
+	 * they completed. Now the queues, in order. */
+	for (uint32_t s = 0; s < tp->p.streams; s++) {
+		struct tp_txmsg *m = pe->stx[s].head;
+
+		while (m) {
+			struct tp_txmsg *nx = m->next;
+			m->failed = 1;
+			m->next = NULL;
+			*tail = m;
+			tail = &m->next;
+			m = nx;
+		}
+		pe->stx[s].head = pe->stx[s].tail = NULL;
+		pe->stx[s].next_msg_id = 0;
+	}
+	memset(pe->win, 0, (size_t)tp->p.window * sizeof(*pe->win));
+	pe->tx_pending_streams = 0;
+	pe->snd_una = pe->snd_next = 0;
+	pe->snd_limit = pe->credit = tp->p.window;
+	pe->queued_msgs = 0;
+	pe->stalled = 0;
+	pe->backoff = 0;
+	pe->rto_due = 0;
+	pe->busy_since_ns = 0;
+	ZB_ASSERT(pe->snd_una == pe->snd_next);
+}

@@ -1,0 +1,363 @@
+/* Wire format: encode and validate Ethernet / IPv4 / UDP / zbmd frames.
+ * Layout: docs/wire.md. IPv4: RFC 791; UDP: RFC 768; checksums: RFC 1071. */
+#include "zbmd/wire.h"
+#include "zbmd/common.h"
+
+#include <string.h>
+
+_Static_assert(WIRE_HDRS_LEN == 106, "header bytes documented in docs/wire.md");
+_Static_assert(WIRE_REASON_COUNT < 64, "reason fits the counter array");
+
+static const char *const wire_reason_names[WIRE_REASON_COUNT] = {
+	[WIRE_OK] = "ok",
+	[WIRE_E_SHORT] = "short",
+	[WIRE_E_ETHERTYPE] = "ethertype",
+	[WIRE_E_IP_HDR] = "ip_hdr",
+	[WIRE_E_IP_LEN] = "ip_len",
+	[WIRE_E_IP_FRAG] = "ip_frag",
+	[WIRE_E_IP_PROTO] = "ip_proto",
+	[WIRE_E_IP_CSUM] = "ip_csum",
+	[WIRE_E_IP_DST] = "ip_dst",
+	[WIRE_E_UDP_PORT] = "udp_port",
+	[WIRE_E_UDP_LEN] = "udp_len",
+	[WIRE_E_UDP_CSUM] = "udp_csum",
+	[WIRE_E_VERSION] = "version",
+	[WIRE_E_HDR_CSUM] = "hdr_csum",
+	[WIRE_E_CLUSTER] = "cluster",
+	[WIRE_E_DST_NODE] = "dst_node",
+	[WIRE_E_LANE] = "lane",
+	[WIRE_E_TYPE] = "type",
+	[WIRE_E_RESERVED] = "reserved",
+	[WIRE_E_PAYLOAD_LEN] = "payload_len",
+	[WIRE_E_FRAG] = "frag",
+	[WIRE_E_MSG_SIZE] = "msg_size",
+	[WIRE_E_UNKNOWN_PEER] = "unknown_peer",
+	[WIRE_E_SRC_ADDR] = "src_addr",
+	[WIRE_E_STALE_EPOCH] = "stale_epoch",
+	[WIRE_E_BAD_EPOCH] = "bad_epoch",
+	[WIRE_E_SEQ_WINDOW] = "seq_window",
+	[WIRE_E_ACK_RANGE] = "ack_range",
+	[WIRE_E_MSG_WINDOW] = "msg_window",
+	[WIRE_E_MSG_MISMATCH] = "msg_mismatch",
+	[WIRE_E_STREAM] = "stream",
+};
+
+const char *wire_reason_name(enum wire_reason r)
+{
+	if ((unsigned)r >= WIRE_REASON_COUNT || !wire_reason_names[r])
+		return "unknown";
+	return wire_reason_names[r];
+}
+
+/* ---- byte order helpers (unaligned-safe) --------------------------------- */
+static inline void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+static inline uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+static inline uint32_t get32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	       ((uint32_t)p[2] << 8) | p[3];
+}
+static inline uint64_t get64(const uint8_t *p)
+{
+	return ((uint64_t)get32(p) << 32) | get32(p + 4);
+}
+
+/* ---- RFC 1071 checksum ---------------------------------------------------- */
+uint32_t wire_csum_add(uint32_t sum, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t acc = sum;
+
+	/* 8 bytes at a time into a 64-bit accumulator: the ones-complement sum
+	 * is independent of the word grouping (RFC 1071 section 2(B)). */
+	while (len >= 8) {
+		uint64_t w = ((uint64_t)get32(p) << 32) | get32(p + 4);
+		acc += (w >> 48) + ((w >> 32) & 0xffff) + ((w >> 16) & 0xffff) +
+		       (w & 0xffff);
+		p += 8;
+		len -= 8;
+	}
+	while (len >= 2) {
+		acc += get16(p);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		acc += (uint32_t)p[0] << 8;
+	while (acc >> 32)
+		acc = (acc & 0xffffffffu) + (acc >> 32);
+	/* keep headroom for the next call */
+	acc = (acc & 0xffff) + (acc >> 16);
+	return (uint32_t)acc;
+}
+
+uint16_t wire_csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* UDP checksum over the IPv4 pseudo header, UDP header and payload. The
+ * UDP header's checksum field must be zero or hold the value to verify. */
+static uint16_t udp_csum(uint32_t src_ip_be, uint32_t dst_ip_be,
+			 const uint8_t *udp_and_zb, size_t hdr_len,
+			 const void *payload, size_t payload_len)
+{
+	uint8_t pseudo[12];
+	uint32_t s;
+
+	memcpy(pseudo, &src_ip_be, 4);
+	memcpy(pseudo + 4, &dst_ip_be, 4);
+	pseudo[8] = 0;
+	pseudo[9] = WIRE_IPPROTO_UDP;
+	put16(pseudo + 10, (uint16_t)(hdr_len + payload_len));
+	s = wire_csum_add(0, pseudo, sizeof(pseudo));
+	s = wire_csum_add(s, udp_and_zb, hdr_len);
+	if (payload_len)
+		s = wire_csum_add(s, payload, payload_len);
+	return wire_csum_fold(s);
+}
+
+/* ---- zbmd header ---------------------------------------------------------- */
+static void zb_put(uint8_t *z, const struct wire_hdr *h)
+{
+	z[0] = WIRE_VERSION;
+	z[1] = h->type;
+	z[2] = h->flags;
+	z[3] = h->lane;
+	put32(z + 4, h->cluster);
+	put16(z + 8, h->src_node);
+	put16(z + 10, h->dst_node);
+	put16(z + 12, h->stream);
+	put16(z + 14, 0); /* checksum, filled below */
+	put32(z + 16, h->src_epoch);
+	put32(z + 20, h->dst_epoch);
+	put32(z + 24, h->seq);
+	put32(z + 28, h->ack);
+	put64(z + 32, h->sack);
+	put16(z + 40, h->credit);
+	put16(z + 42, h->payload_len);
+	put32(z + 44, h->msg_id);
+	put32(z + 48, h->msg_len);
+	put32(z + 52, h->frag_index);
+	put32(z + 56, h->frag_count);
+	put16(z + 60, h->frag_size);
+	put16(z + 62, 0); /* reserved */
+	put16(z + 14, wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)));
+}
+
+static void zb_get(const uint8_t *z, struct wire_hdr *h)
+{
+	h->type = z[1];
+	h->flags = z[2];
+	h->lane = z[3];
+	h->cluster = get32(z + 4);
+	h->src_node = get16(z + 8);
+	h->dst_node = get16(z + 10);
+	h->stream = get16(z + 12);
+	h->src_epoch = get32(z + 16);
+	h->dst_epoch = get32(z + 20);
+	h->seq = get32(z + 24);
+	h->ack = get32(z + 28);
+	h->sack = get64(z + 32);
+	h->credit = get16(z + 40);
+	h->payload_len = get16(z + 42);
+	h->msg_id = get32(z + 44);
+	h->msg_len = get32(z + 48);
+	h->frag_index = get32(z + 52);
+	h->frag_count = get32(z + 56);
+	h->frag_size = get16(z + 60);
+}
+
+size_t wire_encode(uint8_t *buf, const struct wire_addr *a,
+		   const struct wire_hdr *h, const void *payload,
+		   uint16_t ip_id, unsigned flags)
+{
+	uint8_t *ip = buf + WIRE_ETH_LEN;
+	uint8_t *udp = ip + WIRE_IP_LEN;
+	uint8_t *z = udp + WIRE_UDP_LEN;
+	size_t udp_len = WIRE_UDP_LEN + WIRE_ZB_LEN + (size_t)h->payload_len;
+
+	ZB_ASSERT(h->type == WIRE_T_DATA || h->type == WIRE_T_ACK);
+	ZB_ASSERT(udp_len + WIRE_IP_LEN <= 0xffff);
+	ZB_DASSERT(h->payload_len == 0 || payload != NULL ||
+		   !(flags & WIRE_TX_UDP_CSUM));
+
+	memcpy(buf, a->dst_mac, 6);
+	memcpy(buf + 6, a->src_mac, 6);
+	put16(buf + 12, WIRE_ETHERTYPE_IPV4);
+
+	ip[0] = 0x45;   /* version 4, IHL 5 */
+	ip[1] = 0;      /* DSCP/ECN */
+	put16(ip + 2, (uint16_t)(WIRE_IP_LEN + udp_len));
+	put16(ip + 4, ip_id);
+	put16(ip + 6, 0x4000); /* DF, offset 0 */
+	ip[8] = 64;     /* TTL */
+	ip[9] = WIRE_IPPROTO_UDP;
+	put16(ip + 10, 0);
+	memcpy(ip + 12, &a->src_ip, 4);
+	memcpy(ip + 16, &a->dst_ip, 4);
+	put16(ip + 10, wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN)));
+
+	put16(udp, a->src_port);
+	put16(udp + 2, a->dst_port);
+	put16(udp + 4, (uint16_t)udp_len);
+	put16(udp + 6, 0);
+	zb_put(z, h);
+	if (flags & WIRE_TX_UDP_CSUM) {
+		uint16_t c = udp_csum(a->src_ip, a->dst_ip, udp,
+				      WIRE_UDP_LEN + WIRE_ZB_LEN, payload,
+				      h->payload_len);
+		put16(udp + 6, c ? c : 0xffff); /* 0 means "none" (RFC 768) */
+	}
+	return WIRE_HDRS_LEN;
+}
+
+int wire_is_zbmd(const uint8_t *frame, size_t len, uint16_t udp_port)
+{
+	uint16_t dport;
+
+	if (len < WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN)
+		return 0;
+	if (get16(frame + 12) != WIRE_ETHERTYPE_IPV4 ||
+	    frame[WIRE_ETH_LEN + 9] != WIRE_IPPROTO_UDP ||
+	    (frame[WIRE_ETH_LEN] & 0xf0) != 0x40)
+		return 0;
+	dport = get16(frame + WIRE_ETH_LEN + WIRE_IP_LEN + 2);
+	return (uint16_t)(dport - udp_port) < 256;
+}
+
+/* Layers 2-4. On WIRE_OK *udp_len_out is the UDP length. */
+static enum wire_reason decode_l234(const uint8_t *f, size_t len,
+				    const struct wire_rx_cfg *cfg,
+				    unsigned flags, struct wire_addr *a,
+				    size_t *udp_len_out)
+{
+	const uint8_t *ip = f + WIRE_ETH_LEN;
+	const uint8_t *udp = ip + WIRE_IP_LEN;
+	size_t ip_len, udp_len;
+
+	if (len < WIRE_HDRS_LEN)
+		return WIRE_E_SHORT;
+	if (get16(f + 12) != WIRE_ETHERTYPE_IPV4)
+		return WIRE_E_ETHERTYPE;
+	if (ip[0] != 0x45)
+		return WIRE_E_IP_HDR;
+	ip_len = get16(ip + 2);
+	/* the frame may carry Ethernet padding after the IP packet */
+	if (ip_len < WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_ZB_LEN ||
+	    ip_len > len - WIRE_ETH_LEN)
+		return WIRE_E_IP_LEN;
+	if (get16(ip + 6) & 0x3fff) /* MF or a fragment offset */
+		return WIRE_E_IP_FRAG;
+	if (ip[9] != WIRE_IPPROTO_UDP)
+		return WIRE_E_IP_PROTO;
+	if (!(flags & WIRE_RX_CSUM_OK) &&
+	    wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN)) != 0)
+		return WIRE_E_IP_CSUM;
+	memcpy(&a->src_ip, ip + 12, 4);
+	memcpy(&a->dst_ip, ip + 16, 4);
+	if (cfg->ip && a->dst_ip != cfg->ip)
+		return WIRE_E_IP_DST;
+	a->src_port = get16(udp);
+	a->dst_port = get16(udp + 2);
+	if (a->dst_port != (uint16_t)(cfg->udp_port + cfg->lane))
+		return WIRE_E_UDP_PORT;
+	udp_len = get16(udp + 4);
+	if (udp_len != ip_len - WIRE_IP_LEN)
+		return WIRE_E_UDP_LEN;
+	if (!(flags & WIRE_RX_CSUM_OK) && get16(udp + 6) != 0 &&
+	    udp_csum(a->src_ip, a->dst_ip, udp, udp_len, NULL, 0) != 0)
+		return WIRE_E_UDP_CSUM;
+	memcpy(a->dst_mac, f, 6);
+	memcpy(a->src_mac, f + 6, 6);
+	*udp_len_out = udp_len;
+	return WIRE_OK;
+}
+
+/* Fragment fields: index < count, count == ceil(len / size), every fragment
+ * but the last carries exactly frag_size bytes, the last the remainder. */
+static enum wire_reason check_frag(const struct wire_hdr *h,
+				   const struct wire_rx_cfg *cfg)
+{
+	uint64_t off, count;
+
+	if (h->msg_len > cfg->msg_max)
+		return WIRE_E_MSG_SIZE;
+	if (h->frag_size == 0 || h->frag_size > cfg->frag_max)
+		return WIRE_E_FRAG;
+	count = h->msg_len ? ((uint64_t)h->msg_len + h->frag_size - 1) /
+				     h->frag_size
+			   : 1;
+	if (h->frag_count != count || h->frag_index >= h->frag_count)
+		return WIRE_E_FRAG;
+	off = (uint64_t)h->frag_index * h->frag_size;
+	if (h->frag_index + 1 < h->frag_count)
+		return h->payload_len == h->frag_size ? WIRE_OK : WIRE_E_FRAG;
+	return off + h->payload_len == h->msg_len ? WIRE_OK : WIRE_E_FRAG;
+}
+
+enum wire_reason wire_decode(const uint8_t *frame, size_t len,
+			     const struct wire_rx_cfg *cfg, unsigned flags,
+			     struct wire_hdr *h, struct wire_addr *a,
+			     const uint8_t **payload)
+{
+	const uint8_t *z = frame + WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN;
+	size_t udp_len = 0;
+	enum wire_reason r;
+
+	ZB_DASSERT(cfg != NULL && h != NULL && a != NULL && payload != NULL);
+	if (frame == NULL)
+		return WIRE_E_SHORT;
+	r = decode_l234(frame, len, cfg, flags, a, &udp_len);
+	if (r != WIRE_OK)
+		return r;
+	if (z[0] != WIRE_VERSION)
+		return WIRE_E_VERSION;
+	if (wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)) != 0)
+		return WIRE_E_HDR_CSUM;
+	zb_get(z, h);
+	if (h->cluster != cfg->cluster)
+		return WIRE_E_CLUSTER;
+	if (h->dst_node != cfg->node)
+		return WIRE_E_DST_NODE;
+	if (h->lane != cfg->lane)
+		return WIRE_E_LANE;
+	if ((h->flags & ~WIRE_F_KNOWN) || get16(z + 62) != 0)
+		return WIRE_E_RESERVED;
+	if (h->payload_len != udp_len - WIRE_UDP_LEN - WIRE_ZB_LEN)
+		return WIRE_E_PAYLOAD_LEN;
+	if (h->type == WIRE_T_DATA) {
+		r = check_frag(h, cfg);
+		if (r != WIRE_OK)
+			return r;
+	} else if (h->type == WIRE_T_ACK) {
+		if (h->payload_len || h->seq || h->msg_id || h->msg_len ||
+		    h->frag_index || h->frag_count || h->frag_size || h->stream)
+			return WIRE_E_RESERVED;
+	} else {
+		return WIRE_E_TYPE;
+	}
+	*payload = z + WIRE_ZB_LEN;
+	return WIRE_OK;
+}

@@ -1,0 +1,264 @@
+/* zbmd/transport.h — the reliable transport core (tp_).
+ *
+ * Per-peer sessions over the zbmd wire format (zbmd/wire.h, docs/wire.md)
+ * giving exactly-once, in-order delivery per (peer, stream) across loss,
+ * duplication and reordering; fragmentation of messages up to
+ * params.max_message bytes (>= 256 MiB supported); session epochs that
+ * detect a restarted peer; peer-down detection.
+ *
+ * The core does no I/O (like canonical/raft): frames go out through
+ * ops->tx, received frames come in through tp_rx(), time is the `now_ns`
+ * argument of every call (any monotonic nanosecond clock: the TSC converted,
+ * or a simulated clock), randomness (fault injection only) is a PRNG seeded
+ * from params.fault.seed. tp_poll() drives retransmissions, delayed acks,
+ * probes and peer-down detection; tp_next_deadline() says when it next has
+ * work, so an idle loop (or a simulation) can sleep until then.
+ *
+ * Memory: everything is allocated in tp_create() (window slots, descriptor
+ * pools, the reassembly arena); tp_send/tp_rx/tp_poll/tp_msg_release never
+ * allocate.
+ *
+ * Threads: one instance belongs to one thread (one lcore). Every call,
+ * including every ops callback it makes and tp_msg_release(), happens on that
+ * thread. Several lcores use several instances on distinct `lane`s; lane L on
+ * one node talks to lane L on its peers (UDP port udp_port + L, so NIC flow
+ * rules can steer lanes to queues).
+ *
+ * Errors: 0 or a negative errno / ZB_ERR_* code (zbmd/common.h).
+ */
+#ifndef ZBMD_TRANSPORT_H
+#define ZBMD_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zbmd/wire.h"
+
+struct tp;
+
+/* ---- payload references (zero-copy TX) ----------------------------------
+ * An embeddable reference count owned by whoever owns a payload buffer.
+ * tp_send() takes one reference for the message and drops it when the
+ * message completes (acked, or failed); the link layer takes one more per
+ * frame it attaches without copying (e.g. a DPDK external mbuf) and drops it
+ * when the NIC is done with the frame. free_cb runs when the count reaches
+ * zero — only then may the buffer be reused. Atomic, so the link may drop
+ * references from a TX-completion context on another thread. */
+struct tp_ref {
+	uint32_t refcnt;
+	void (*free_cb)(struct tp_ref *ref);
+};
+
+static inline void tp_ref_init(struct tp_ref *r, void (*free_cb)(struct tp_ref *))
+{
+	r->refcnt = 1;   /* the owner's reference */
+	r->free_cb = free_cb;
+}
+static inline void tp_ref_get(struct tp_ref *r)
+{
+	__atomic_add_fetch(&r->refcnt, 1, __ATOMIC_RELAXED);
+}
+static inline void tp_ref_put(struct tp_ref *r)
+{
+	if (__atomic_sub_fetch(&r->refcnt, 1, __ATOMIC_ACQ_REL) == 0 &&
+	    r->free_cb)
+		r->free_cb(r);
+}
+
+/* ---- frames handed to the link layer ------------------------------------ */
+struct tp_frame {
+	uint16_t peer;           /* destination node id (picks port/queue) */
+	uint16_t hdr_len;        /* WIRE_HDRS_LEN */
+	const uint8_t *hdr;      /* Ethernet..zbmd headers: valid during the call only */
+	const void *payload;     /* payload_len bytes following the headers */
+	uint32_t payload_len;
+	/* ref != NULL: the payload may be attached without copying; take
+	 * tp_ref_get(ref) per attachment and tp_ref_put(ref) when the frame is
+	 * freed. ref == NULL: copy the payload during the call. */
+	struct tp_ref *ref;
+};
+
+/* ---- received messages ---------------------------------------------------
+ * Delivered by ops->deliver as a buffer reference into the transport's
+ * reassembly arena (every fragment was copied there exactly once). The
+ * consumer owns it until tp_msg_release(); unreleased messages hold arena
+ * space and shrink the credit advertised to the sender (backpressure). */
+struct tp_msg {
+	uint16_t peer;
+	uint16_t stream;
+	uint32_t msg_id;         /* per (session, stream), consecutive from 0 */
+	uint32_t epoch;          /* the sender's session epoch */
+	uint8_t *data;           /* len bytes, 64-byte aligned; NULL when len == 0 */
+	size_t len;
+	/* private to the transport */
+	struct tp_msg *next__;
+	uint32_t blk__, nblk__;  /* arena blocks */
+	uint32_t frags_got__, frag_count__;
+	uint16_t frag_size__;
+	uint8_t state__;
+};
+
+enum tp_peer_event {
+	TP_PEER_UP = 1,          /* first valid frame (or first after DOWN) */
+	TP_PEER_RESTARTED,       /* new remote epoch: session reset */
+	TP_PEER_DOWN,            /* nothing heard for peer_timeout with data pending */
+};
+
+/* Callbacks. All run on the instance's thread, from inside tp_rx / tp_poll /
+ * tp_peer_reset / tp_destroy (never from inside tp_send). They may call
+ * tp_send and tp_msg_release; they must not call tp_rx, tp_poll,
+ * tp_peer_reset or tp_destroy. */
+struct tp_ops {
+	/* Queue one frame on the link. 0: queued (or dropped by the link: the
+	 * transport retransmits). -EAGAIN: link full, the transport backs off
+	 * and retransmits later. Required. */
+	int (*tx)(void *user, const struct tp_frame *f);
+	/* A complete message, in order for its (peer, stream). 0: the consumer
+	 * owns m until tp_msg_release(tp, m). -EAGAIN: cannot take it now (a
+	 * full mailbox); the transport keeps it and retries from tp_poll,
+	 * holding back later messages of that stream. Required. */
+	int (*deliver)(void *user, struct tp_msg *m);
+	/* A message given to tp_send() is finished: status 0 when the peer
+	 * acknowledged every fragment; ZB_ERR_PEER_DOWN (peer timed out),
+	 * ZB_ERR_EPOCH (the session was reset: peer restarted, or
+	 * tp_peer_reset), ZB_ERR_SHUTDOWN (tp_destroy). Called exactly once per
+	 * accepted message. 0 means delivered exactly once; an error means the
+	 * message may or may not have reached the peer's consumer (it was not
+	 * fully acknowledged; as with any RPC). Required. */
+	void (*send_done)(void *user, uint64_t cookie, int status);
+	/* Session events for the control plane / metrics. Optional (NULL). */
+	void (*peer_event)(void *user, uint16_t peer, enum tp_peer_event ev,
+			   uint32_t remote_epoch);
+};
+
+/* Deterministic fault injection on the receive side of this instance
+ * (applied to valid-looking frames before validation, like a lossy wire):
+ * each frame is dropped with drop_rate, else duplicated with dup_rate, else
+ * held back and delivered after 1-3 later frames (or the next tp_poll)
+ * with reorder_rate. Same seed and same input: same faults. */
+struct tp_fault {
+	double drop_rate, dup_rate, reorder_rate;   /* 0..1 */
+	uint64_t seed;
+};
+
+struct tp_params {
+	uint16_t node;           /* this node's id (< max_peers) */
+	uint8_t lane;            /* this instance's lane */
+	uint32_t cluster;        /* cluster id; frames of others are refused */
+	uint32_t epoch;          /* != 0, larger after every restart (e.g.
+				  * realtime in ms, truncated): serial-number
+				  * comparison (RFC 1982) over 32 bits */
+	uint8_t mac[6];
+	uint32_t ip;             /* network order */
+	uint16_t udp_port;       /* base port (lane L uses udp_port + L) */
+	uint16_t mtu;            /* IP MTU, WIRE_MTU_MIN..WIRE_MTU_MAX */
+	uint16_t max_peers;      /* node ids 0..max_peers-1, <= 4096 */
+	uint16_t streams;        /* streams per peer, 1..1024 */
+	uint32_t window;         /* frames in flight per peer: power of two, 64..16384 */
+	uint32_t rto_us_init, rto_us_min, rto_us_max;
+	uint32_t ack_delay_us;   /* delayed ack */
+	uint32_t ack_every;      /* ack at once after this many in-order frames */
+	uint32_t peer_timeout_ms;/* data pending, nothing heard: peer down */
+	uint32_t max_message;    /* bytes, <= 4 GiB - 1 */
+	size_t rx_arena_bytes;   /* reassembly arena; 0 = max_message + 4 * window * mtu */
+	void *rx_arena;          /* caller memory for it (e.g. hugepages), or NULL */
+	uint32_t rx_msgs;        /* reassembly/delivery descriptors; 0 = 2 * window */
+	uint32_t tx_msgs;        /* send descriptors; 0 = 2 * window */
+	uint16_t inline_max;     /* tp_send copies messages up to this size */
+	unsigned tx_flags;       /* WIRE_TX_UDP_CSUM */
+	struct tp_fault fault;
+};
+
+/* Defaults: mtu 1500, 64 peers, 8 streams, window 256, RTO 1 ms initial,
+ * 200 us .. 200 ms, ack delay 20 us / every 16 frames, peer timeout 2000 ms,
+ * max_message 256 MiB, inline_max 256, no faults. node/cluster/epoch/mac/ip
+ * must still be set. */
+void tp_params_default(struct tp_params *p);
+
+/* Counters of one instance (one lcore): plain uint64s, read by the owning
+ * thread (or racily by a metrics reader that accepts torn snapshots). */
+struct tp_stats {
+	uint64_t frames_tx, frames_rx, data_frames_tx, acks_tx, probes_tx;
+	uint64_t payload_bytes_tx, payload_bytes_rx;
+	uint64_t retransmits, rto_timeouts, fast_retransmits, tx_busy;
+	uint64_t acks_rx, dup_frames, ooo_frames, no_buffer_drops;
+	uint64_t window_stalls;
+	uint64_t msgs_sent, msgs_failed, msgs_delivered, bytes_delivered;
+	uint64_t deliver_deferred;
+	uint64_t peer_up, peer_restarts, peer_downs, stale_replies;
+	uint64_t fault_drops, fault_dups, fault_reorders;
+	uint64_t bad_frames;                  /* sum of bad[] */
+	uint64_t bad[WIRE_REASON_COUNT];      /* per enum wire_reason */
+};
+
+/* Create an instance. Returns 0 and *out, -EINVAL (a parameter out of range;
+ * nothing allocated), -ENOMEM. */
+int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
+	      struct tp **out);
+
+/* Fail every pending send with ZB_ERR_SHUTDOWN (send_done), drop partial
+ * reassemblies and free everything. Messages delivered and not yet released
+ * must be released before (asserted). */
+void tp_destroy(struct tp *tp);
+
+/* Declare peer `node` and its addresses (mac, ip in network order).
+ * Control path. 0, -EINVAL (node out of range or == self), -EEXIST. */
+int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip);
+
+/* Reset the session with `node` (e.g. the control plane committed a new
+ * membership epoch): fail its pending sends with ZB_ERR_EPOCH, drop partial
+ * reassemblies, start a new local session epoch so the peer resets too.
+ * 0 or -ENOENT. */
+int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns);
+
+/* Send `len` bytes to (peer, stream). len <= inline_max: copied now (the
+ * caller's buffer is free on return; ref is ignored). Otherwise zero-copy:
+ * the buffer must stay valid and unmodified until send_done AND until ref
+ * (if given) drops to zero; with ref == NULL the link copies each frame and
+ * the buffer is free at send_done. send_done(cookie, status) is called
+ * exactly once later — never from inside this call.
+ * Returns 0 (accepted), -EINVAL (bad stream), -ENOENT (unknown peer),
+ * -EMSGSIZE (len > max_message), ZB_ERR_PEER_DOWN (peer is down: the
+ * message was not accepted), -EAGAIN (no send descriptor free: try after
+ * some send_done; nothing was accepted). */
+int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
+	    size_t len, struct tp_ref *ref, uint64_t cookie, uint64_t now_ns);
+
+/* A received frame (the link keeps ownership; it may be freed on return).
+ * flags: WIRE_RX_CSUM_OK when the NIC verified the checksums. Returns 0
+ * (accepted, including harmless duplicates) or ZB_ERR_BAD_FRAME (refused
+ * and counted in stats.bad[reason]). Never trusts the frame. */
+int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
+	  uint64_t now_ns);
+
+/* Timers: retransmissions (RTO with backoff), delayed acks, window probes,
+ * held-back fault frames, deferred deliveries, peer-down detection.
+ * Returns the next deadline (as tp_next_deadline). */
+uint64_t tp_poll(struct tp *tp, uint64_t now_ns);
+
+/* Earliest time at which tp_poll has work; UINT64_MAX when none. */
+uint64_t tp_next_deadline(const struct tp *tp);
+
+/* Give a delivered message back (its arena space returns to the pool). */
+void tp_msg_release(struct tp *tp, struct tp_msg *m);
+
+/* Counters of this instance. */
+const struct tp_stats *tp_stats(const struct tp *tp);
+
+/* Call fn(arg, name, value) for every counter (bad frames as "bad_<reason>"). */
+void tp_stats_foreach(const struct tp_stats *s,
+		      void (*fn)(void *arg, const char *name, uint64_t value),
+		      void *arg);
+
+/* Session view of one peer, for the control plane and tests. */
+struct tp_peer_info {
+	int state;               /* 0 unknown, 1 up, 2 down */
+	uint32_t local_epoch, remote_epoch;
+	uint32_t srtt_us, rto_us;
+	uint32_t in_flight;      /* frames sent, not acked */
+	uint32_t credit;         /* frames the peer last allowed beyond its ack */
+	uint32_t queued_msgs;    /* accepted, not completed */
+};
+int tp_peer_info(const struct tp *tp, uint16_t node, struct tp_peer_info *out);
+
+#endif /* ZBMD_TRANSPORT_H */

@@ -1,0 +1,170 @@
+/* Wire format: round trip, checksums, and one refusal per reason. */
+#include "tap.h"
+#include "zbmd/wire.h"
+
+#include <arpa/inet.h>
+
+static const struct wire_rx_cfg cfg = {
+	.cluster = 77, .node = 2, .lane = 1, .ip = 0, /* set in main */
+	.udp_port = 7000, .frag_max = 1500, .msg_max = 1 << 20,
+};
+
+static struct wire_addr addr(void)
+{
+	struct wire_addr a = {
+		.src_mac = {2, 0, 0, 0, 0, 1}, .dst_mac = {2, 0, 0, 0, 0, 2},
+		.src_port = 7001, .dst_port = 7001,
+	};
+	a.src_ip = htonl(0x0a000001);
+	a.dst_ip = htonl(0x0a000002);
+	return a;
+}
+
+static struct wire_hdr data_hdr(void)
+{
+	struct wire_hdr h = {
+		.type = WIRE_T_DATA, .flags = WIRE_F_ACKREQ, .lane = 1,
+		.cluster = 77, .src_node = 1, .dst_node = 2, .stream = 3,
+		.src_epoch = 0x11111111, .dst_epoch = 0x22222222,
+		.seq = 0xfffffff0, .ack = 5, .sack = 0x8000000000000001ull,
+		.credit = 200, .payload_len = 100, .msg_id = 9,
+		.msg_len = 3000, .frag_index = 2, .frag_count = 3,
+		.frag_size = 1450,
+	};
+	return h;
+}
+
+static uint8_t frame[2048], payload[1500];
+
+static size_t build(const struct wire_hdr *h, unsigned flags)
+{
+	struct wire_addr a = addr();
+	size_t n = wire_encode(frame, &a, h, payload, 0x1234, flags);
+	memcpy(frame + n, payload, h->payload_len);
+	return n + h->payload_len;
+}
+
+static enum wire_reason dec(size_t len, struct wire_hdr *h)
+{
+	struct wire_rx_cfg c = cfg;
+	struct wire_addr a;
+	const uint8_t *pl;
+	c.ip = htonl(0x0a000002);
+	return wire_decode(frame, len, &c, 0, h, &a, &pl);
+}
+
+/* Recompute the IPv4 checksum after editing the IP header in a test. */
+static void fix_ip(void)
+{
+	uint8_t *ip = frame + WIRE_ETH_LEN;
+	ip[10] = ip[11] = 0;
+	uint16_t c = wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN));
+	ip[10] = (uint8_t)(c >> 8);
+	ip[11] = (uint8_t)c;
+}
+/* ... and the zbmd header checksum after editing the zbmd header. */
+static void fix_zb(void)
+{
+	uint8_t *z = frame + WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN;
+	z[14] = z[15] = 0;
+	uint16_t c = wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN));
+	z[14] = (uint8_t)(c >> 8);
+	z[15] = (uint8_t)c;
+}
+
+static uint8_t *zb(void) { return frame + WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN; }
+
+int main(void)
+{
+	struct wire_hdr h = data_hdr(), g;
+	size_t len;
+	enum wire_reason r;
+
+	tap_plan(37);
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 13 + 1);
+
+	/* round trip */
+	len = build(&h, 0);
+	is_int(len, WIRE_HDRS_LEN + 100, "frame length = 106 + payload");
+	r = dec(len, &g);
+	is_int(r, WIRE_OK, "valid frame decodes");
+	ok(memcmp(&g, &h, sizeof(h)) == 0, "every header field round-trips");
+	ok(frame[12] == 0x08 && frame[13] == 0x00, "ethertype IPv4 at bytes 12-13");
+	ok(zb()[0] == WIRE_VERSION && zb()[1] == WIRE_T_DATA, "version, type at zbmd bytes 0-1");
+
+	/* with UDP checksum */
+	len = build(&h, WIRE_TX_UDP_CSUM);
+	is_int(dec(len, &g), WIRE_OK, "software UDP checksum verifies");
+	frame[len - 1] ^= 0x40;
+	is_int(dec(len, &g), WIRE_E_UDP_CSUM, "payload bit flip caught by UDP checksum");
+	{
+		struct wire_rx_cfg c = cfg;
+		struct wire_addr a;
+		const uint8_t *pl;
+		c.ip = htonl(0x0a000002);
+		is_int(wire_decode(frame, len, &c, WIRE_RX_CSUM_OK, &g, &a, &pl),
+		       WIRE_OK, "WIRE_RX_CSUM_OK trusts the NIC's verdict");
+	}
+
+	/* ack frame */
+	{
+		struct wire_hdr ak = {.type = WIRE_T_ACK, .lane = 1, .cluster = 77,
+				      .src_node = 1, .dst_node = 2, .src_epoch = 1,
+				      .ack = 10, .sack = 6, .credit = 64};
+		len = build(&ak, 0);
+		is_int(dec(len, &g), WIRE_OK, "ack frame decodes");
+		ak.stream = 1;
+		len = build(&ak, 0);
+		is_int(dec(len, &g), WIRE_E_RESERVED, "ack with a stream is refused");
+	}
+
+	/* truncation at every length */
+	len = build(&h, 0);
+	{
+		int bad = 0;
+		for (size_t l = 0; l < len; l++)
+			if (dec(l, &g) == WIRE_OK)
+				bad++;
+		is_int(bad, 0, "every truncated frame is refused");
+	}
+	/* Ethernet padding after the IP packet is fine */
+	is_int(dec(len + 20, &g), WIRE_OK, "trailing Ethernet padding accepted");
+
+#define MUT(desc, expect, stmt)                                                \
+	do {                                                                   \
+		len = build(&h, 0);                                            \
+		stmt;                                                          \
+		is_int(dec(len, &g), expect, desc);                            \
+	} while (0)
+	MUT("ethertype", WIRE_E_ETHERTYPE, frame[12] = 0x86);
+	MUT("IP options", WIRE_E_IP_HDR, (frame[14] = 0x46, fix_ip()));
+	MUT("IP total length beyond frame", WIRE_E_IP_LEN, (frame[16] = 0x7f, fix_ip()));
+	MUT("IP fragment", WIRE_E_IP_FRAG, (frame[20] = 0x20, fix_ip()));
+	MUT("IP protocol", WIRE_E_IP_PROTO, (frame[23] = 6, fix_ip()));
+	MUT("IP checksum", WIRE_E_IP_CSUM, frame[24] ^= 1);
+	MUT("IP destination", WIRE_E_IP_DST, (frame[33] = 9, fix_ip()));
+	MUT("UDP port", WIRE_E_UDP_PORT, frame[37] ^= 2);
+	MUT("UDP length", WIRE_E_UDP_LEN, frame[39] ^= 1);
+	MUT("zbmd version", WIRE_E_VERSION, zb()[0] = 2);
+	MUT("zbmd header checksum", WIRE_E_HDR_CSUM, zb()[30] ^= 0x10);
+	MUT("cluster", WIRE_E_CLUSTER, (zb()[7] = 78, fix_zb()));
+	MUT("destination node", WIRE_E_DST_NODE, (zb()[11] = 3, fix_zb()));
+	MUT("lane", WIRE_E_LANE, (zb()[3] = 0, fix_zb()));
+	MUT("type", WIRE_E_TYPE, (zb()[1] = 9, fix_zb()));
+	MUT("unknown flag", WIRE_E_RESERVED, (zb()[2] = 0x80, fix_zb()));
+	MUT("reserved bytes", WIRE_E_RESERVED, (zb()[63] = 1, fix_zb()));
+	MUT("payload length", WIRE_E_PAYLOAD_LEN, (zb()[43] = 99, fix_zb()));
+	MUT("fragment index >= count", WIRE_E_FRAG, (zb()[55] = 3, fix_zb()));
+	MUT("fragment count wrong", WIRE_E_FRAG, (zb()[59] = 4, fix_zb()));
+	MUT("middle fragment short", WIRE_E_FRAG, (zb()[55] = 1, fix_zb()));
+	MUT("message too big", WIRE_E_MSG_SIZE, (zb()[48] = 1, fix_zb()));
+
+	ok(wire_is_zbmd(frame, len, 7000), "wire_is_zbmd: our port range");
+	ok(!wire_is_zbmd(frame, len, 7500), "wire_is_zbmd: another port");
+	for (int i = 0; i < WIRE_REASON_COUNT; i++)
+		if (strcmp(wire_reason_name((enum wire_reason)i), "unknown") == 0)
+			tap_diag("reason %d has no name", i);
+	is_str(wire_reason_name(WIRE_E_STALE_EPOCH), "stale_epoch", "reason names");
+	return tap_done();
+}

@@ -1,0 +1,225 @@
+/* tests/transport/traffic.h — an application for sim.h: every node sends
+ * numbered, checksummed messages of mixed sizes to every other node on every
+ * stream and checks what it receives: exactly once, in order per
+ * (source, stream), content intact. */
+#ifndef ZBMD_TEST_TRAFFIC_H
+#define ZBMD_TEST_TRAFFIC_H
+
+#include "sim.h"
+
+#include <stdio.h>
+
+#define TR_STREAMS 4
+
+struct zbuf {
+	struct tp_ref ref;
+	size_t len;
+	uint8_t data[];
+};
+
+static uint64_t tr_live_bufs;
+
+static void zbuf_free(struct tp_ref *r)
+{
+	struct zbuf *b = (struct zbuf *)r;
+	memset(b->data, 0xdd, b->len);   /* poison: early frees corrupt content */
+	tr_live_bufs--;
+	free(b);
+}
+
+struct tr_node {
+	uint32_t next_send[SIM_MAX_NODES][TR_STREAMS];
+	uint32_t next_recv[SIM_MAX_NODES][TR_STREAMS];
+	uint64_t done_ok, done_err, delivered, bad_order, bad_content, bytes;
+	int last_err;
+};
+
+struct traffic {
+	struct sim *sim;
+	struct tr_node nodes[SIM_MAX_NODES];
+	uint64_t per_pair;         /* messages per (src, dst, stream) */
+	uint32_t max_size;         /* size profile upper bound */
+	uint32_t big_every;        /* 1 in big_every messages may be large */
+	uint64_t sent_total, target_total;
+	int hold_release;          /* deliver: keep messages, release later */
+	struct tp_msg *held[4096];
+	uint32_t held_n;
+};
+
+static struct traffic *tr_g;
+
+static inline uint64_t tr_hash(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* Size of message `index` of (src, dst, stream): mostly small, some single
+ * frames, some multi-fragment, a few up to max_size. */
+static inline size_t tr_size(const struct traffic *t, uint16_t src,
+			     uint16_t dst, uint16_t stream, uint32_t index)
+{
+	uint64_t h = tr_hash(((uint64_t)src << 48) | ((uint64_t)dst << 40) |
+			     ((uint64_t)stream << 32) | index);
+	uint32_t k = (uint32_t)(h % 100);
+
+	if (t->big_every && (h >> 32) % t->big_every == 0)
+		return 8000 + (h >> 8) % (t->max_size - 8000 + 1);
+	if (k < 55)
+		return (h >> 16) % 200;           /* inline copy */
+	if (k < 90)
+		return 200 + (h >> 16) % 1200;    /* one frame, zero copy */
+	return 1400 + (h >> 16) % 5000;           /* a few fragments */
+}
+
+static int tr_deliver(struct sim_node *n, struct tp_msg *m)
+{
+	struct traffic *t = tr_g;
+	struct tr_node *me = &t->nodes[n->id];
+	uint32_t want = me->next_recv[m->peer][m->stream];
+	size_t len = tr_size(t, m->peer, n->id, m->stream, want);
+
+	if (m->msg_id != want && me->bad_order++ < 5)
+		printf("# node %u: from %u stream %u got msg_id %u, want %u\n",
+		       n->id, m->peer, m->stream, m->msg_id, want);
+	if (!sim_check(m->data, m->len, len, m->peer, n->id, m->stream, want) &&
+	    me->bad_content++ < 5)
+		printf("# node %u: from %u stream %u msg %u: content/length "
+		       "mismatch (len %zu want %zu)\n", n->id, m->peer,
+		       m->stream, want, m->len, len);
+	me->next_recv[m->peer][m->stream] = want + 1;
+	me->delivered++;
+	me->bytes += m->len;
+	if (t->hold_release && t->held_n < ZB_ARRAY_LEN(t->held)) {
+		t->held[t->held_n++] = m;
+		return 0;
+	}
+	tp_msg_release(n->tp, m);
+	return 0;
+}
+
+static void tr_send_done(struct sim_node *n, uint64_t cookie, int status)
+{
+	struct tr_node *me = &tr_g->nodes[n->id];
+	(void)cookie;
+	if (status == 0)
+		me->done_ok++;
+	else {
+		me->done_err++;
+		me->last_err = status;
+	}
+}
+
+static void tr_init(struct traffic *t, struct sim *s, uint64_t per_pair)
+{
+	memset(t, 0, sizeof(*t));
+	t->sim = s;
+	t->per_pair = per_pair;
+	t->max_size = 65536;
+	t->big_every = 0;
+	t->target_total = per_pair * (uint64_t)s->n * (s->n - 1) * TR_STREAMS;
+	s->deliver = tr_deliver;
+	s->send_done = tr_send_done;
+	tr_g = t;
+}
+
+/* Offer one message on one (src, dst, stream). 0 sent, -EAGAIN full. */
+static int tr_send_one(struct traffic *t, uint16_t src, uint16_t dst,
+		       uint16_t stream)
+{
+	struct sim_node *n = &t->sim->nodes[src];
+	struct tr_node *me = &t->nodes[src];
+	uint32_t idx = me->next_send[dst][stream];
+	size_t len = tr_size(t, src, dst, stream, idx);
+	int rc;
+
+	if (len <= 256) {
+		uint8_t buf[256];
+		sim_fill(buf, len, src, dst, stream, idx);
+		rc = tp_send(n->tp, dst, stream, buf, len, NULL, idx, t->sim->now);
+		memset(buf, 0xee, sizeof(buf));   /* the copy must be taken */
+	} else {
+		struct zbuf *b = malloc(sizeof(*b) + len);
+		ZB_ASSERT(b != NULL);
+		tp_ref_init(&b->ref, zbuf_free);
+		b->len = len;
+		tr_live_bufs++;
+		sim_fill(b->data, len, src, dst, stream, idx);
+		rc = tp_send(n->tp, dst, stream, b->data, len, &b->ref, idx,
+			     t->sim->now);
+		tp_ref_put(&b->ref);   /* the transport holds its own */
+	}
+	if (rc == 0) {
+		me->next_send[dst][stream] = idx + 1;
+		t->sent_total++;
+	}
+	return rc;
+}
+
+/* Offer up to `budget` messages per node, round robin over (dst, stream). */
+static void tr_pump(struct traffic *t, int budget)
+{
+	struct sim *s = t->sim;
+
+	for (uint16_t src = 0; src < s->n; src++) {
+		int sent = 0, blocked = 0;
+		if (!s->nodes[src].tp || s->nodes[src].down)
+			continue;
+		while (sent < budget && blocked == 0) {
+			int progress = 0;
+			for (uint16_t dst = 0; dst < s->n; dst++) {
+				if (dst == src)
+					continue;
+				for (uint16_t st = 0; st < TR_STREAMS; st++) {
+					if (t->nodes[src].next_send[dst][st] >= t->per_pair)
+						continue;
+					int rc = tr_send_one(t, src, dst, st);
+					if (rc == -EAGAIN) {
+						blocked = 1;
+						break;
+					}
+					if (rc == 0) {
+						sent++;
+						progress = 1;
+					}
+				}
+				if (blocked)
+					break;
+			}
+			if (!progress)
+				break;
+		}
+	}
+}
+
+static uint64_t tr_sum(const struct traffic *t, size_t off)
+{
+	uint64_t s = 0;
+	for (int i = 0; i < t->sim->n; i++)
+		s += *(const uint64_t *)((const char *)&t->nodes[i] + off);
+	return s;
+}
+#define TR_SUM(t, field) tr_sum((t), offsetof(struct tr_node, field))
+
+/* Run until everything is delivered and acknowledged, or sim time passes
+ * limit_ns. Returns 1 when complete. */
+static int tr_run(struct traffic *t, uint64_t limit_ns, int budget)
+{
+	struct sim *s = t->sim;
+	uint64_t end = s->now + limit_ns;
+
+	while (s->now < end) {
+		tr_pump(t, budget);
+		sim_step(s, 50000);
+		if (t->sent_total == t->target_total &&
+		    TR_SUM(t, delivered) == t->target_total &&
+		    TR_SUM(t, done_ok) + TR_SUM(t, done_err) == t->target_total)
+			return 1;
+	}
+	return 0;
+}
+
+#endif /* ZBMD_TEST_TRAFFIC_H */
