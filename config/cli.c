@@ -4,6 +4,7 @@
 
 #include "zbmd/common.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,42 +12,106 @@
 /* Exit statuses (cli/cli.h): 0 ok, 2 usage or bad input. */
 enum { EXIT_OK = 0, EXIT_USAGE = 2 };
 
+#define CHECK_USAGE "usage: zbmd check-config [-q] FILE.ini|-\n"
+
+/* All of stdin as a string (NULL on failure). */
+static char *read_stdin(void)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+
+	while (buf != NULL) {
+		size_t n = fread(buf + len, 1, cap - len - 1, stdin);
+
+		len += n;
+		if (n == 0)
+			break;
+		if (len + 1 == cap) {
+			char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (nb == NULL) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf == NULL || ferror(stdin)) {
+		free(buf);
+		return NULL;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+static int check_help(void)
+{
+	printf(CHECK_USAGE "\n"
+	       "Validate a node configuration (\"-\" reads it from stdin). A "
+	       "good file\nprints the effective configuration (defaults "
+	       "included) as INI and exits 0;\notherwise every problem is "
+	       "printed to stderr as\n  FILE:LINE: what is wrong (what was "
+	       "expected)\nand the exit status is 2.\n\n"
+	       "  -q, --quiet   print nothing for a good file (exit status "
+	       "only)\n\nEvery key: docs/config.md (zbmd config-doc).\n");
+	return EXIT_OK;
+}
+
 int cfg_cmd_check_config(int argc, char **argv)
 {
-	struct zb_config *cfg;
-	struct cfg_error *err;
-	int rc;
+	struct zb_config *cfg = malloc(sizeof(*cfg));
+	struct cfg_error *err = malloc(sizeof(*err));
+	const char *path = NULL;
+	bool quiet = false;
+	char *text = NULL;
+	int rc = EXIT_USAGE;
 
-	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
-			  strcmp(argv[1], "-h") == 0)) {
-		printf("usage: zbmd check-config FILE.ini\n\n"
-		       "Validate a node configuration. A good file prints the "
-		       "effective\nconfiguration (defaults included) as INI and "
-		       "exits 0; otherwise every\nproblem is printed to stderr "
-		       "as FILE:LINE: what is wrong (what was\nexpected), and "
-		       "the exit status is 2. Keys: docs/config.md.\n");
-		return EXIT_OK;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			rc = check_help();
+			goto out;
+		} else if (strcmp(argv[i], "-q") == 0 ||
+			   strcmp(argv[i], "--quiet") == 0) {
+			quiet = true;
+		} else if ((argv[i][0] != '-' || strcmp(argv[i], "-") == 0) &&
+			   path == NULL) {
+			path = argv[i];
+		} else {
+			path = NULL;
+			break;
+		}
 	}
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: zbmd check-config FILE.ini\n");
-		return EXIT_USAGE;
+	if (path == NULL) {
+		fputs(CHECK_USAGE, stderr);
+		goto out;
 	}
-	cfg = malloc(sizeof(*cfg));
-	err = malloc(sizeof(*err));
 	if (cfg == NULL || err == NULL) {
 		fprintf(stderr, "zbmd check-config: out of memory\n");
-		free(cfg);
-		free(err);
-		return 1;
+		rc = 1;
+		goto out;
 	}
-	rc = cfg_load_file(cfg, argv[1], err);
+	if (strcmp(path, "-") == 0) {
+		text = read_stdin();
+		if (text == NULL) {
+			fprintf(stderr, "<stdin>: cannot read (expected an INI "
+				"text)\n");
+			goto out;
+		}
+		rc = cfg_load_string(cfg, text, "<stdin>", err);
+	} else {
+		rc = cfg_load_file(cfg, path, err);
+	}
 	if (rc != 0) {
 		fputs(err->list, stderr);
 		rc = EXIT_USAGE;
-	} else {
-		cfg_dump(cfg, stdout);
-		rc = EXIT_OK;
+		goto out;
 	}
+	if (!quiet)
+		cfg_dump(cfg, stdout);
+	rc = EXIT_OK;
+out:
+	free(text);
 	free(cfg);
 	free(err);
 	return rc;

@@ -6,6 +6,9 @@
 
 #include <string.h>
 
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number macro as a string literal */
+
 static bool is_text_type(enum cfg__type t)
 {
 	return t == CFG__STRING || t == CFG__PCI || t == CFG__LCORES ||
@@ -65,8 +68,8 @@ static const char *type_name(const struct cfg__key *k)
 		[CFG__BOOL] = "boolean", [CFG__STRING] = "string",
 		[CFG__ENUM] = "enum", [CFG__MAC] = "MAC",
 		[CFG__IPV4] = "IPv4", [CFG__PCI] = "PCI address",
-		[CFG__LCORES] = "lcore list", [CFG__HOSTPORT] = "host:port",
-		[CFG__SEEDS] = "host:port list", [CFG__VDEV] = "vdev",
+		[CFG__LCORES] = "lcore list", [CFG__HOSTPORT] = "ip:port",
+		[CFG__SEEDS] = "ip:port list", [CFG__VDEV] = "vdev",
 	};
 
 	if (k->type == CFG__IPV4 && (k->flags & CFG__HAS_AUX))
@@ -106,11 +109,12 @@ void cfg_write_doc(FILE *out)
 	      "own.\n"
 	      "- A value may be wrapped in double quotes; `\"\"` is the "
 	      "empty value.\n"
-	      "- Lines are at most 198 characters (the limit of the system's "
-	      "inih build).\n"
+	      "- Lines are at most " STR(CFG__LINE_MAX) " characters.\n"
 	      "- Each section and each key may appear once. Integers are "
 	      "decimal or `0x` hex.\n"
 	      "- Booleans: `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`.\n"
+	      "- Section and key names are lower case and case-sensitive; "
+	      "boolean and enum values\n  are not.\n"
 	      "- `[port.N]` and `[peer.N]` are indexed sections: N is the "
 	      "DPDK port id / the peer's node id.\n\n"
 	      "## Errors\n\n"
@@ -137,13 +141,17 @@ void cfg_write_doc(FILE *out)
 				continue;
 			cfg__expect(key, expect, sizeof(expect));
 			snprintf(def, sizeof(def), "%s",
-				 key->flags & CFG__REQUIRED ? "(required)"
-				 : key->def[0]		    ? key->def
-							    : "\"\"");
-			fprintf(out, "| `%s` | %s | `", key->key,
+				 key->def[0] ? key->def : "\"\"");
+			fprintf(out, "| `%s` | %s | ", key->key,
 				type_name(key));
-			cell(out, def);
-			fputs("` | ", out);
+			if (key->flags & CFG__REQUIRED) {
+				fputs("**required**", out);
+			} else {
+				fputc('`', out);
+				cell(out, def);
+				fputc('`', out);
+			}
+			fputs(" | ", out);
 			cell(out, expect);
 			fputs(" | ", out);
 			cell(out, key->doc);

@@ -23,11 +23,15 @@ enum cfg__type {
 	CFG__IPV4,      /* uint32_t (network order); aux = offset of prefix_len */
 	CFG__PCI,       /* char[size], canonical "dddd:bb:dd.f" */
 	CFG__LCORES,    /* eal.lcores + eal.lcore_list/lcore_count */
-	CFG__HOSTPORT,  /* char[size] "host:port" */
-	CFG__SEEDS,     /* cluster.seeds/seed_count: comma-separated host:port */
+	CFG__HOSTPORT,  /* char[size] "ip:port" (IPv4 host: what listeners take) */
+	CFG__SEEDS,     /* cluster.seeds/seed_count: comma-separated ip:port */
 	CFG__VDEV,      /* char[size] DPDK vdev "driver[,k=v...]" */
 	CFG__TYPE_COUNT
 };
+
+/* Longest line, newline excluded: inih reads through our reader into a heap
+ * buffer of CFG__LINE_MAX + 2 bytes (line, '\n', NUL). */
+#define CFG__LINE_MAX 4094
 
 /* Row flags. */
 #define CFG__REQUIRED   0x01u  /* must be written in the file */

@@ -13,8 +13,8 @@
  * inih's options are process globals (Debian builds them as variables); we
  * set them on every load: no multi-line continuation (an indented line is a
  * line of its own, never a continuation of the previous value), inline
- * comments start at ';' or '#' preceded by whitespace. Loading is therefore
- * not thread-safe: load configs from one thread at start-up.
+ * comments start at ';' or '#' preceded by whitespace. A mutex serialises
+ * loads, so threads may load configs concurrently (tests do).
  */
 #include "internal.h"
 
@@ -24,12 +24,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_INSTANCES CFG_MAX_NODES /* the largest indexed section */
 #define LIST_RESERVE 160            /* room kept for the "left out" line */
+
+/* Guards inih's global options for the length of one parse. */
+static pthread_mutex_t ini_lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum line_kind { L_NONE, L_BLANK, L_SECTION, L_OTHER };
 
@@ -46,6 +50,7 @@ struct ctx {
 	enum line_kind kind;    /* its kind */
 	unsigned handled;       /* last line the handler ran for */
 	bool reported;          /* ctx->line already has an error */
+	bool indented;          /* ctx->line starts with whitespace */
 
 	/* The section the lines being read belong to. */
 	int sec;                /* index, or -1 when unknown or bad */
@@ -53,6 +58,7 @@ struct ctx {
 	bool in_section;        /* a header has been seen */
 
 	unsigned sec_line[S_COUNT][MAX_INSTANCES];
+	bool dev_bad[CFG_MAX_PORTS]; /* a port's pci or vdev was rejected */
 	unsigned (*key_line)[MAX_INSTANCES]; /* [cfg__nkeys] */
 	unsigned shown;         /* diagnostics written to err->list */
 	size_t list_len;
@@ -85,6 +91,52 @@ static void add_error(struct ctx *c, unsigned line, const char *fmt, ...)
 	}
 	if (line == c->line)
 		c->reported = true;
+}
+
+/* Edit distance (Levenshtein) of two short names; longer ones compare as
+ * far apart. */
+static unsigned distance(const char *a, size_t na, const char *b)
+{
+	unsigned row[64], nb = (unsigned)strlen(b);
+
+	if (na >= 63 || nb >= 63)
+		return 99;
+	for (unsigned j = 0; j <= nb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= na; i++) {
+		unsigned diag = row[0], tmp;
+
+		row[0] = (unsigned)i;
+		for (unsigned j = 1; j <= nb; j++) {
+			unsigned best = diag + (tolower((unsigned char)a[i - 1]) !=
+						tolower((unsigned char)b[j - 1]));
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			diag = tmp;
+		}
+	}
+	return row[nb];
+}
+
+/* "did you mean X? " when the closest candidate is at most a third of the
+ * name's length away (one edit for short names); else "". fmt puts the
+ * candidate in quotes or brackets. */
+static void suggest(size_t len, const char *fmt, const char *best,
+		    unsigned dist, char *out, size_t outlen)
+{
+	unsigned limit = len < 6 ? 1 : (unsigned)len / 3;
+	char cand[80];
+
+	out[0] = '\0';
+	if (best == NULL || dist > limit) /* 0: differs only in case */
+		return;
+	snprintf(cand, sizeof(cand), fmt, best);
+	snprintf(out, outlen, "did you mean %s? ", cand);
 }
 
 static const char *sec_name(int sec, unsigned idx, char *buf, size_t len)
@@ -122,9 +174,22 @@ static void begin_section(struct ctx *c, const char *text, size_t len)
 	c->sec = -1;
 	c->idx = 0;
 	if (sec < 0 || (dot != NULL && !cfg__sections[sec].indexed)) {
+		const char *best = NULL;
+		unsigned bd = 99;
+		char hint[96];
+
+		for (unsigned i = 0; i < cfg__nsections && sec < 0; i++) {
+			unsigned d = distance(text, base, cfg__sections[i].name);
+
+			if (d < bd) {
+				bd = d;
+				best = cfg__sections[i].name;
+			}
+		}
+		suggest(base, "[%s]", best, bd, hint, sizeof(hint));
 		section_list(all, sizeof(all));
-		add_error(c, c->line, "unknown section [%.*s] (expected one of %s)",
-			  (int)len, text, all);
+		add_error(c, c->line, "unknown section [%.*s] (%sexpected one "
+			  "of %s)", (int)len, text, hint, all);
 		return;
 	}
 	s = &cfg__sections[sec];
@@ -170,6 +235,7 @@ static bool comment_at(const char *start, const char *p)
 /* Classify ctx->line (already without its newline) the way inih will. */
 static void classify(struct ctx *c, const char *s)
 {
+	c->indented = isspace((unsigned char)*s);
 	while (isspace((unsigned char)*s))
 		s++;
 	if (*s == '\0' || *s == ';' || *s == '#') {
@@ -194,10 +260,18 @@ static void classify(struct ctx *c, const char *s)
 	add_error(c, c->line, "section header without ']' (expected [name])");
 }
 
+#define NOT_CONTINUATION                                                       \
+	"indented line is not a continuation of the previous value "       \
+	"(expected the whole value on one line)"
+
 /* The previous line produced no handler call although it had content. */
 static void finish_line(struct ctx *c)
 {
-	if (c->kind == L_OTHER && c->handled != c->line && !c->reported)
+	if (c->kind != L_OTHER || c->handled == c->line || c->reported)
+		return;
+	if (c->indented)
+		add_error(c, c->line, NOT_CONTINUATION);
+	else
 		add_error(c, c->line, "cannot parse line (expected key = "
 			  "value, [section] or a ; comment)");
 }
@@ -211,7 +285,7 @@ static char *reader(char *str, int num, void *stream)
 	char *s;
 
 	ZB_ASSERT(c != NULL && str != NULL);
-	ZB_ASSERT(num >= 8);
+	ZB_ASSERT(num >= 8 && num <= CFG__LINE_MAX + 2);
 	finish_line(c);
 	n = getline(&c->buf, &c->bufcap, c->in);
 	if (n < 0) {
@@ -285,10 +359,30 @@ static int handler(void *user, const char *section, const char *name,
 		return 1;
 	}
 	k = cfg__key_find((unsigned)c->sec, name);
+	if (k < 0 && c->indented) {
+		add_error(c, c->line, NOT_CONTINUATION);
+		return 1;
+	}
 	if (k < 0) {
+		const char *best = NULL;
+		unsigned bd = 99;
+		char hint[96];
+
+		for (unsigned i = 0; i < cfg__nkeys; i++) {
+			unsigned d;
+
+			if (cfg__keys[i].section != (unsigned)c->sec)
+				continue;
+			d = distance(name, strlen(name), cfg__keys[i].key);
+			if (d < bd) {
+				bd = d;
+				best = cfg__keys[i].key;
+			}
+		}
+		suggest(strlen(name), "'%s'", best, bd, hint, sizeof(hint));
 		key_list((unsigned)c->sec, all, sizeof(all));
-		add_error(c, c->line, "unknown key '%s' in [%s] (expected one "
-			  "of %s)", name, nm, all);
+		add_error(c, c->line, "unknown key '%s' in [%s] (%sexpected "
+			  "one of %s)", name, nm, hint, all);
 		return 1;
 	}
 	if (c->key_line[k][c->idx] != 0) {
@@ -299,8 +393,12 @@ static int handler(void *user, const char *section, const char *name,
 	}
 	c->key_line[k][c->idx] = c->line;
 	if (cfg__store(&cfg__keys[k], cfg__base(c->cfg, &cfg__keys[k], c->idx),
-		       value, why, sizeof(why)) != 0)
+		       value, why, sizeof(why)) != 0) {
 		add_error(c, c->line, "%s.%s: %s", nm, name, why);
+		if (c->sec == S_PORT && (cfg__keys[k].type == CFG__PCI ||
+					 cfg__keys[k].type == CFG__VDEV))
+			c->dev_bad[c->idx] = true;
+	}
 	return 1;
 }
 
@@ -367,10 +465,13 @@ static void check_ports(struct ctx *c)
 
 		if (!p->present)
 			continue;
+		n = i + 1;
 		if (i > 0 && !cfg->ports[i - 1].present)
 			add_error(c, sl, "[port.%u] without [port.%u] (expected "
 				  "ports numbered 0, 1, ... without gaps)", i,
 				  i - 1);
+		if (c->dev_bad[i])
+			continue; /* a rejected pci or vdev was reported */
 		if (p->pci[0] != '\0' && p->vdev[0] != '\0')
 			add_error(c, c->key_line[kv][i] > c->key_line[kp][i]
 					     ? c->key_line[kv][i]
@@ -380,7 +481,6 @@ static void check_ports(struct ctx *c)
 		else if (p->pci[0] == '\0' && p->vdev[0] == '\0')
 			add_error(c, sl, "[port.%u] has neither pci nor vdev "
 				  "(expected exactly one of them)", i);
-		n = i + 1;
 	}
 	cfg->port_count = (uint16_t)n;
 
@@ -454,6 +554,7 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	c->name = name;
 	c->in = in;
 
+	pthread_mutex_lock(&ini_lock);
 	ini_allow_multiline = false;
 	ini_allow_inline_comments = true;
 	ini_inline_comment_prefixes = (char *)";#";
@@ -461,8 +562,15 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	ini_allow_no_value = false;
 	ini_stop_on_first_error = false;
 	ini_allow_bom = false; /* the reader strips it */
+	/* A heap line buffer of a size we choose (the default stack buffer of
+	 * Debian's build is 200 bytes); the reader never hands inih a partial
+	 * line, so inih never needs to grow it. */
+	ini_use_stack = false;
+	ini_allow_realloc = false;
+	ini_initial_alloc = CFG__LINE_MAX + 2;
 
 	r = ini_parse_stream(reader, c, handler, c);
+	pthread_mutex_unlock(&ini_lock);
 	if (c->read_errno != 0)
 		add_error(c, c->line, "cannot read: %s (expected a readable "
 			  "INI file)", strerror(c->read_errno));

@@ -6,3 +6,4 @@ config_DEPS := common
 config_LDLIBS := $(shell $(PKG_CONFIG) --libs inih)
 config_CFLAGS := $(shell $(PKG_CONFIG) --cflags inih)
 config_SUMMARY := INI schema + check-config (inih $(shell $(PKG_CONFIG) --modversion inih 2>/dev/null || echo MISSING))
+TSAN_MODULES += config

@@ -161,8 +161,12 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (parse_dec(&p, 99999, 5, &lo) != 0) {
-			why_set(why, whylen, "expected a core id at \"%s\"",
-				*p ? p : "end");
+			if (*p == '\0')
+				why_set(why, whylen, "a core id is missing "
+					"at the end");
+			else
+				why_set(why, whylen, "'%s' is not a core id",
+					p);
 			return -EINVAL;
 		}
 		hi = lo;
@@ -173,9 +177,8 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 			while (*p == ' ' || *p == '\t')
 				p++;
 			if (parse_dec(&p, 99999, 5, &hi) != 0) {
-				why_set(why, whylen,
-					"expected the end of a range at \"%s\"",
-					*p ? p : "end");
+				why_set(why, whylen, "a range has no end "
+					"after %u-", lo);
 				return -EINVAL;
 			}
 			if (hi < lo) {
@@ -332,6 +335,20 @@ int cfg_parse_hostport(const char *s, char *host, size_t hostlen,
 	return 0;
 }
 
+/* "a.b.c.d:port": what the control plane and HTTP listeners take
+ * (host:port with an IPv4 host; no names, no IPv6). */
+static int parse_ip_port(const char *s)
+{
+	char host[CFG_STR];
+	uint16_t port;
+	uint32_t ip;
+
+	if (cfg_parse_hostport(s, host, sizeof(host), &port) != 0 ||
+	    cfg_parse_ipv4(host, &ip, NULL) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 static bool parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = {"true", "yes", "on", "1"};
@@ -423,8 +440,7 @@ static int store_seeds(void *base, const char *text, char *why, size_t wl)
 	for (;;) {
 		const char *e = strchr(p, ',');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
-		char item[CFG_STR], host[CFG_STR];
-		uint16_t port;
+		char item[CFG_STR];
 
 		while (len > 0 && (*p == ' ' || *p == '\t')) {
 			p++;
@@ -434,15 +450,20 @@ static int store_seeds(void *base, const char *text, char *why, size_t wl)
 			len--;
 		if (len >= sizeof(item) || n >= CFG_MAX_SEEDS) {
 			why_set(why, wl, "%s (expected at most %u seeds, each "
-				"host:port)", len >= sizeof(item) ?
+				"ip:port)", len >= sizeof(item) ?
 				"a seed is too long" : "too many seeds",
 				CFG_MAX_SEEDS);
 			return -EINVAL;
 		}
 		memcpy(item, p, len);
 		item[len] = '\0';
-		if (cfg_parse_hostport(item, host, sizeof(host), &port) != 0) {
-			why_set(why, wl, "seed '%s' is not host:port "
+		if (len == 0) {
+			why_set(why, wl, "empty seed between commas (expected "
+				"ip:port, ip:port)");
+			return -EINVAL;
+		}
+		if (parse_ip_port(item) != 0) {
+			why_set(why, wl, "seed '%s' is not ip:port "
 				"(expected e.g. 10.0.0.1:7400)", item);
 			return -EINVAL;
 		}
@@ -505,11 +526,11 @@ void cfg__expect(const struct cfg__key *k, char *out, size_t len)
 			 CFG_MAX_LCORES - 1);
 		break;
 	case CFG__HOSTPORT:
-		snprintf(out, len, "host:port like 10.0.0.1:7400%s",
+		snprintf(out, len, "ip:port like 10.0.0.1:7400%s",
 			 k->flags & CFG__EMPTY_OK ? ", or \"\"" : "");
 		break;
 	case CFG__SEEDS:
-		snprintf(out, len, "a comma-separated list of host:port");
+		snprintf(out, len, "a comma-separated list of ip:port");
 		break;
 	case CFG__VDEV:
 		snprintf(out, len, "a DPDK vdev like net_af_packet0,iface=eth0");
@@ -532,192 +553,211 @@ static const char *unquote(const char *text, char *buf, size_t len)
 	return text;
 }
 
+/* One store function per type: parse v (unquoted, non-empty unless the row
+ * allows it) into the row's field at base. 0, or -EINVAL with why set. */
+struct store_args {
+	const struct cfg__key *k;
+	void *base;
+	char *field;
+	const char *v;
+	const char *expect;     /* cfg__expect() of the row */
+	char *why;
+	size_t wl;
+};
+typedef int (*store_fn)(const struct store_args *a);
+
+static int bad(const struct store_args *a, const char *what)
+{
+	why_set(a->why, a->wl, "'%s' %s (expected %s)", a->v, what, a->expect);
+	return -EINVAL;
+}
+
+static int store_text(const struct store_args *a, const char *text)
+{
+	if (store_str(a->field, a->k->size, text) != 0) {
+		why_set(a->why, a->wl, "a value of %zu characters is too long "
+			"(expected %s)", strlen(text), a->expect);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int st_uint(const struct store_args *a)
+{
+	uint64_t x;
+
+	if (cfg__parse_u64(a->v, &x) != 0)
+		return bad(a, "is not an unsigned integer");
+	if ((double)x < a->k->min || (double)x > a->k->max) {
+		why_set(a->why, a->wl, "%s is out of range (expected %s)", a->v,
+			a->expect);
+		return -EINVAL;
+	}
+	if ((a->k->flags & CFG__POW2) && (x & (x - 1)) != 0) {
+		why_set(a->why, a->wl, "%s is not a power of two (expected %s)",
+			a->v, a->expect);
+		return -EINVAL;
+	}
+	store_uint(a->field, a->k->size, x);
+	return 0;
+}
+
+static int st_double(const struct store_args *a)
+{
+	double x;
+
+	if (parse_double(a->v, &x) != 0)
+		return bad(a, "is not a number");
+	if (x < a->k->min || x > a->k->max) {
+		why_set(a->why, a->wl, "%s is out of range (expected %s)", a->v,
+			a->expect);
+		return -EINVAL;
+	}
+	*(double *)a->field = x;
+	return 0;
+}
+
+static int st_bool(const struct store_args *a)
+{
+	bool b;
+
+	if (!parse_bool(a->v, &b))
+		return bad(a, "is not a boolean");
+	*(bool *)a->field = b;
+	return 0;
+}
+
+static int st_string(const struct store_args *a)
+{
+	if ((a->k->flags & CFG__NAME_CHARS) && !name_chars_ok(a->v))
+		return bad(a, "has characters not allowed");
+	return store_text(a, a->v);
+}
+
+static int st_enum(const struct store_args *a)
+{
+	ZB_ASSERT(a->k->names != NULL);
+	ZB_ASSERT(a->k->size == sizeof(int));
+	for (int i = 0; a->k->names[i]; i++) {
+		if (strcasecmp(a->v, a->k->names[i]) == 0) {
+			*(int *)a->field = i;
+			return 0;
+		}
+	}
+	return bad(a, "is not allowed");
+}
+
+static int st_mac(const struct store_args *a)
+{
+	uint8_t mac[6];
+
+	if (cfg_parse_mac(a->v, mac) != 0)
+		return bad(a, "is not a MAC address");
+	memcpy(a->field, mac, 6);
+	if (a->k->flags & CFG__HAS_AUX) /* the "was set" flag */
+		*(bool *)((char *)a->base + a->k->aux) =
+			memcmp(mac, "\0\0\0\0\0\0", 6) != 0;
+	return 0;
+}
+
+static int st_ipv4(const struct store_args *a)
+{
+	bool pfx = a->k->flags & CFG__HAS_AUX; /* aux: prefix_len */
+	uint32_t ip;
+	uint8_t plen = 32;
+
+	if (cfg_parse_ipv4(a->v, &ip, pfx ? &plen : NULL) != 0)
+		return bad(a, pfx ? "is not an IPv4 address[/prefix]"
+				  : "is not an IPv4 address");
+	*(uint32_t *)a->field = ip;
+	if (pfx)
+		*(uint8_t *)((char *)a->base + a->k->aux) = plen;
+	return 0;
+}
+
+static int st_pci(const struct store_args *a)
+{
+	char canon[16];
+
+	if (*a->v == '\0')
+		return store_text(a, "");
+	if (cfg_parse_pci(a->v, canon, sizeof(canon)) != 0)
+		return bad(a, "is not a PCI address");
+	return store_text(a, canon);
+}
+
+static int st_lcores(const struct store_args *a)
+{
+	struct zb_config *cfg = a->base;
+	uint16_t list[CFG_MAX_LCORES], n;
+	char reason[128];
+
+	ZB_ASSERT(a->k->offset == offsetof(struct zb_config, eal.lcores));
+	if (cfg__parse_lcores(a->v, list, CFG_MAX_LCORES, &n, reason,
+			      sizeof(reason)) != 0) {
+		why_set(a->why, a->wl, "'%s' is not a valid lcore list: %s "
+			"(expected %s)", a->v, reason, a->expect);
+		return -EINVAL;
+	}
+	if (store_text(a, a->v) != 0)
+		return -EINVAL;
+	memset(cfg->eal.lcore_list, 0, sizeof(cfg->eal.lcore_list));
+	memcpy(cfg->eal.lcore_list, list, n * sizeof(list[0]));
+	cfg->eal.lcore_count = n;
+	return 0;
+}
+
+static int st_hostport(const struct store_args *a)
+{
+	if (*a->v != '\0' && parse_ip_port(a->v) != 0)
+		return bad(a, "is not ip:port");
+	return store_text(a, a->v);
+}
+
+static int st_seeds(const struct store_args *a)
+{
+	ZB_ASSERT(a->k->offset == offsetof(struct zb_config, cluster.seeds));
+	return store_seeds(a->base, a->v, a->why, a->wl);
+}
+
+/* A vdev: a driver name (lower case, digits, '_'), then ",key=value"s. */
+static int st_vdev(const struct store_args *a)
+{
+	size_t dn = strspn(a->v, "abcdefghijklmnopqrstuvwxyz0123456789_");
+
+	if (*a->v != '\0' &&
+	    (dn == 0 || (a->v[dn] != '\0' && a->v[dn] != ',') ||
+	     strpbrk(a->v, " \t") != NULL))
+		return bad(a, "is not a vdev");
+	return store_text(a, a->v);
+}
+
+static const store_fn store_fns[CFG__TYPE_COUNT] = {
+	[CFG__UINT] = st_uint,       [CFG__DOUBLE] = st_double,
+	[CFG__BOOL] = st_bool,       [CFG__STRING] = st_string,
+	[CFG__ENUM] = st_enum,       [CFG__MAC] = st_mac,
+	[CFG__IPV4] = st_ipv4,       [CFG__PCI] = st_pci,
+	[CFG__LCORES] = st_lcores,   [CFG__HOSTPORT] = st_hostport,
+	[CFG__SEEDS] = st_seeds,     [CFG__VDEV] = st_vdev,
+};
+
 int cfg__store(const struct cfg__key *k, void *base, const char *text,
 	       char *why, size_t wl)
 {
-	char expect[160], buf[CFG_STR + 2];
-	char *field = (char *)base + k->offset;
-	const char *v;
+	char expect[160], buf[CFG__LINE_MAX + 2];
+	struct store_args a = {k, base, (char *)base + k->offset, NULL, expect,
+			       why, wl};
 
 	ZB_ASSERT(k != NULL && base != NULL && text != NULL);
-	ZB_ASSERT(k->type < CFG__TYPE_COUNT);
+	ZB_ASSERT(k->type < CFG__TYPE_COUNT && store_fns[k->type] != NULL);
 	cfg__expect(k, expect, sizeof(expect));
-	v = unquote(text, buf, sizeof(buf));
-	if (*v == '\0' && !(k->flags & CFG__EMPTY_OK) && k->type != CFG__SEEDS) {
-		why_set(why, wl, "is empty (expected %s)", expect);
+	a.v = unquote(text, buf, sizeof(buf));
+	if (*a.v == '\0' && !(k->flags & CFG__EMPTY_OK) &&
+	    k->type != CFG__SEEDS) {
+		why_set(why, wl, "the value is empty (expected %s)", expect);
 		return -EINVAL;
 	}
-
-	switch (k->type) {
-	case CFG__UINT: {
-		uint64_t x;
-
-		if (cfg__parse_u64(v, &x) != 0) {
-			why_set(why, wl, "'%s' is not an unsigned integer "
-				"(expected %s)", v, expect);
-			return -EINVAL;
-		}
-		if ((double)x < k->min || (double)x > k->max ||
-		    ((k->flags & CFG__POW2) && (x & (x - 1)) != 0)) {
-			why_set(why, wl, "%s is out of range (expected %s)", v,
-				expect);
-			return -EINVAL;
-		}
-		store_uint(field, k->size, x);
-		return 0;
-	}
-	case CFG__DOUBLE: {
-		double x;
-
-		if (parse_double(v, &x) != 0) {
-			why_set(why, wl, "'%s' is not a number (expected %s)",
-				v, expect);
-			return -EINVAL;
-		}
-		if (x < k->min || x > k->max) {
-			why_set(why, wl, "%s is out of range (expected %s)", v,
-				expect);
-			return -EINVAL;
-		}
-		*(double *)field = x;
-		return 0;
-	}
-	case CFG__BOOL: {
-		bool b;
-
-		if (!parse_bool(v, &b)) {
-			why_set(why, wl, "'%s' is not a boolean (expected %s)",
-				v, expect);
-			return -EINVAL;
-		}
-		*(bool *)field = b;
-		return 0;
-	}
-	case CFG__STRING:
-		if ((k->flags & CFG__NAME_CHARS) && !name_chars_ok(v)) {
-			why_set(why, wl, "'%s' has characters not allowed "
-				"(expected %s)", v, expect);
-			return -EINVAL;
-		}
-		if (store_str(field, k->size, v) != 0) {
-			why_set(why, wl, "is too long (expected %s)", expect);
-			return -EINVAL;
-		}
-		return 0;
-	case CFG__ENUM:
-		for (int i = 0; k->names[i]; i++) {
-			if (strcmp(v, k->names[i]) == 0) {
-				ZB_ASSERT(k->size == sizeof(int));
-				*(int *)field = i;
-				return 0;
-			}
-		}
-		why_set(why, wl, "'%s' is not allowed (expected %s)", v,
-			expect);
-		return -EINVAL;
-	case CFG__MAC: {
-		uint8_t mac[6];
-
-		if (cfg_parse_mac(v, mac) != 0) {
-			why_set(why, wl, "'%s' is not a MAC address "
-				"(expected %s)", v, expect);
-			return -EINVAL;
-		}
-		memcpy(field, mac, 6);
-		if (k->flags & CFG__HAS_AUX)
-			*(bool *)((char *)base + k->aux) =
-				memcmp(mac, "\0\0\0\0\0\0", 6) != 0;
-		return 0;
-	}
-	case CFG__IPV4: {
-		uint32_t ip;
-		uint8_t plen = 32;
-		bool pfx = k->flags & CFG__HAS_AUX;
-
-		if (cfg_parse_ipv4(v, &ip, pfx ? &plen : NULL) != 0) {
-			why_set(why, wl, "'%s' is not an IPv4 address%s "
-				"(expected %s)", v,
-				pfx ? "[/prefix]" : "", expect);
-			return -EINVAL;
-		}
-		*(uint32_t *)field = ip;
-		if (pfx)
-			*(uint8_t *)((char *)base + k->aux) = plen;
-		return 0;
-	}
-	case CFG__PCI: {
-		char canon[16];
-
-		if (*v == '\0')
-			return store_str(field, k->size, "");
-		if (cfg_parse_pci(v, canon, sizeof(canon)) != 0) {
-			why_set(why, wl, "'%s' is not a PCI address "
-				"(expected %s)", v, expect);
-			return -EINVAL;
-		}
-		return store_str(field, k->size, canon);
-	}
-	case CFG__LCORES: {
-		struct zb_config *cfg = base;
-		uint16_t list[CFG_MAX_LCORES], n;
-		char reason[128];
-
-		ZB_ASSERT(k->offset == offsetof(struct zb_config, eal.lcores));
-		if (cfg__parse_lcores(v, list, CFG_MAX_LCORES, &n, reason,
-				      sizeof(reason)) != 0) {
-			why_set(why, wl, "'%s' is not a valid lcore list: %s "
-				"(expected %s)", v, reason, expect);
-			return -EINVAL;
-		}
-		if (store_str(field, k->size, v) != 0) {
-			why_set(why, wl, "is too long (expected %s)", expect);
-			return -EINVAL;
-		}
-		memset(cfg->eal.lcore_list, 0, sizeof(cfg->eal.lcore_list));
-		memcpy(cfg->eal.lcore_list, list, n * sizeof(list[0]));
-		cfg->eal.lcore_count = n;
-		return 0;
-	}
-	case CFG__HOSTPORT: {
-		char host[CFG_STR];
-		uint16_t port;
-
-		if (*v != '\0' &&
-		    cfg_parse_hostport(v, host, sizeof(host), &port) != 0) {
-			why_set(why, wl, "'%s' is not host:port (expected %s)",
-				v, expect);
-			return -EINVAL;
-		}
-		if (store_str(field, k->size, v) != 0) {
-			why_set(why, wl, "is too long (expected %s)", expect);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	case CFG__SEEDS:
-		ZB_ASSERT(k->offset == offsetof(struct zb_config, cluster.seeds));
-		return store_seeds(base, v, why, wl);
-	case CFG__VDEV: {
-		/* driver name: lower-case letters, digits, '_'; then ",k=v". */
-		size_t dn = strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_");
-
-		if (*v != '\0' &&
-		    (dn == 0 || (v[dn] != '\0' && v[dn] != ',') ||
-		     strpbrk(v, " \t") != NULL)) {
-			why_set(why, wl, "'%s' is not a vdev (expected %s)", v,
-				expect);
-			return -EINVAL;
-		}
-		if (store_str(field, k->size, v) != 0) {
-			why_set(why, wl, "is too long (expected %s)", expect);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	default:
-		ZB_ASSERT(!"unknown type");
-	}
-	return -EINVAL;
+	return store_fns[k->type](&a);
 }
 
 static void format_mac(const uint8_t *m, char *out, size_t len)

@@ -76,10 +76,10 @@ struct zb_config {
 	} dp;
 
 	struct cfg_port ports[CFG_MAX_PORTS];
-	uint16_t port_count;
+	uint16_t port_count;      /* ports[0..port_count-1], all present (no gaps) */
 
-	struct cfg_peer peers[CFG_MAX_NODES];
-	uint16_t peer_count;
+	struct cfg_peer peers[CFG_MAX_NODES];  /* indexed by node id; check present */
+	uint16_t peer_count;      /* how many are present; may include this node */
 
 	struct {                  /* [actors] */
 		uint32_t max_actors;
@@ -171,8 +171,8 @@ void cfg_set_defaults(struct zb_config *cfg);
  * Returns 0; ZB_ERR_CONFIG (a negative code) with err->msg naming the first
  * problem as FILE:LINE and err->list every problem found; -errno when the
  * file cannot be opened (err->msg says so); -ENOMEM. cfg is unspecified on
- * error. Not thread-safe (inih's options are process globals): load at
- * start-up, from one thread. */
+ * error. Thread-safe (loads are serialised); meant for start-up, it
+ * allocates. */
 int cfg_load_file(struct zb_config *cfg, const char *path, struct cfg_error *err);
 int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 		    struct cfg_error *err);

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# scripts/bind-nic.sh — hand NICs to vfio-pci for DPDK (or back to a kernel
+# driver) with DPDK's dpdk-devbind.py.
+#
+# Every change goes through do_run/do_write, which only print in --dry-run:
+# a dry run reads the system (sysfs, routes) and changes nothing.
+set -euo pipefail
+
+PROG=${0##*/}
+SYSFS=/sys
+DRIVER=vfio-pci
+DRY_RUN=0
+FORCE=0
+NOIOMMU=0
+ACTION=bind
+DEVS=()
+
+usage() {
+	cat <<EOF
+usage: $PROG [--driver DRV] [--noiommu] [--force] [--dry-run] PCI...
+       $PROG --status
+       $PROG --restore DRV [--dry-run] PCI...
+
+Bind network devices to vfio-pci (default) so that zbmd can drive them with
+DPDK: [port.N] pci = 0000:3b:00.0 in the config. PCI addresses are
+DDDD:BB:DD.F or BB:DD.F, as in \`lspci -D\` or \`$PROG --status\`.
+
+  --driver DRV    bind to DRV instead of vfio-pci (e.g. uio_pci_generic)
+  --noiommu       no IOMMU on this machine: turn on vfio's unsafe no-IOMMU
+                  mode (no DMA isolation; test machines and VMs only)
+  --force         also bind a device that is not a network device, or whose
+                  kernel interface is up or carries routes (it is brought
+                  down first; a remote session over it will be cut)
+  --restore DRV   give the devices back to kernel driver DRV (e.g. ixgbe,
+                  mlx5_core, virtio-pci)
+  --status        print dpdk-devbind.py --status for network devices
+  --dry-run       print what would be done and change nothing
+  -h, --help      this text
+
+Needs root unless --dry-run or --status. Uses dpdk-devbind.py from the dpdk
+package (found on PATH, in /usr/bin, /usr/sbin, /usr/local/bin or
+/usr/share/dpdk/usertools; or set DPDK_DEVBIND). Exit status: 0 done,
+1 failed or refused, 2 bad usage.
+EOF
+}
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+usage_error() { echo "$PROG: $*" >&2; echo "try: $PROG --help" >&2; exit 2; }
+
+do_run() {
+	if [ "$DRY_RUN" -eq 1 ]; then
+		echo "would run: $*"
+	else
+		echo "+ $*"
+		"$@"
+	fi
+}
+
+do_write() { # VALUE FILE
+	if [ "$DRY_RUN" -eq 1 ]; then
+		echo "would write '$1' to $2"
+	else
+		echo "+ echo '$1' > $2"
+		echo "$1" >"$2"
+	fi
+}
+
+find_devbind() {
+	local c
+	for c in "${DPDK_DEVBIND:-}" "$(command -v dpdk-devbind.py 2>/dev/null || true)" \
+		/usr/bin/dpdk-devbind.py /usr/sbin/dpdk-devbind.py \
+		/usr/local/bin/dpdk-devbind.py /usr/share/dpdk/usertools/dpdk-devbind.py; do
+		if [ -n "$c" ] && [ -x "$c" ]; then
+			echo "$c"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Kernel interfaces of a PCI device (directly under it, or under a child
+# device as with virtio: .../0000:00:03.0/virtio1/net/eth0).
+netdevs_of() {
+	local n
+	for n in "$SYSFS"/class/net/*; do
+		case "$(readlink -f "$n")" in
+		*/"$1"/*) echo "${n##*/}" ;;
+		esac
+	done
+}
+
+# Canonical "dddd:bb:dd.f" (lower case) or exit 2.
+canon_pci() {
+	local a=${1,,}
+	[[ "$a" =~ ^[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$ ]] && a="0000:$a"
+	[[ "$a" =~ ^[0-9a-f]{4}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]$ ]] ||
+		usage_error "'$1' is not a PCI address (expected DDDD:BB:DD.F or BB:DD.F)"
+	echo "$a"
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h | --help) usage; exit 0 ;;
+	--dry-run) DRY_RUN=1 ;;
+	--force) FORCE=1 ;;
+	--noiommu) NOIOMMU=1 ;;
+	--status) ACTION=status ;;
+	--driver) [ $# -ge 2 ] || usage_error "--driver needs a value"; DRIVER=$2; shift ;;
+	--restore) [ $# -ge 2 ] || usage_error "--restore needs a driver"; DRIVER=$2; ACTION=restore; shift ;;
+	-*) usage_error "unknown option '$1'" ;;
+	*) DEVS+=("$(canon_pci "$1")") ;;
+	esac
+	shift
+done
+[[ "$DRIVER" =~ ^[A-Za-z0-9_-]+$ ]] || usage_error "'$DRIVER' is not a driver name"
+
+DEVBIND=$(find_devbind) || die "dpdk-devbind.py not found: install the dpdk package (apt-get install dpdk) or set DPDK_DEVBIND"
+
+if [ "$ACTION" = status ]; then
+	exec "$DEVBIND" --status-dev net
+fi
+[ ${#DEVS[@]} -gt 0 ] || usage_error "give at least one PCI address"
+if [ "$DRY_RUN" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
+	die "needs root (or --dry-run to see what it would do)"
+fi
+
+# Check every device before changing anything.
+for dev in "${DEVS[@]}"; do
+	d="$SYSFS/bus/pci/devices/$dev"
+	[ -e "$d" ] || die "no PCI device $dev ($d is missing; lspci -D lists the devices)"
+	class=$(cat "$d/class")
+	cur=$(basename "$(readlink "$d/driver" 2>/dev/null)" 2>/dev/null || true)
+	echo "$dev: class $class, driver ${cur:-(none)}"
+	if [ "$ACTION" = bind ] && [[ "$class" != 0x02* ]] && [ "$FORCE" -eq 0 ]; then
+		die "$dev is not a network device (class $class); --force binds it anyway"
+	fi
+	if [ "$ACTION" = bind ]; then
+		for ifc in $(netdevs_of "$dev"); do
+			routes=$(ip -o route show dev "$ifc" 2>/dev/null | wc -l)
+			up=$(ip -o link show dev "$ifc" 2>/dev/null | grep -c '[<,]UP[,>]' || true)
+			if { [ "$routes" -gt 0 ] || [ "$up" -gt 0 ]; } && [ "$FORCE" -eq 0 ]; then
+				die "$dev is kernel interface $ifc, which is up with $routes route(s): binding it cuts its traffic; --force brings it down and binds it"
+			fi
+		done
+	fi
+done
+
+if [ "$ACTION" = bind ] && [ "$DRIVER" = vfio-pci ]; then
+	do_run modprobe vfio-pci
+	if [ -z "$(ls -A "$SYSFS/kernel/iommu_groups" 2>/dev/null)" ]; then
+		if [ "$NOIOMMU" -eq 1 ]; then
+			do_write Y "$SYSFS/module/vfio/parameters/enable_unsafe_noiommu_mode"
+		else
+			die "no IOMMU groups: enable the IOMMU (kernel command line intel_iommu=on iommu=pt or amd_iommu=on) or pass --noiommu"
+		fi
+	fi
+fi
+
+for dev in "${DEVS[@]}"; do
+	d="$SYSFS/bus/pci/devices/$dev"
+	cur=$(basename "$(readlink "$d/driver" 2>/dev/null)" 2>/dev/null || true)
+	if [ "$cur" = "$DRIVER" ]; then
+		echo "$dev: already bound to $DRIVER"
+		continue
+	fi
+	if [ "$ACTION" = bind ]; then
+		for ifc in $(netdevs_of "$dev"); do
+			do_run ip link set dev "$ifc" down
+		done
+	fi
+	if [ "$FORCE" -eq 1 ]; then
+		do_run "$DEVBIND" --force --bind="$DRIVER" "$dev"
+	else
+		do_run "$DEVBIND" --bind="$DRIVER" "$dev"
+	fi
+	if [ "$DRY_RUN" -eq 0 ]; then
+		now=$(basename "$(readlink "$d/driver" 2>/dev/null)" 2>/dev/null || true)
+		[ "$now" = "$DRIVER" ] || die "$dev: still bound to ${now:-(none)}, not $DRIVER"
+		echo "$dev: bound to $DRIVER"
+	fi
+done
+if [ "$DRY_RUN" -eq 1 ]; then
+	echo "dry run: nothing was changed"
+fi
+exit 0

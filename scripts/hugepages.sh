@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# scripts/hugepages.sh — reserve hugepages for DPDK and mount hugetlbfs.
+#
+# Every change goes through do_run/do_write, which only print in --dry-run:
+# a dry run reads the system and changes nothing.
+set -euo pipefail
+
+PROG=${0##*/}
+SYSFS=/sys
+SIZE=2M
+PAGES=
+MEMORY_MB=
+NODE=
+MOUNT=
+DRY_RUN=0
+ACTION=reserve
+PERSIST=0
+SYSCTL_CONF=/etc/sysctl.d/80-zbmd-hugepages.conf
+
+usage() {
+	cat <<EOF
+usage: $PROG [--size 2M|1G] (--pages N | --memory-mb MB) [--node N]
+             [--mount DIR] [--persist] [--dry-run]
+       $PROG --status
+       $PROG --clear [--size 2M|1G] [--node N] [--dry-run]
+
+Reserve hugepages for DPDK (zbmd's [eal] hugepages = true, memory_mb) and
+make sure a hugetlbfs of that page size is mounted.
+
+  --size S        page size, 2M (default) or 1G
+  --pages N       reserve N pages in total (or on --node)
+  --memory-mb MB  reserve enough pages for MB MiB (rounded up)
+  --node N        reserve on NUMA node N only (the NIC's node is best:
+                  cat /sys/bus/pci/devices/ADDR/numa_node)
+  --mount DIR     hugetlbfs mount point (default /dev/hugepages for 2M,
+                  /dev/hugepages1G for 1G)
+  --persist       also write $SYSCTL_CONF
+                  (2M pages on all nodes only; 1G pages need the kernel
+                  command line default_hugepagesz=1G hugepagesz=1G hugepages=N)
+  --status        print the reservations per size and node, change nothing
+  --clear         release the pages of --size (on --node)
+  --dry-run       print what would be done and change nothing
+  -h, --help      this text
+
+Needs root unless --dry-run or --status. Exit status: 0 done, 1 failed
+(e.g. the kernel reserved fewer pages than asked), 2 bad usage.
+EOF
+}
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+usage_error() { echo "$PROG: $*" >&2; echo "try: $PROG --help" >&2; exit 2; }
+
+do_run() {
+	if [ "$DRY_RUN" -eq 1 ]; then
+		echo "would run: $*"
+	else
+		echo "+ $*"
+		"$@"
+	fi
+}
+
+do_write() { # VALUE FILE
+	if [ "$DRY_RUN" -eq 1 ]; then
+		echo "would write '$1' to $2"
+	else
+		echo "+ echo '$1' > $2"
+		echo "$1" >"$2"
+	fi
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h | --help) usage; exit 0 ;;
+	--dry-run) DRY_RUN=1 ;;
+	--status) ACTION=status ;;
+	--clear) ACTION=clear ;;
+	--persist) PERSIST=1 ;;
+	--size) [ $# -ge 2 ] || usage_error "--size needs a value"; SIZE=$2; shift ;;
+	--pages) [ $# -ge 2 ] || usage_error "--pages needs a value"; PAGES=$2; shift ;;
+	--memory-mb) [ $# -ge 2 ] || usage_error "--memory-mb needs a value"; MEMORY_MB=$2; shift ;;
+	--node) [ $# -ge 2 ] || usage_error "--node needs a value"; NODE=$2; shift ;;
+	--mount) [ $# -ge 2 ] || usage_error "--mount needs a value"; MOUNT=$2; shift ;;
+	*) usage_error "unknown argument '$1'" ;;
+	esac
+	shift
+done
+
+case "$SIZE" in
+2M | 2m | 2048k | 2048kB) SIZE=2M; KB=2048 ;;
+1G | 1g | 1048576k | 1048576kB) SIZE=1G; KB=1048576 ;;
+*) usage_error "--size must be 2M or 1G, not '$SIZE'" ;;
+esac
+if [ -z "$MOUNT" ]; then
+	if [ "$SIZE" = 2M ]; then MOUNT=/dev/hugepages; else MOUNT=/dev/hugepages1G; fi
+fi
+if [ -n "$NODE" ] && ! [[ "$NODE" =~ ^[0-9]+$ ]]; then
+	usage_error "--node must be a NUMA node number, not '$NODE'"
+fi
+
+status() {
+	local d n name
+	for d in "$SYSFS"/kernel/mm/hugepages/hugepages-*; do
+		[ -d "$d" ] || continue
+		name=${d##*/}
+		echo "$name: total $(cat "$d/nr_hugepages"), free $(cat "$d/free_hugepages")"
+		for n in "$SYSFS"/devices/system/node/node*; do
+			[ -e "$n/hugepages/$name/nr_hugepages" ] || continue
+			echo "  ${n##*/}: $(cat "$n/hugepages/$name/nr_hugepages")"
+		done
+	done
+	echo "hugetlbfs mounts:"
+	grep -w hugetlbfs /proc/mounts | sed 's/^/  /' || echo "  (none)"
+}
+
+if [ "$ACTION" = status ]; then
+	status
+	exit 0
+fi
+
+if [ "$ACTION" = reserve ]; then
+	if [ -n "$PAGES" ] && [ -n "$MEMORY_MB" ]; then
+		usage_error "give --pages or --memory-mb, not both"
+	fi
+	if [ -n "$MEMORY_MB" ]; then
+		[[ "$MEMORY_MB" =~ ^[0-9]+$ ]] || usage_error "--memory-mb must be a number, not '$MEMORY_MB'"
+		PAGES=$(( (MEMORY_MB * 1024 + KB - 1) / KB ))
+	fi
+	[ -n "$PAGES" ] || usage_error "give --pages N or --memory-mb MB"
+	[[ "$PAGES" =~ ^[0-9]+$ ]] || usage_error "--pages must be a number, not '$PAGES'"
+else
+	PAGES=0
+fi
+
+DIR="$SYSFS/kernel/mm/hugepages/hugepages-${KB}kB"
+[ -d "$DIR" ] || die "this kernel has no $SIZE hugepages ($DIR is missing)"
+TARGET="$DIR/nr_hugepages"
+if [ -n "$NODE" ]; then
+	TARGET="$SYSFS/devices/system/node/node$NODE/hugepages/hugepages-${KB}kB/nr_hugepages"
+	[ -e "$TARGET" ] || die "no NUMA node $NODE with $SIZE pages ($TARGET is missing)"
+fi
+if [ "$DRY_RUN" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
+	die "needs root (or --dry-run to see what it would do)"
+fi
+
+echo "$SIZE pages${NODE:+ on node $NODE}: $(cat "$TARGET") reserved now, $PAGES wanted"
+do_write "$PAGES" "$TARGET"
+if [ "$DRY_RUN" -eq 0 ]; then
+	got=$(cat "$TARGET")
+	if [ "$got" -lt "$PAGES" ]; then
+		die "the kernel reserved only $got of $PAGES $SIZE pages (memory is fragmented: reserve at boot, or free memory)"
+	fi
+	echo "$got $SIZE pages reserved"
+fi
+
+if [ "$ACTION" = reserve ]; then
+	if awk -v m="$MOUNT" '$2 == m && $3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts; then
+		echo "hugetlbfs already mounted on $MOUNT"
+	else
+		do_run mkdir -p "$MOUNT"
+		do_run mount -t hugetlbfs -o "pagesize=$SIZE" nodev "$MOUNT"
+	fi
+	if [ "$PERSIST" -eq 1 ]; then
+		if [ "$SIZE" = 2M ] && [ -z "$NODE" ]; then
+			do_write "vm.nr_hugepages = $PAGES" "$SYSCTL_CONF"
+		else
+			echo "note: --persist covers 2M pages on all nodes only; for 1G pages add" \
+				"'default_hugepagesz=1G hugepagesz=1G hugepages=$PAGES' to the kernel command line"
+		fi
+	fi
+fi
+if [ "$DRY_RUN" -eq 1 ]; then
+	echo "dry run: nothing was changed"
+fi
+exit 0
