@@ -105,6 +105,8 @@ struct dp_node {
 	bool ctl_running;
 	int ctl_status;
 	pthread_mutex_t reg_lock;    /* serialises dp_register_poller */
+	bool iova_va;                /* user memory can be attached as-is */
+	bool has_link;               /* transport lanes exist (link.c) */
 };
 
 extern struct dp_node dp__node;
@@ -126,6 +128,13 @@ void dp__ports_fini(struct dp_node *n);
 int dp__lcores_init(struct dp_node *n, struct dp_err *err);
 void dp__lcores_fini(struct dp_node *n);
 int dp__lcore_main(void *arg);
+
+/* link.c: the transport on the ports */
+int dp__link_init(struct dp_node *n, struct dp_err *err);
+void dp__link_fini(struct dp_node *n);
+void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
+		 uint64_t now_tsc);
+unsigned dp__link_poll(unsigned index, uint64_t now_tsc);
 
 /* arp.c: handle one frame on port p. Returns -1 when it consumed the mbuf
  * (answered, or freed and counted), else the lane L (0 <= L < nb_lcores) of

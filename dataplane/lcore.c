@@ -100,9 +100,12 @@ static inline void deliver(struct dp_lcore *lc, uint16_t port,
 			   struct rte_mbuf **pkts, uint16_t n, uint64_t now)
 {
 	struct dp_node *nd = &dp__node;
-	if (likely(nd->rx_fn != NULL)) {
+	if (nd->rx_fn != NULL) {
 		DP_STAT_ADD(lc, udp_rx, n);
 		nd->rx_fn(nd->rx_arg, lc->index, port, pkts, n, now);
+	} else if (likely(nd->has_link)) {
+		DP_STAT_ADD(lc, udp_rx, n);
+		dp__link_rx(lc->index, pkts, n, now);
 	} else {
 		rte_pktmbuf_free_bulk(pkts, n);
 		DP_STAT_ADD(lc, rx_drops, n);
@@ -220,6 +223,8 @@ int dp__lcore_main(void *arg)
 			events += lc->pollers[i].fn(lc->pollers[i].arg, now);
 		if (n->actor_fn)
 			events += n->actor_fn(n->actor_arg, lc->index, now);
+		if (n->has_link)
+			events += dp__link_poll(lc->index, now);
 
 		tx_flush(lc, nb_ports);
 
@@ -253,8 +258,11 @@ int dp_tx(uint16_t port, struct rte_mbuf *m)
 {
 	struct dp_node *n = &dp__node;
 	int idx = RTE_PER_LCORE(dp_index);
-	ZB_DASSERT(m != NULL);
-	ZB_DASSERT(idx >= 0 && port < n->nb_ports);
+	ZB_DASSERT(m != NULL && port < n->nb_ports);
+	if (unlikely(idx < 0)) {   /* not a running loop (e.g. at shutdown) */
+		rte_pktmbuf_free(m);
+		return 0;
+	}
 	struct dp_lcore *lc = &n->lcores[idx];
 	struct rte_eth_dev_tx_buffer *b = lc->tx[port];
 	if (unlikely(b == NULL)) {
@@ -387,12 +395,12 @@ void dp_stats_dump(FILE *out)
 			" tx_packets=%" PRIu64 " tx_bytes=%" PRIu64 " tx_drops=%" PRIu64
 			" rx_drops=%" PRIu64 " arp_replies=%" PRIu64 " icmp_replies=%" PRIu64
 			" arp_requests=%" PRIu64 " arp_learned=%" PRIu64
-			" lane_fwd=%" PRIu64 " lane_drops=%" PRIu64
+			" lane_fwd=%" PRIu64 " lane_drops=%" PRIu64 " zc_frames=%" PRIu64
 			" udp_rx=%" PRIu64 " poll_events=%" PRIu64 "\n",
 			dp__node.lcore_ids[i], i, s.iterations, s.idle_iterations,
 			s.sleeps, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes,
 			s.tx_drops, s.rx_drops, s.arp_replies, s.icmp_replies,
-			s.arp_requests, s.arp_learned, s.lane_fwd, s.lane_drops, s.udp_rx,
+			s.arp_requests, s.arp_learned, s.lane_fwd, s.lane_drops, s.zc_frames, s.udp_rx,
 			s.poll_events);
 	}
 	fflush(out);

@@ -71,6 +71,8 @@ int dp_node_init(const struct zb_config *cfg, struct dp_err *err)
 		rc = dp__lcores_init(n, err);
 	if (rc == 0)
 		dp__neigh_init(n);
+	if (rc == 0)
+		rc = dp__link_init(n, err);
 	if (rc) {
 		dp_node_fini();
 		return rc;
@@ -167,6 +169,7 @@ void dp_node_fini(void)
 	if (n->fini_done)
 		return;
 	dp_node_stop();
+	dp__link_fini(n);   /* before the pools: it frees frames it holds */
 	dp__lcores_fini(n);
 	dp__ports_fini(n);
 	if (n->eal_up) {

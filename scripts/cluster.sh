@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # scripts/cluster.sh — a local zbmd cluster on one machine.
 #
-#   cluster.sh [--tag T] [--dir D] up N [--memif]   create N nodes + their configs
+#   cluster.sh [--tag T] [--dir D] up N [--memif|--no-bridge]
+#                                                   create N nodes + their configs
 #   cluster.sh [--tag T] start [I...]               start `zbmd run` on nodes (all)
 #   cluster.sh [--tag T] stop [I...]                SIGTERM them, check exit 0
 #   cluster.sh [--tag T] exec I CMD...              run CMD in node I's namespace
-#                                                   (I = probe: the probe namespace)
+#                                                   (I = probe / hub: those namespaces)
 #   cluster.sh [--tag T] netem "ARGS"|off           tc netem on every node link
 #   cluster.sh [--tag T] status
 #   cluster.sh [--tag T] down                       stop nodes, delete everything
@@ -18,6 +19,10 @@
 # (ping, tcpdump, raw-socket injection). netem applies to the hub-side veth of
 # every node, which every frame crosses on its way to that node.
 #
+# --no-bridge: the hub-side veths h1..hN (and p0) stay off br0, for a program
+# in the hub namespace to join them (tests/dataplane/helper_impair: a lossy
+# hub where sch_netem is missing).
+#
 # memif mode (--memif): no namespaces; every pair of nodes (I<J) is joined by
 # one net_memif link, I the server, J the client, socket D/memif-I-J.sock.
 # Node I has one port per peer, all with IP 10.78.0.I and MAC 02:7a:63:00:00:I.
@@ -26,7 +31,8 @@
 # clusters never collide. Configs, logs, pid files: D (default /tmp/zbn-T).
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
 # ZBN_LCORES (default 0-1), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
-# ZBN_MTU (1500), ZBN_EXTRA_INI (text appended to every node's config),
+# ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096),
+# ZBN_RTO_US_MIN (5000), ZBN_EXTRA_INI (text appended to every node's config),
 # ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60), ZBN_PEER_MAC=arp
 # (leave peers' MACs out of the configs, to be resolved by ARP).
 set -euo pipefail
@@ -73,8 +79,12 @@ write_config() {  # write_config I N MODE
 		echo "file_prefix = $PFX-$i"; echo "log_level = 4"
 		echo "[dataplane]"; echo "idle = ${ZBN_IDLE:-adaptive}"
 		echo "[cluster]"; echo "id = 77"
+		# shared cores: a node can be descheduled for milliseconds, so a
+		# 1 ms minimum RTO retransmits spuriously
+		echo "[transport]"; echo "rto_us_min = ${ZBN_RTO_US_MIN:-5000}"
 		if [ "$m" = veth ]; then
-			echo "[port.0]"; echo "vdev = net_af_packet0,iface=dp0"
+			echo "[port.0]"
+			echo "vdev = net_af_packet0,iface=dp0,qpairs=$(dp_lcores),framecnt=${ZBN_AF_FRAMES:-4096}"
 			echo "ip = 10.77.0.$i/24"; echo "mac = $(mac_of 62 "$i")"
 			echo "mtu = ${ZBN_MTU:-1500}"
 			for ((j = 1; j <= n; j++)); do
@@ -104,9 +114,20 @@ write_config() {  # write_config I N MODE
 	} >"$f"
 }
 
+# dataplane lcores of ZBN_LCORES: all but the main one (at least 1)
+dp_lcores() {
+	local n=0 part a b
+	IFS=, read -ra parts <<<"${ZBN_LCORES:-0-1}"
+	for part in "${parts[@]}"; do
+		a=${part%-*}; b=${part#*-}; n=$((n + b - a + 1))
+	done
+	echo $((n > 1 ? n - 1 : 1))
+}
+
 cmd_up() {
-	local n=${1:-}; local m=veth
+	local n=${1:-}; local m=veth master=(master br0)
 	[ "${2:-}" = --memif ] && m=memif
+	[ "${2:-}" = --no-bridge ] && master=()
 	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 60 ] || die "up: N must be 1..60"
 	[ "$m" = memif ] && [ "$n" -gt 9 ] && die "up --memif: at most 9 nodes (8 ports each)"
 	[ -e "$DIR/count" ] && die "cluster '$TAG' exists ($DIR): run down first"
@@ -120,13 +141,13 @@ cmd_up() {
 		for ((i = 1; i <= n; i++)); do
 			ip netns add "$(ns "$i")"; quiet_ns "$(ns "$i")"
 			ip -n "$HUB" link add "h$i" type veth peer name dp0 netns "$(ns "$i")"
-			ip -n "$HUB" link set "h$i" mtu "${ZBN_MTU:-1500}" master br0 up
+			ip -n "$HUB" link set "h$i" mtu "${ZBN_MTU:-1500}" "${master[@]}" up
 			ip -n "$(ns "$i")" link set dp0 address "$(mac_of 62 "$i")" mtu "${ZBN_MTU:-1500}" up
 			ip -n "$(ns "$i")" link set lo up
 		done
 		ip netns add "$PROBE"; quiet_ns "$PROBE"
 		ip -n "$HUB" link add p0 type veth peer name eth0 netns "$PROBE"
-		ip -n "$HUB" link set p0 mtu "${ZBN_MTU:-1500}" master br0 up
+		ip -n "$HUB" link set p0 mtu "${ZBN_MTU:-1500}" "${master[@]}" up
 		ip -n "$PROBE" addr add 10.77.0.254/24 dev eth0
 		ip -n "$PROBE" link set eth0 mtu "${ZBN_MTU:-1500}" up
 		ip -n "$PROBE" link set lo up
@@ -209,6 +230,7 @@ cmd_exec() {
 	local i=${1:-}; shift || true
 	[ $# -ge 1 ] || die "exec: I CMD..."
 	if [ "$i" = probe ]; then exec ip netns exec "$PROBE" "$@"; fi
+	if [ "$i" = hub ]; then exec ip netns exec "$HUB" "$@"; fi
 	[ "$(mode)" = veth ] || exec "$@"
 	exec ip netns exec "$(ns "$i")" "$@"
 }

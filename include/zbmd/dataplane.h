@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "zbmd/transport.h"
+
 struct zb_config;
 struct rte_mbuf;
 
@@ -179,12 +181,42 @@ struct dp_lcore_stats {
 	uint64_t udp_rx;          /* handed to the rx hook */
 	uint64_t lane_fwd;        /* zbmd frames passed to another lane's lcore */
 	uint64_t lane_drops;      /* ... dropped: that lcore's inbox was full */
+	uint64_t zc_frames;       /* transport frames sent with the payload attached */
 	uint64_t poll_events;     /* pollers + actor + timer work */
 };
 int dp_lcore_stats(unsigned index, struct dp_lcore_stats *out);
 
 /* Print every lcore's counters, one line each. */
 void dp_stats_dump(FILE *out);
+
+/* ---- the reliable transport on the ports ------------------------------------
+ * When port 0 has an IP, dp_node_init() creates one transport instance per
+ * dataplane lcore (lane L = lcore index L, UDP udp_port + L), declares every
+ * [peer.N], and the loop feeds it the lane's frames (unless an rx hook is
+ * set, which takes them instead) and runs its timers. Frames leave on the
+ * port of [peer.N] port, to the MAC the neighbour table has for the peer.
+ *
+ * dp_transport(L) is lane L's instance: call tp_send / tp_msg_release /
+ * tp_stats on it only from lcore L (a poller or the actor hook), or from the
+ * main thread before launch / after dp_node_stop(). NULL when none. */
+struct tp *dp_transport(unsigned index);
+
+/* Consumers of the transport (actors' remote sends, the dpdk net provider):
+ * called on lane `index`'s lcore, with that lane's semantics of struct
+ * tp_ops (deliver may return -EAGAIN for backpressure; release messages with
+ * tp_msg_release(dp_transport(index), m)). Set before launch; without
+ * deliver, messages are released at once and counted. 0 or -EBUSY. */
+struct dp_msg_ops {
+	int (*deliver)(void *arg, unsigned index, struct tp_msg *m);
+	void (*send_done)(void *arg, unsigned index, uint64_t cookie, int status);
+	void (*peer_event)(void *arg, unsigned index, uint16_t peer,
+			   enum tp_peer_event ev, uint32_t remote_epoch);
+};
+int dp_set_msg_ops(const struct dp_msg_ops *ops, void *arg);
+
+/* The transport's clock for a loop TSC value (ns since the node started):
+ * what pollers pass as now_ns to tp_send. */
+uint64_t dp_now_ns(uint64_t tsc);
 
 /* ---- CLI ------------------------------------------------------------------ */
 
