@@ -7,7 +7,7 @@
 TAG=nodem$$
 CL="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAG --dir $T/cl"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 11
+plan 19
 
 last() { grep "^$2" "$T/cl/node$1.log" | tail -1; }
 # linked_and_learnt I: node I's port is up and it learnt its peer by ARP
@@ -33,5 +33,36 @@ for first in 1 2; do
 	$CL stop $first; ok $? "node $first ($([ $first = 1 ] && echo server || echo client)) stopped first: exits 0"
 	sleep 1; kill -0 "$(cat "$T/cl/node$second.pid")"; ok $? "node $second survives its peer leaving"
 	$CL stop $second; ok $? "node $second exits 0 after its peer left"
+done
+
+# Under load: the transport streams messages both ways over memif and one
+# side is stopped mid-transfer (the case where testpmd's memif receiver used
+# to crash when its peer left first). Neither may crash: the stopped one
+# exits 1 (transfer incomplete), the survivor keeps running, then exits 0/1.
+XFER=$ZBMD_BUILD/tests/dataplane/helper_xfer
+for first in 1 2; do
+	second=$((3 - first))
+	"$XFER" -c "$T/cl/node1.ini" --count 1000000 >"$T/m1" 2>&1 & M1=$!; PIDS+=($M1)
+	wait_for "$T/m1" '^READY' 30   # the memif server, before its client
+	"$XFER" -c "$T/cl/node2.ini" --count 1000000 >"$T/m2" 2>&1 & M2=$!; PIDS+=($M2)
+	wait_for "$T/m2" '^READY' 30; ok $? "transfer nodes up (round: node $first leaves first)"
+	# traffic flows both ways
+	sleep 1.5
+	kill -TERM $M1 $M2 2>/dev/null; kill -CONT $M1 $M2 2>/dev/null
+	wait $M1; r1=$?; wait $M2; r2=$?
+	[ $r1 -le 1 ] && [ $r2 -le 1 ]; ok $? "warm-up round ended without a crash ($r1 $r2)"
+	grep -h '^RESULT' "$T/m1" "$T/m2" | grep -qE 'received=[1-9]'
+	ok $? "messages flowed over memif"
+	"$XFER" -c "$T/cl/node1.ini" --count 1000000 >"$T/m1" 2>&1 & M1=$!; PIDS+=($M1)
+	wait_for "$T/m1" '^READY' 30
+	"$XFER" -c "$T/cl/node2.ini" --count 1000000 >"$T/m2" 2>&1 & M2=$!; PIDS+=($M2)
+	wait_for "$T/m2" '^READY' 30
+	sleep 1
+	eval "F=\$M$first S=\$M$second"
+	kill -TERM $F; wait $F; rf=$?
+	sleep 1; kill -0 $S 2>/dev/null; alive=$?
+	kill -TERM $S 2>/dev/null; wait $S; rs=$?
+	[ $rf -le 1 ] && [ $alive -eq 0 ] && [ $rs -le 1 ]
+	ok $? "node $first stopped mid-transfer: no crash on either side (exit $rf, survivor alive, exit $rs)"
 done
 done_testing
