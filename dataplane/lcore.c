@@ -177,7 +177,8 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 }
 
 /* Adaptive idle: spin for idle_spin_tsc after the last work, then sleep
- * 1, 2, 4 ... us up to idle_sleep_us_max; any work resets it. */
+ * 1, 2, 4 ... us up to idle_sleep_us_max, never past the transport's next
+ * timer; any work resets it. */
 static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
 			uint32_t *sleep_us)
 {
@@ -191,8 +192,18 @@ static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
 	*sleep_us = *sleep_us ? *sleep_us * 2 : 1;
 	if (*sleep_us > n->idle_sleep_us_max)
 		*sleep_us = n->idle_sleep_us_max;
+	uint32_t us = *sleep_us;
+	if (n->has_link) {   /* wake for the transport's next timer */
+		uint32_t cap = dp__link_sleep_cap_us(lc->index, now);
+		if (cap < us)
+			us = cap;
+	}
+	if (us == 0) {
+		rte_pause();
+		return;
+	}
 	DP_STAT_ADD(lc, sleeps, 1);
-	rte_delay_us_sleep(*sleep_us);
+	rte_delay_us_sleep(us);
 }
 
 int dp__lcore_main(void *arg)

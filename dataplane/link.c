@@ -188,6 +188,18 @@ unsigned dp__link_poll(unsigned index, uint64_t now_tsc)
 	return 1;
 }
 
+uint32_t dp__link_sleep_cap_us(unsigned index, uint64_t now_tsc)
+{
+	uint64_t d = tp_next_deadline(links[index].tp);
+	uint64_t now = tsc_to_ns(now_tsc);
+	if (d == UINT64_MAX)
+		return UINT32_MAX;
+	if (d <= now)
+		return 0;
+	uint64_t us = (d - now) / 1000;
+	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
 /* ---- init / fini ----------------------------------------------------------- */
 
 static uint32_t epoch_now(void)
