@@ -135,6 +135,8 @@ void dp__link_fini(struct dp_node *n);
 void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
 		 uint64_t now_tsc);
 unsigned dp__link_poll(unsigned index, uint64_t now_tsc);
+void dp__link_describe(FILE *out);
+void dp__link_stats_dump(FILE *out);
 /* Longest sleep (us) that does not overrun lane index's next timer. */
 uint32_t dp__link_sleep_cap_us(unsigned index, uint64_t now_tsc);
 

@@ -414,5 +414,6 @@ void dp_stats_dump(FILE *out)
 			s.arp_requests, s.arp_learned, s.lane_fwd, s.lane_drops, s.zc_frames, s.udp_rx,
 			s.poll_events);
 	}
+	dp__link_stats_dump(out);
 	fflush(out);
 }

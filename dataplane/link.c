@@ -320,6 +320,38 @@ void dp__link_fini(struct dp_node *n)
 	n->has_link = false;
 }
 
+void dp__link_describe(FILE *out)
+{
+	if (!links)
+		return;
+	const struct dp_node *n = &dp__node;
+	unsigned peers = 0;
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
+		peers += n->cfg->peers[id].present && id != n->cfg->node.id;
+	fprintf(out, "transport: lanes=%u udp_ports=%u..%u peers=%u zero-copy=%s\n",
+		nb_links, n->cfg->dp.udp_port, n->cfg->dp.udp_port + nb_links - 1,
+		peers, n->iova_va ? "attached mbufs" : "off (IOVA is PA: copies)");
+}
+
+/* Racy snapshot of each lane's counters (torn values possible; tp_stats'
+ * contract allows a metrics reader that accepts that). */
+void dp__link_stats_dump(FILE *out)
+{
+	for (unsigned i = 0; links && i < nb_links; i++) {
+		const struct tp_stats *t = tp_stats(links[i].tp);
+		fprintf(out,
+			"transport lane=%u frames_tx=%" PRIu64 " frames_rx=%" PRIu64
+			" retransmits=%" PRIu64 " msgs_sent=%" PRIu64 " msgs_delivered=%" PRIu64
+			" msgs_failed=%" PRIu64 " dup_frames=%" PRIu64 " ooo_frames=%" PRIu64
+			" bad_frames=%" PRIu64 " peer_up=%" PRIu64 " peer_downs=%" PRIu64
+			" peer_restarts=%" PRIu64 " no_consumer=%" PRIu64 "\n",
+			i, t->frames_tx, t->frames_rx, t->retransmits, t->msgs_sent,
+			t->msgs_delivered, t->msgs_failed, t->dup_frames, t->ooo_frames,
+			t->bad_frames, t->peer_up, t->peer_downs, t->peer_restarts,
+			links[i].no_consumer);
+	}
+}
+
 /* ---- public ----------------------------------------------------------------- */
 
 struct tp *dp_transport(unsigned index)

@@ -215,6 +215,7 @@ void dp_node_describe(FILE *out)
 				p->pool->name, p->pool_size, p->data_room,
 				p->pool->cache_size, p->pool->socket_id);
 	}
+	dp__link_describe(out);
 	fprintf(out, "control thread: %s\n",
 		n->ctl_running ? "running" : "none (no control hook set)");
 	fflush(out);
