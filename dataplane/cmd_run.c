@@ -16,6 +16,50 @@
 
 static volatile sig_atomic_t stop_signal, dump_requested;
 
+/* The actor runtime, hosted on the dataplane lcores (one worker per lcore,
+ * driven by the loop's actor hook) when the actors module is in the build. */
+#if __has_include("zbmd/actors.h")
+#include "zbmd/actors.h"
+#define DP_HOST_ACTORS 1
+static struct act_runtime *actors;
+static uint32_t actors_budget;
+
+static unsigned actors_poll(void *arg, unsigned index, uint64_t now_tsc)
+{
+	(void)now_tsc;
+	return (unsigned)act_worker_poll(arg, index, actors_budget);
+}
+
+static int actors_host(const struct zb_config *cfg)
+{
+	struct act_params p;
+	act_params_default(&p);
+	p.node = cfg->node.id;
+	p.max_actors = cfg->actors.max_actors;
+	p.mailbox_capacity = cfg->actors.mailbox_capacity;
+	p.reductions = cfg->actors.reductions;
+	p.message_pool = cfg->actors.message_pool;
+	p.timers = cfg->actors.timers;
+	p.workers = dp_lcore_count();
+	p.pin = false;   /* the lcores are pinned already */
+	actors_budget = p.reductions;
+	int rc = act_runtime_create(&p, &actors);
+	if (rc == 0)
+		rc = dp_set_actor_hook(actors_poll, actors);
+	if (rc == 0)
+		printf("actors: %u workers hosted on the dataplane lcores, %u slots, reductions %u\n",
+		       p.workers, p.max_actors, p.reductions);
+	return rc;
+}
+
+static void actors_unhost(void)
+{
+	if (actors)
+		act_runtime_destroy(actors);
+	actors = NULL;
+}
+#endif
+
 static void on_stop(int sig)
 {
 	stop_signal = sig;
@@ -135,10 +179,21 @@ int dp_cmd_run(int argc, char **argv)
 	printf("zbmd: node %u (%s) cluster %u, config %s, pid %d\n", cfg.node.id,
 	       cfg.node.name[0] ? cfg.node.name : "unnamed", cfg.cluster.id,
 	       path, (int)getpid());
+#ifdef DP_HOST_ACTORS
+	rc = actors_host(&cfg);
+	if (rc) {
+		fprintf(stderr, "zbmd run: actor runtime: %s\n", zb_strerror(rc));
+		dp_node_fini();
+		return ZB_EXIT_FAIL;
+	}
+#endif
 	rc = dp_node_launch(&err);
 	if (rc) {
 		fprintf(stderr, "zbmd run: %s\n", err.msg);
 		dp_node_fini();
+#ifdef DP_HOST_ACTORS
+		actors_unhost();
+#endif
 		return ZB_EXIT_FAIL;
 	}
 	dp_node_describe(stdout);
@@ -154,6 +209,9 @@ int dp_cmd_run(int argc, char **argv)
 	printf("zbmd: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
 	dp_node_stop();
 	dp_stats_dump(stdout);
+#ifdef DP_HOST_ACTORS
+	actors_unhost();   /* the loops that drove it have stopped */
+#endif
 	dp_node_fini();
 	printf("zbmd: stopped cleanly\n");
 	fflush(stdout);
