@@ -1,6 +1,7 @@
 /* zbmd — the node process and its tools. `zbmd help` lists the commands. */
 #include "cli.h"
 #include "zbmd/common.h"
+#include "zbmd/coll.h"
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 
@@ -21,6 +22,7 @@ static int cmd_version(int argc, char **argv)
 
 /* `zbmd bench WHAT`: one row per benchmark. */
 static const struct zb_cmd bench_commands[] = {
+	{"allreduce", coll_bench_allreduce_main, "ring all-reduce, nccl-tests flags and table"},
 	{NULL, NULL, NULL},
 };
 
@@ -40,6 +42,7 @@ static int cmd_bench(int argc, char **argv)
 static const struct zb_cmd commands[] = {
 	{"help", cmd_help, "list the commands"},
 	{"bench", cmd_bench, "run a benchmark (zbmd bench WHAT)"},
+	{"local", coll_local_main, "run a command on an N-node cluster on this machine"},
 	{"version", cmd_version, "print the version"},
 	{"run", dp_cmd_run, "start a node until SIGINT/SIGTERM (zbmd run -c FILE.ini)"},
 	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},

@@ -160,13 +160,38 @@ static void section_list(char *out, size_t len)
 				      cfg__sections[i].indexed ? ".N" : "");
 }
 
+/* "[text]" names no section; base: length of its name before any ".N";
+ * suggest: look for a near miss (not for [eal.0]-like names). */
+static void unknown_section(struct ctx *c, const char *text, size_t len,
+			    size_t base, bool suggest_one)
+{
+	const char *best = NULL;
+	unsigned bd = 99;
+	char hint[96], all[512];
+
+	ZB_ASSERT(c != NULL && text != NULL);
+	ZB_ASSERT(base <= len);
+	for (unsigned i = 0; i < cfg__nsections && suggest_one; i++) {
+		unsigned d = distance(text, base, cfg__sections[i].name);
+
+		if (d < bd) {
+			bd = d;
+			best = cfg__sections[i].name;
+		}
+	}
+	suggest(base, "[%s]", best, bd, hint, sizeof(hint));
+	section_list(all, sizeof(all));
+	add_error(c, c->line, "unknown section [%.*s] (%sexpected one of %s)",
+		  (int)len, text, hint, all);
+}
+
 /* A section header "[text]" (text without the brackets) on ctx->line. */
 static void begin_section(struct ctx *c, const char *text, size_t len)
 {
 	const char *dot = memchr(text, '.', len);
 	size_t base = dot ? (size_t)(dot - text) : len;
 	int sec = cfg__section_find(text, base);
-	char all[512], nm[80];
+	char nm[80];
 	const struct cfg__section *s;
 	unsigned long idx = 0;
 
@@ -174,22 +199,7 @@ static void begin_section(struct ctx *c, const char *text, size_t len)
 	c->sec = -1;
 	c->idx = 0;
 	if (sec < 0 || (dot != NULL && !cfg__sections[sec].indexed)) {
-		const char *best = NULL;
-		unsigned bd = 99;
-		char hint[96];
-
-		for (unsigned i = 0; i < cfg__nsections && sec < 0; i++) {
-			unsigned d = distance(text, base, cfg__sections[i].name);
-
-			if (d < bd) {
-				bd = d;
-				best = cfg__sections[i].name;
-			}
-		}
-		suggest(base, "[%s]", best, bd, hint, sizeof(hint));
-		section_list(all, sizeof(all));
-		add_error(c, c->line, "unknown section [%.*s] (%sexpected one "
-			  "of %s)", (int)len, text, hint, all);
+		unknown_section(c, text, len, base, sec < 0);
 		return;
 	}
 	s = &cfg__sections[sec];
@@ -333,11 +343,37 @@ static void key_list(unsigned sec, char *out, size_t len)
 					      o ? ", " : "", cfg__keys[i].key);
 }
 
+/* name is no key of the current section (nm: its printed name). */
+static void unknown_key(struct ctx *c, const char *name, const char *nm)
+{
+	const char *best = NULL;
+	unsigned bd = 99;
+	char hint[96], all[400];
+
+	ZB_ASSERT(c != NULL && c->sec >= 0);
+	ZB_ASSERT(name != NULL && nm != NULL);
+	for (unsigned i = 0; i < cfg__nkeys; i++) {
+		unsigned d;
+
+		if (cfg__keys[i].section != (unsigned)c->sec)
+			continue;
+		d = distance(name, strlen(name), cfg__keys[i].key);
+		if (d < bd) {
+			bd = d;
+			best = cfg__keys[i].key;
+		}
+	}
+	suggest(strlen(name), "'%s'", best, bd, hint, sizeof(hint));
+	key_list((unsigned)c->sec, all, sizeof(all));
+	add_error(c, c->line, "unknown key '%s' in [%s] (%sexpected one of %s)",
+		  name, nm, hint, all);
+}
+
 static int handler(void *user, const char *section, const char *name,
 		   const char *value)
 {
 	struct ctx *c = user;
-	char nm[80], why[400], all[400];
+	char nm[80], why[400];
 	int k;
 
 	ZB_ASSERT(c != NULL && section != NULL);
@@ -364,25 +400,7 @@ static int handler(void *user, const char *section, const char *name,
 		return 1;
 	}
 	if (k < 0) {
-		const char *best = NULL;
-		unsigned bd = 99;
-		char hint[96];
-
-		for (unsigned i = 0; i < cfg__nkeys; i++) {
-			unsigned d;
-
-			if (cfg__keys[i].section != (unsigned)c->sec)
-				continue;
-			d = distance(name, strlen(name), cfg__keys[i].key);
-			if (d < bd) {
-				bd = d;
-				best = cfg__keys[i].key;
-			}
-		}
-		suggest(strlen(name), "'%s'", best, bd, hint, sizeof(hint));
-		key_list((unsigned)c->sec, all, sizeof(all));
-		add_error(c, c->line, "unknown key '%s' in [%s] (%sexpected "
-			  "one of %s)", name, nm, hint, all);
+		unknown_key(c, name, nm);
 		return 1;
 	}
 	if (c->key_line[k][c->idx] != 0) {

@@ -20,7 +20,20 @@
  * Errors: 0 or a negative errno / ZB_ERR_* code. -EAGAIN means "not now, try
  * again" (connection in progress, no credit or request slot free). A request
  * that fails (peer down, epoch change) reports the error from test(); after
- * that, the comm is unusable and must be closed.
+ * that, the comm is unusable and must be closed. A peer that closes or resets
+ * the connection fails every pending request with -ZB_ERR_PEER_DOWN.
+ *
+ * Messages may be empty (size 0): a zero-length isend matches an irecv and
+ * completes it with *size = 0. A message longer than the matched irecv's
+ * buffer fails that irecv with -EMSGSIZE; a tag different from the irecv's
+ * fails it with -ZB_ERR_BAD_FRAME (the collectives use tags as a check).
+ *
+ * Provider registry. Providers compiled into the coll module ("tcp") are
+ * always present. A provider that lives in a module linked *above* coll
+ * (rdma/, the dpdk provider in the dataplane module) registers itself at
+ * start-up with net_register(&its_ops) — from its module init function, or
+ * from the process's main before the first net_find() — so that coll never
+ * links against it. net_find() then looks names up in the registry.
  */
 #ifndef ZBMD_NET_H
 #define ZBMD_NET_H
@@ -79,10 +92,36 @@ struct net_ops {
 
 	void (*close_send)(void *send_comm);
 	void (*close_recv)(void *recv_comm);
+
+	/* Optional (NULL = not supported; callers then spin or yield): sleep
+	 * until some comm of ctx may make progress (data arrived, send room,
+	 * a connection) or timeout_ms passed. Returns >= 0, or a negative
+	 * error. Lets a blocking caller (the benchmark, tests) share a core
+	 * with other processes instead of spinning; the lcore loop never
+	 * calls it. Added after version 1 was pinned: appended so that
+	 * designated-initializer tables compile unchanged. */
+	int (*wait)(void *ctx, int timeout_ms);
 };
 
-/* Providers compiled into this build. NULL-terminated list; net_find()
- * returns the provider named `name` or NULL. */
+#define NET_MAX_PROVIDERS 8
+
+/* Register a provider (see "Provider registry" above). Control path, before
+ * any net_find(); not thread-safe against concurrent net_find().
+ * Returns 0; -EINVAL if ops is malformed (NULL name or a mandatory op
+ * missing) or its version differs from NET_OPS_VERSION; -EEXIST if a
+ * provider of that name is registered already; -ENOSPC when
+ * NET_MAX_PROVIDERS are registered. */
+int net_register(const struct net_ops *ops);
+
+/* The provider named `name` ("tcp", "dpdk", "rdma"), or NULL when none of
+ * that name is compiled in or registered. Thread-safe after registration. */
 const struct net_ops *net_find(const char *name);
+
+/* The i-th registered provider (built-ins first), NULL past the end. For
+ * listing them in diagnostics. */
+const struct net_ops *net_provider(unsigned i);
+
+/* Built-in providers of the coll module. */
+extern const struct net_ops net_tcp_ops;
 
 #endif /* ZBMD_NET_H */

@@ -84,9 +84,12 @@ for d in /sys/bus/pci/devices/*; do
 	if [[ "$(cat "$d/class" 2>/dev/null)" == 0x02* ]]; then nic=${d##*/}; break; fi
 done
 if [ -n "$nic" ] && command -v dpdk-devbind.py >/dev/null; then
+	# Only this device's own interfaces: other tests may add links meanwhile.
+	nic_ifs=$(for n in /sys/class/net/*; do
+		case "$(readlink -f "$n")" in */"$nic"/*) echo "${n##*/}" ;; esac; done)
 	snapshot_nic() {
 		readlink "/sys/bus/pci/devices/$nic/driver"
-		ip -o link show | sed 's/ qlen.*//'
+		for i in $nic_ifs; do ip -o link show dev "$i" | sed 's/ qlen.*//'; done
 		cat /sys/module/vfio/parameters/enable_unsafe_noiommu_mode 2>/dev/null
 		lsmod 2>/dev/null | grep -c '^vfio' || true
 	}

@@ -1,0 +1,849 @@
+/* coll.c — the collective engine: communicators, the per-channel progress
+ * state machine that runs the schedules of coll_sched.c over net_ops, and
+ * failure detection. See zbmd/coll.h for the contracts and
+ * docs/collectives.md for the design.
+ */
+#include "zbmd/coll.h"
+#include "zbmd/config.h"
+#include "zbmd/gpu.h"
+#include "zbmd/net.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#define COLL_WINDOW 8           /* sends / receives in flight per channel */
+#define COLL_SLOTS 4            /* scratch chunks per channel */
+#ifndef COLL_IDLE_SPINS
+#define COLL_IDLE_SPINS 4       /* empty progress rounds before sleeping */
+#endif
+#define COLL_WAIT_MS 5
+#define COLL_CHANNEL_MIN_BYTES (64u << 10) /* per channel, before adding one */
+
+static_assert(COLL_SLOTS >= 2, "chunk-major schedules need two slots");
+static_assert(COLL_WINDOW >= COLL_SLOTS, "window covers the slots");
+
+enum { OP_FREE = 0, OP_QUEUED, OP_RUNNING, OP_DONE };
+
+struct coll_op {
+	struct coll_comm *comm;
+	struct coll_args a;
+	int state;
+	int status;
+	uint32_t tag;
+};
+
+struct coll_chan {
+	uint16_t id;
+	void *scomm, *rcomm;            /* to next rank / from previous rank */
+	char *slots;                    /* COLL_SLOTS * chunk bytes */
+	void *slot_smh, *slot_rmh;
+	void *send_smh, *recv_smh, *recv_rmh;   /* the running op's buffers */
+	struct coll_plan plan;
+	uint64_t npos, send_post, send_done, recv_post, recv_done;
+	void *sreq[COLL_WINDOW];
+	void *rreq[COLL_WINDOW];
+	uint64_t last_ns;               /* last event: the no-progress deadline */
+};
+
+struct coll_comm {
+	const struct net_ops *ops;
+	void *ctx;
+	const struct zb_config *cfg;
+	uint32_t rank, n;
+	uint16_t nodes[CFG_MAX_NODES];  /* rank -> node id */
+	uint16_t next, prev;            /* node ids */
+	uint16_t nch;
+	uint32_t chunk_bytes;
+	uint64_t timeout_ns;
+	struct coll_chan *ch;
+	struct coll_op ops_pool[COLL_MAX_OPS];
+	uint32_t q[COLL_MAX_OPS];       /* FIFO of op indices */
+	uint32_t q_head, q_len;
+	uint32_t seq;
+	uint64_t ctx_progress_ns;
+	struct coll_stats st;
+	int err;
+	char errmsg[256];
+	uint8_t bar_send, bar_recv[CFG_MAX_NODES];
+};
+
+/* ---- small accessors ------------------------------------------------------- */
+
+uint32_t coll_rank(const struct coll_comm *c) { return c->rank; }
+uint32_t coll_nranks(const struct coll_comm *c) { return c->n; }
+uint16_t coll_channels(const struct coll_comm *c) { return c->nch; }
+uint32_t coll_chunk_bytes(const struct coll_comm *c) { return c->chunk_bytes; }
+const char *coll_provider(const struct coll_comm *c) { return c->ops->name; }
+const char *coll_error(const struct coll_comm *c) { return c->errmsg; }
+
+void coll_stats_get(const struct coll_comm *c, struct coll_stats *out)
+{
+	ZB_ASSERT(c != NULL && out != NULL);
+	*out = c->st;
+}
+
+void coll_stats_reset(struct coll_comm *c)
+{
+	ZB_ASSERT(c != NULL);
+	memset(&c->st, 0, sizeof(c->st));
+}
+
+uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank)
+{
+	ZB_ASSERT(rank < c->n);
+	return c->nodes[rank];
+}
+
+static void coll_close_comms(struct coll_comm *c)
+{
+	for (uint16_t i = 0; c->ch && i < c->nch; i++) {
+		struct coll_chan *ch = &c->ch[i];
+		if (ch->scomm) {
+			if (ch->slot_smh && c->ops->dereg_mr)
+				c->ops->dereg_mr(ch->scomm, ch->slot_smh);
+			c->ops->close_send(ch->scomm);
+		}
+		if (ch->rcomm) {
+			if (ch->slot_rmh && c->ops->dereg_mr)
+				c->ops->dereg_mr(ch->rcomm, ch->slot_rmh);
+			c->ops->close_recv(ch->rcomm);
+		}
+		ch->scomm = ch->rcomm = NULL;
+		ch->slot_smh = ch->slot_rmh = NULL;
+		memset(ch->sreq, 0, sizeof(ch->sreq));
+		memset(ch->rreq, 0, sizeof(ch->rreq));
+	}
+}
+
+/* Record the communicator's failure (first one wins), close every comm so
+ * that the neighbours notice at once, and fail every queued op. */
+static int coll_fail(struct coll_comm *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int off;
+
+	ZB_ASSERT(err < 0);
+	if (c->err)
+		return c->err;
+	c->err = err;
+	off = snprintf(c->errmsg, sizeof(c->errmsg), "rank %u (node %u): ",
+		       c->rank, c->nodes[c->rank]);
+	va_start(ap, fmt);
+	off += vsnprintf(c->errmsg + off, sizeof(c->errmsg) - (size_t)off, fmt, ap);
+	va_end(ap);
+	if (off > 0 && (size_t)off < sizeof(c->errmsg))
+		snprintf(c->errmsg + off, sizeof(c->errmsg) - (size_t)off,
+			 ": %s", zb_strerror(err));
+	coll_close_comms(c);
+	for (uint32_t i = 0; i < c->q_len; i++) {
+		struct coll_op *op = &c->ops_pool[c->q[(c->q_head + i) % COLL_MAX_OPS]];
+		op->status = err;
+		op->state = OP_DONE;
+		if (op->a.done) {
+			op->a.done(op->a.done_arg, err);
+			op->state = OP_FREE;
+		}
+	}
+	c->q_len = 0;
+	return err;
+}
+
+int coll_abort(struct coll_comm *c, int err, const char *why)
+{
+	ZB_ASSERT(c != NULL && err < 0);
+	ZB_ASSERT(why != NULL);
+	return coll_fail(c, err, "aborted: %s", why);
+}
+
+/* ---- communicator -------------------------------------------------------- */
+
+static const char *coll_default_provider(const struct zb_config *cfg)
+{
+	switch (cfg->transport.kind) {
+	case CFG_TRANSPORT_TCP: return "tcp";
+	case CFG_TRANSPORT_RDMA: return "rdma";
+	default: return "dpdk";
+	}
+}
+
+static int coll_connect_all(struct coll_comm *c, uint32_t timeout_ms,
+			    char *err, size_t errlen)
+{
+	uint64_t deadline = zb_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int rc;
+
+	for (;;) {
+		bool all = true;
+		for (uint16_t i = 0; i < c->nch; i++) {
+			struct coll_chan *ch = &c->ch[i];
+			if (!ch->scomm) {
+				rc = c->ops->connect(c->ctx, c->next, i, &ch->scomm);
+				if (rc < 0 && rc != -EAGAIN)
+					goto fail;
+			}
+			if (!ch->rcomm) {
+				rc = c->ops->accept(c->ctx, c->prev, i, &ch->rcomm);
+				if (rc < 0 && rc != -EAGAIN)
+					goto fail;
+			}
+			all = all && ch->scomm && ch->rcomm;
+		}
+		if (all)
+			return 0;
+		if (zb_now_ns() > deadline) {
+			snprintf(err, errlen, "ring neighbours did not connect "
+				 "within %u ms (next node %u: %s, previous node "
+				 "%u: %s)", timeout_ms, c->next,
+				 c->ch[0].scomm ? "ok" : "no", c->prev,
+				 c->ch[0].rcomm ? "ok" : "no");
+			return ZB_ERR_TIMEOUT;
+		}
+		if (c->ops->progress)
+			(void)c->ops->progress(c->ctx);
+		if (c->ops->wait)
+			(void)c->ops->wait(c->ctx, 10);
+		else
+			usleep(1000);
+	}
+fail:
+	snprintf(err, errlen, "connecting the ring (next node %u, previous "
+		 "node %u): %s", c->next, c->prev, zb_strerror(rc));
+	return rc;
+}
+
+/* Rank order: the node ids of the config's [peer.N] sections and this node,
+ * ascending. */
+static int coll_rank_table(struct coll_comm *c, const struct zb_config *cfg)
+{
+	uint16_t self = cfg->node.id;
+
+	c->n = 0;
+	for (uint16_t id = 0; id < CFG_MAX_NODES; id++)
+		if (cfg->peers[id].present || id == self) {
+			if (id == self)
+				c->rank = c->n;
+			c->nodes[c->n++] = id;
+		}
+	ZB_ASSERT(c->n >= 1 && c->nodes[c->rank] == self);
+	c->next = c->nodes[(c->rank + 1) % c->n];
+	c->prev = c->nodes[(c->rank + c->n - 1) % c->n];
+	return 0;
+}
+
+int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
+		     char *err, size_t errlen)
+{
+	struct coll_comm *c;
+	int rc;
+
+	ZB_ASSERT(a != NULL && out != NULL && err != NULL);
+	err[0] = '\0';
+	if (!a->cfg || a->cfg->node.id >= CFG_MAX_NODES) {
+		snprintf(err, errlen, "no config / bad node id");
+		return -EINVAL;
+	}
+	const struct zb_config *cfg = a->cfg;
+	const char *pname = a->provider ? a->provider : coll_default_provider(cfg);
+	const struct net_ops *ops = net_find(pname);
+	if (!ops) {
+		snprintf(err, errlen, "no net provider '%s' in this build", pname);
+		return -ENOENT;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ops = ops;
+	c->cfg = cfg;
+	c->nch = a->channels ? a->channels : (cfg->coll.channels ? cfg->coll.channels : 1);
+	c->chunk_bytes = a->chunk_bytes ? a->chunk_bytes
+			 : (cfg->coll.chunk_kb ? cfg->coll.chunk_kb : 256) * 1024u;
+	if (c->chunk_bytes < 64)
+		c->chunk_bytes = 64;
+	c->chunk_bytes &= ~63u;   /* a multiple of every element size */
+	uint32_t tmo = a->timeout_ms ? a->timeout_ms
+		       : (cfg->coll.timeout_ms ? cfg->coll.timeout_ms : 5000);
+	c->timeout_ns = (uint64_t)tmo * 1000000ull;
+	coll_rank_table(c, cfg);
+	rc = -ENOMEM;
+	c->ch = calloc(c->nch, sizeof(*c->ch));
+	if (!c->ch)
+		goto fail;
+	for (uint16_t i = 0; i < c->nch; i++) {
+		c->ch[i].id = i;
+		c->ch[i].slots = aligned_alloc(64, (size_t)COLL_SLOTS * c->chunk_bytes);
+		if (!c->ch[i].slots)
+			goto fail;
+	}
+	struct net_init_args ia = {.cfg = cfg, .channels = c->nch,
+				   .provider_arg = a->provider_arg};
+	rc = ops->init(&ia, &c->ctx);
+	if (rc < 0) {
+		snprintf(err, errlen, "net provider '%s' init: %s", pname,
+			 zb_strerror(rc));
+		c->ctx = NULL;
+		goto fail;
+	}
+	if (c->n > 1) {
+		rc = coll_connect_all(c, a->connect_timeout_ms ? a->connect_timeout_ms
+				      : COLL_CONNECT_TIMEOUT_MS, err, errlen);
+		if (rc < 0)
+			goto fail;
+		for (uint16_t i = 0; i < c->nch && ops->reg_mr; i++) {
+			struct coll_chan *ch = &c->ch[i];
+			size_t sz = (size_t)COLL_SLOTS * c->chunk_bytes;
+			rc = ops->reg_mr(ch->scomm, ch->slots, sz, NET_MEM_HOST, &ch->slot_smh);
+			if (rc == 0)
+				rc = ops->reg_mr(ch->rcomm, ch->slots, sz, NET_MEM_HOST,
+						 &ch->slot_rmh);
+			if (rc < 0) {
+				snprintf(err, errlen, "registering scratch: %s",
+					 zb_strerror(rc));
+				goto fail;
+			}
+		}
+	}
+	*out = c;
+	return 0;
+fail:
+	coll_comm_destroy(c);
+	return rc;
+}
+
+void coll_comm_destroy(struct coll_comm *c)
+{
+	if (!c)
+		return;
+	coll_close_comms(c);
+	if (c->ctx)
+		c->ops->fini(c->ctx);
+	for (uint16_t i = 0; c->ch && i < c->nch; i++)
+		free(c->ch[i].slots);
+	free(c->ch);
+	free(c);
+}
+
+/* ---- starting a collective ----------------------------------------------- */
+
+static size_t coll_esize(const struct coll_op *op)
+{
+	return op->a.kind == COLL_BARRIER ? 1 : zb_dtype_size(op->a.dtype);
+}
+
+static size_t coll_bytes(const struct coll_comm *c, const struct coll_op *op,
+			 bool send)
+{
+	const struct coll_args *a = &op->a;
+	size_t b = a->count * coll_esize(op);
+
+	if ((a->kind == COLL_REDUCE_SCATTER && send) ||
+	    (a->kind == COLL_ALLGATHER && !send))
+		return b * c->n;
+	return b;
+}
+
+static int coll_check_args(const struct coll_comm *c, const struct coll_args *a)
+{
+	if ((unsigned)a->kind >= COLL_KIND_COUNT)
+		return -EINVAL;
+	if (a->kind == COLL_BARRIER)
+		return 0;
+	if ((unsigned)a->dtype >= ZB_DTYPE_COUNT || (unsigned)a->op >= ZB_REDOP_COUNT)
+		return -EINVAL;
+	if (a->kind == COLL_BROADCAST && a->root >= c->n)
+		return -EINVAL;
+	if (a->count && (!a->recvbuf ||
+			 (!a->sendbuf && !(a->kind == COLL_BROADCAST &&
+					   c->rank != a->root))))
+		return -EINVAL;
+	if (a->count > (SIZE_MAX / 8) / CFG_MAX_NODES)
+		return -EINVAL;
+	return 0;
+}
+
+int coll_start(struct coll_comm *c, const struct coll_args *a,
+	       struct coll_op **opp)
+{
+	ZB_ASSERT(c != NULL && a != NULL);
+	int rc = coll_check_args(c, a);
+	if (rc < 0)
+		return rc;
+	if (!opp && !a->done)
+		return -EINVAL;
+	if (c->err)
+		return c->err;
+	if (c->q_len == COLL_MAX_OPS)
+		return -EAGAIN;
+	uint32_t i;
+	for (i = 0; i < COLL_MAX_OPS && c->ops_pool[i].state != OP_FREE; i++)
+		;
+	ZB_ASSERT(i < COLL_MAX_OPS);   /* q_len < max implies a free op */
+	struct coll_op *op = &c->ops_pool[i];
+	*op = (struct coll_op){.comm = c, .a = *a, .state = OP_QUEUED};
+	if (a->kind == COLL_BARRIER) {
+		op->a.sendbuf = &c->bar_send;
+		op->a.recvbuf = c->bar_recv;
+		op->a.count = 1;
+		op->a.dtype = ZB_F32;   /* unused: esize forced to 1 below */
+	}
+	op->tag = (c->seq++ << 8) | (uint32_t)a->kind;
+	c->q[(c->q_head + c->q_len++) % COLL_MAX_OPS] = i;
+	if (opp)
+		*opp = op;
+	return 0;
+}
+
+/* Local part that precedes the ring: out-of-place copies, the single-rank
+ * case, plans and buffer registration. */
+static int coll_activate(struct coll_comm *c, struct coll_op *op)
+{
+	const struct coll_args *a = &op->a;
+	size_t es = coll_esize(op), cb = a->count * es;
+	const char *sb = a->sendbuf;
+	char *rb = a->recvbuf;
+	bool inplace;
+	int rc;
+
+	uint64_t t0 = zb_now_ns();
+
+	ZB_ASSERT(op->state == OP_QUEUED);
+	switch (a->kind) {
+	case COLL_ALLREDUCE:
+	case COLL_BROADCAST:
+		inplace = sb == rb;
+		if (!inplace && cb && (c->n == 1 ||
+		    (a->kind == COLL_BROADCAST && c->rank == a->root)))
+			memcpy(rb, sb, cb);
+		break;
+	case COLL_REDUCE_SCATTER:
+		inplace = sb + (size_t)c->rank * cb == rb;
+		if (c->n == 1 && !inplace && cb)
+			memcpy(rb, sb, cb);
+		break;
+	default:        /* all-gather, barrier */
+		inplace = sb == rb + (size_t)c->rank * cb;
+		if (!inplace && cb)
+			memcpy(rb + (size_t)c->rank * cb, sb, cb);
+		break;
+	}
+	c->st.copy_ns += zb_now_ns() - t0;
+	size_t chunk_elems = c->chunk_bytes / es;
+	/* Small collectives are latency-bound: fewer channels, fewer messages.
+	 * Every rank computes the same number from the same arguments. */
+	size_t nact = cb / COLL_CHANNEL_MIN_BYTES;
+	nact = nact < 1 ? 1 : nact > c->nch ? c->nch : nact;
+	for (uint16_t i = 0; i < c->nch; i++) {
+		struct coll_chan *ch = &c->ch[i];
+		coll_plan_init(&ch->plan, a->kind, c->n, c->rank, a->root,
+			       i < nact ? a->count : 0, es, i < nact ? i : 0,
+			       (uint16_t)nact, chunk_elems,
+			       a->kind != COLL_BARRIER && a->op == ZB_AVG, inplace);
+		ch->npos = coll_plan_positions(&ch->plan);
+		ch->send_post = ch->send_done = ch->recv_post = ch->recv_done = 0;
+		ch->send_smh = ch->recv_smh = ch->recv_rmh = NULL;
+		ch->last_ns = zb_now_ns();
+		if (!ch->npos || !c->ops->reg_mr)
+			continue;
+		if (sb) {
+			rc = c->ops->reg_mr(ch->scomm, (void *)sb, coll_bytes(c, op, true),
+					    NET_MEM_HOST, &ch->send_smh);
+			if (rc < 0)
+				return coll_fail(c, rc, "registering the send buffer");
+		}
+		rc = c->ops->reg_mr(ch->scomm, rb, coll_bytes(c, op, false),
+				    NET_MEM_HOST, &ch->recv_smh);
+		if (rc == 0)
+			rc = c->ops->reg_mr(ch->rcomm, rb, coll_bytes(c, op, false),
+					    NET_MEM_HOST, &ch->recv_rmh);
+		if (rc < 0)
+			return coll_fail(c, rc, "registering the receive buffer");
+	}
+	op->state = OP_RUNNING;
+	return 0;
+}
+
+static void coll_deregister(struct coll_comm *c)
+{
+	for (uint16_t i = 0; i < c->nch && c->ops->dereg_mr; i++) {
+		struct coll_chan *ch = &c->ch[i];
+		if (ch->send_smh)
+			c->ops->dereg_mr(ch->scomm, ch->send_smh);
+		if (ch->recv_smh)
+			c->ops->dereg_mr(ch->scomm, ch->recv_smh);
+		if (ch->recv_rmh)
+			c->ops->dereg_mr(ch->rcomm, ch->recv_rmh);
+		ch->send_smh = ch->recv_smh = ch->recv_rmh = NULL;
+	}
+}
+
+/* ---- the per-channel state machine --------------------------------------- */
+
+static char *slot_of(const struct coll_comm *c, struct coll_chan *ch, uint64_t pos)
+{
+	return ch->slots + (size_t)(pos % COLL_SLOTS) * c->chunk_bytes;
+}
+
+/* May position pos receive into its slot? Its previous user, pos - SLOTS,
+ * must be processed and, if it forwarded out of the slot, that send done. */
+static bool slot_free(const struct coll_chan *ch, uint64_t pos)
+{
+	struct coll_xfer px;
+
+	if (pos < COLL_SLOTS)
+		return true;
+	uint64_t q = pos - COLL_SLOTS;
+	if (ch->recv_done <= q)
+		return false;
+	coll_plan_xfer(&ch->plan, q, &px);
+	return px.recv_kind != COLL_RECV_REDUCE_FWD || ch->send_done > q + 1;
+}
+
+static int coll_process(struct coll_comm *c, struct coll_op *op,
+			struct coll_chan *ch, uint64_t pos,
+			const struct coll_xfer *x)
+{
+	const struct coll_args *a = &op->a;
+	enum zb_redop rop = a->op == ZB_AVG ? ZB_SUM : a->op;
+	size_t es = coll_esize(op), elems = x->recv_bytes / es;
+	char *dst = (char *)a->recvbuf + x->recv_off;
+	char *slot = slot_of(c, ch, pos);
+	int rc = 0;
+
+	ZB_DASSERT(x->recv_bytes % es == 0 && x->recv_bytes <= c->chunk_bytes);
+	ZB_DASSERT(x->recv_kind == COLL_RECV_DIRECT || x->recv_kind == COLL_RECV_REDUCE ||
+		   x->mine_off >= 0);
+
+	uint64_t t0 = zb_now_ns();
+
+	switch (x->recv_kind) {
+	case COLL_RECV_REDUCE:
+		rc = gpu_host_reduce(dst, slot, elems, a->dtype, rop);
+		if (rc == 0 && x->scale_after)
+			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
+		break;
+	case COLL_RECV_REDUCE_FWD:
+		rc = gpu_host_reduce(slot, (const char *)a->sendbuf + x->mine_off,
+				     elems, a->dtype, rop);
+		break;
+	case COLL_RECV_DIRECT_REDUCE:
+		rc = gpu_host_reduce(dst, (const char *)a->sendbuf + x->mine_off,
+				     elems, a->dtype, rop);
+		if (rc == 0 && x->scale_after)
+			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
+		break;
+	default:
+		return 0;
+	}
+	c->st.reduce_ns += zb_now_ns() - t0;
+	return rc;
+}
+
+static int chan_complete(struct coll_comm *c, struct coll_op *op,
+			 struct coll_chan *ch)
+{
+	const struct net_ops *o = c->ops;
+	struct coll_xfer x;
+	int ev = 0, rc, done;
+	size_t got;
+
+	ZB_DASSERT(ch->send_done <= ch->send_post && ch->send_post <= ch->npos);
+	ZB_DASSERT(ch->recv_done <= ch->recv_post && ch->recv_post <= ch->npos);
+	while (ch->send_done < ch->send_post) {
+		void **rq = &ch->sreq[ch->send_done % COLL_WINDOW];
+		if (*rq) {
+			rc = o->test(*rq, &done, NULL);
+			if (rc < 0) {
+				*rq = NULL;
+				return coll_fail(c, rc, "send to node %u on "
+						 "channel %u", c->next, ch->id);
+			}
+			if (!done)
+				break;
+			*rq = NULL;
+			coll_plan_xfer(&ch->plan, ch->send_done, &x);
+			c->st.bytes_sent += x.send_bytes;
+			c->st.messages++;
+		}
+		ch->send_done++;
+		ev++;
+	}
+	while (ch->recv_done < ch->recv_post) {
+		void **rq = &ch->rreq[ch->recv_done % COLL_WINDOW];
+		if (*rq) {
+			got = 0;
+			rc = o->test(*rq, &done, &got);
+			if (rc < 0) {
+				*rq = NULL;
+				return coll_fail(c, rc, "receive from node %u on "
+						 "channel %u", c->prev, ch->id);
+			}
+			if (!done)
+				break;
+			*rq = NULL;
+			coll_plan_xfer(&ch->plan, ch->recv_done, &x);
+			if (got != x.recv_bytes)
+				return coll_fail(c, ZB_ERR_BAD_FRAME, "node %u sent "
+						 "%zu bytes, expected %zu (do all "
+						 "nodes run the same collective?)",
+						 c->prev, got, x.recv_bytes);
+			c->st.bytes_received += got;
+			c->st.messages++;
+			rc = coll_process(c, op, ch, ch->recv_done, &x);
+			if (rc < 0)
+				return coll_fail(c, rc, "reduction");
+		}
+		ch->recv_done++;
+		ev++;
+	}
+	return ev;
+}
+
+static int chan_post(struct coll_comm *c, struct coll_op *op,
+		     struct coll_chan *ch)
+{
+	const struct net_ops *o = c->ops;
+	const struct coll_args *a = &op->a;
+	struct coll_xfer x;
+	int ev = 0, rc;
+
+	ZB_DASSERT(op->state == OP_RUNNING && ch->rcomm && ch->scomm);
+	while (ch->recv_post < ch->npos && ch->recv_post - ch->recv_done < COLL_WINDOW) {
+		uint64_t p = ch->recv_post;
+		void *req = NULL;
+		coll_plan_xfer(&ch->plan, p, &x);
+		if (x.recv_kind != COLL_RECV_NONE) {
+			void *buf, *mh;
+			if ((x.recv_guard_send >= 0 && ch->send_done <= (uint64_t)x.recv_guard_send) ||
+			    (x.recv_guard_recv >= 0 && ch->recv_done <= (uint64_t)x.recv_guard_recv))
+				break;
+			if (x.recv_kind == COLL_RECV_DIRECT ||
+			    x.recv_kind == COLL_RECV_DIRECT_REDUCE) {
+				buf = (char *)a->recvbuf + x.recv_off;
+				mh = ch->recv_rmh;
+			} else {
+				if (!slot_free(ch, p))
+					break;
+				buf = slot_of(c, ch, p);
+				mh = ch->slot_rmh;
+			}
+			rc = o->irecv(ch->rcomm, buf, x.recv_bytes, op->tag, mh, &req);
+			if (rc == -EAGAIN)
+				break;
+			if (rc < 0)
+				return coll_fail(c, rc, "posting a receive from node %u",
+						 c->prev);
+		}
+		ch->rreq[p % COLL_WINDOW] = req;
+		ch->recv_post++;
+		ev++;
+	}
+	while (ch->send_post < ch->npos && ch->send_post - ch->send_done < COLL_WINDOW) {
+		uint64_t p = ch->send_post;
+		void *req = NULL;
+		coll_plan_xfer(&ch->plan, p, &x);
+		if (x.has_send) {
+			const char *buf;
+			void *mh;
+			if (x.send_dep >= 0 && ch->recv_done <= (uint64_t)x.send_dep)
+				break;
+			if (x.send_from_slot) {
+				buf = slot_of(c, ch, p - 1);
+				mh = ch->slot_smh;
+			} else if (x.send_src == COLL_BUF_SEND) {
+				buf = (const char *)a->sendbuf + x.send_off;
+				mh = ch->send_smh;
+			} else {
+				buf = (const char *)a->recvbuf + x.send_off;
+				mh = ch->recv_smh;
+			}
+			rc = o->isend(ch->scomm, buf, x.send_bytes, op->tag, mh, &req);
+			if (rc == -EAGAIN)
+				break;
+			if (rc < 0)
+				return coll_fail(c, rc, "posting a send to node %u",
+						 c->next);
+		}
+		ch->sreq[p % COLL_WINDOW] = req;
+		ch->send_post++;
+		ev++;
+	}
+	return ev;
+}
+
+static int chan_progress(struct coll_comm *c, struct coll_op *op,
+			 struct coll_chan *ch, uint64_t now)
+{
+	int ev = 0, rc;
+
+	if (ch->send_done == ch->npos && ch->recv_done == ch->npos)
+		return 0;
+	/* Complete, post, and complete again: a post often completes at once
+	 * (eager providers), and its completion unblocks the next post. */
+	for (int round = 0; round < 2; round++) {
+		if ((rc = chan_complete(c, op, ch)) < 0)
+			return rc;
+		ev += rc;
+		if ((rc = chan_post(c, op, ch)) < 0)
+			return rc;
+		ev += rc;
+	}
+	if ((rc = chan_complete(c, op, ch)) < 0)
+		return rc;
+	ev += rc;
+	if (ev)
+		ch->last_ns = now;
+	else if (now - ch->last_ns > c->timeout_ns)
+		return coll_fail(c, ZB_ERR_TIMEOUT, "channel %u made no progress "
+				 "for %llu ms (waiting on node %u / node %u)",
+				 ch->id, (unsigned long long)(c->timeout_ns / 1000000),
+				 c->prev, c->next);
+	return ev;
+}
+
+static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
+{
+	ZB_ASSERT(c->q_len > 0 && &c->ops_pool[c->q[c->q_head]] == op);
+	coll_deregister(c);
+	c->q_head = (c->q_head + 1) % COLL_MAX_OPS;
+	c->q_len--;
+	op->status = status;
+	op->state = OP_DONE;
+	c->st.collectives++;
+	if (op->a.done) {
+		op->a.done(op->a.done_arg, status);
+		op->state = OP_FREE;
+	}
+}
+
+int coll_progress(struct coll_comm *c)
+{
+	int ev = 0, rc;
+
+	ZB_ASSERT(c != NULL);
+	if (c->err)
+		return c->err;
+	while (c->q_len) {
+		struct coll_op *op = &c->ops_pool[c->q[c->q_head]];
+		if (op->state == OP_QUEUED && (rc = coll_activate(c, op)) < 0)
+			return rc;
+		uint64_t now = zb_now_ns();
+		bool done = true;
+		for (uint16_t i = 0; i < c->nch; i++) {
+			struct coll_chan *ch = &c->ch[i];
+			if ((rc = chan_progress(c, op, ch, now)) < 0)
+				return rc;
+			ev += rc;
+			done = done && ch->send_done == ch->npos &&
+			       ch->recv_done == ch->npos;
+		}
+		if (!done)
+			break;
+		coll_finish(c, op, 0);
+		ev++;
+	}
+	/* The provider's own progress (connection housekeeping for tcp; the
+	 * requests themselves move in test()) only when idle, once per ms. */
+	uint64_t now = zb_now_ns();
+	if (!ev && c->ops->progress && now - c->ctx_progress_ns > 1000000ull) {
+		c->ctx_progress_ns = now;
+		rc = c->ops->progress(c->ctx);
+		if (rc < 0)
+			return coll_fail(c, rc, "net provider");
+	}
+	return ev;
+}
+
+int coll_test(struct coll_op *op, int *done)
+{
+	ZB_ASSERT(op != NULL && done != NULL);
+	ZB_ASSERT(op->state != OP_FREE && !op->a.done);
+	if (op->state != OP_DONE) {
+		*done = 0;
+		return 0;
+	}
+	*done = 1;
+	op->state = OP_FREE;
+	return op->status;
+}
+
+int coll_wait(struct coll_comm *c, struct coll_op *op)
+{
+	int idle = 0, done = 0, rc;
+
+	uint64_t t0 = zb_now_ns();
+
+	ZB_ASSERT(c != NULL && op != NULL);
+	for (;;) {
+		rc = coll_progress(c);
+		int st = coll_test(op, &done);
+		if (done) {
+			c->st.blocking_ns += zb_now_ns() - t0;
+			return st;
+		}
+		if (rc < 0)
+			return rc;   /* unreachable: a failure completes op */
+		if (rc > 0) {
+			idle = 0;
+			continue;
+		}
+		if (++idle < COLL_IDLE_SPINS)
+			continue;
+		if (c->ops->wait) {
+			uint64_t w0 = zb_now_ns();
+			(void)c->ops->wait(c->ctx, COLL_WAIT_MS);
+			c->st.wait_ns += zb_now_ns() - w0;
+		} else
+			sched_yield();
+	}
+}
+
+static int coll_run(struct coll_comm *c, const struct coll_args *a)
+{
+	struct coll_op *op;
+	int rc = coll_start(c, a, &op);
+
+	return rc < 0 ? rc : coll_wait(c, op);
+}
+
+int coll_allreduce(struct coll_comm *c, const void *sendbuf, void *recvbuf,
+		   size_t count, enum zb_dtype dt, enum zb_redop op)
+{
+	struct coll_args a = {.kind = COLL_ALLREDUCE, .sendbuf = sendbuf,
+			      .recvbuf = recvbuf, .count = count, .dtype = dt,
+			      .op = op};
+	return coll_run(c, &a);
+}
+
+int coll_reduce_scatter(struct coll_comm *c, const void *sendbuf,
+			void *recvbuf, size_t count, enum zb_dtype dt,
+			enum zb_redop op)
+{
+	struct coll_args a = {.kind = COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
+			      .recvbuf = recvbuf, .count = count, .dtype = dt,
+			      .op = op};
+	return coll_run(c, &a);
+}
+
+int coll_allgather(struct coll_comm *c, const void *sendbuf, void *recvbuf,
+		   size_t count, enum zb_dtype dt)
+{
+	struct coll_args a = {.kind = COLL_ALLGATHER, .sendbuf = sendbuf,
+			      .recvbuf = recvbuf, .count = count, .dtype = dt};
+	return coll_run(c, &a);
+}
+
+int coll_broadcast(struct coll_comm *c, const void *sendbuf, void *recvbuf,
+		   size_t count, enum zb_dtype dt, uint32_t root)
+{
+	struct coll_args a = {.kind = COLL_BROADCAST, .sendbuf = sendbuf,
+			      .recvbuf = recvbuf, .count = count, .dtype = dt,
+			      .root = root};
+	return coll_run(c, &a);
+}
+
+int coll_barrier(struct coll_comm *c)
+{
+	struct coll_args a = {.kind = COLL_BARRIER};
+	return coll_run(c, &a);
+}

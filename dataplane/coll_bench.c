@@ -1,0 +1,731 @@
+/* coll_bench.c — `zbmd bench allreduce`: nccl-tests' all_reduce_perf, on
+ * the zbmd collectives. Same flags, same table, so operators can compare.
+ *
+ * Every rank runs the same sweep; rank 0 prints. time(us) is the mean over
+ * ranks of the mean over iterations; algbw = size / time; busbw = algbw *
+ * 2(n-1)/n (the bytes each rank must move, nccl-tests' PERFORMANCE.md).
+ * #wrong counts elements (summed over ranks) that differ from the exact
+ * expected result, after a separate, re-initialised run (the timed runs
+ * reduce their own output again in place, as in nccl-tests).
+ */
+#include "zbmd/coll.h"
+#include "zbmd/config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+struct bench_opts {
+	const char *config, *json, *plot, *provider;
+	size_t minb, maxb, factor, stepb;
+	long iters, warmup;
+	int check;
+	bool dt_all, op_all;
+	enum zb_dtype dt;
+	enum zb_redop op;
+	size_t counts[64];
+	int ncounts;
+	uint32_t channels, chunk_kb, timeout_ms;
+};
+
+struct bench_row {
+	size_t bytes, count;
+	enum zb_dtype dt;
+	enum zb_redop op;
+	double us[2], algbw[2], busbw[2];
+	long long wrong[2];
+	struct coll_stats st;   /* rank 0's timed out-of-place loop */
+};
+
+#define BENCH_MAX_ROWS 4096
+
+static void bench_usage(FILE *f)
+{
+	fprintf(f,
+"usage: zbmd bench allreduce -c node.ini [options]\n"
+"  -c, --config FILE    node config (a -c value of 0 or 1 is nccl-tests' check)\n"
+"  -b, --minbytes N     smallest size (K/M/G suffixes), default 32M\n"
+"  -e, --maxbytes N     largest size, default 32M\n"
+"  -f, --stepfactor N   multiply the size by N each step, default 2\n"
+"  -i, --stepbytes N    add N bytes each step instead (when -f 1)\n"
+"  -n, --iters N        timed iterations per size, default 20\n"
+"  -w, --warmup_iters N untimed iterations first, default 5\n"
+"      --check 0|1      check every element of the result, default 1\n"
+"  -d, --datatype T     float half bfloat16 double int32 int64, or all\n"
+"  -o, --op OP          sum prod min max avg, or all\n"
+"  -N, --counts LIST    element counts (comma list) instead of -b/-e/-f\n"
+"      --channels N     override [coll] channels; --chunk-kb N, --timeout-ms N\n"
+"      --provider NAME  net provider (default: [transport] kind)\n"
+"      --json FILE      write the figures as JSON\n"
+"      --plot FILE.png  draw busbw against size (gnuplot)\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v *= 1024; end++; break;
+	case 'm': case 'M': v *= 1024 * 1024; end++; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > 64.0 * 1024 * 1024 * 1024)
+		return -EINVAL;
+	*out = (size_t)v;
+	return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int bench_parse(int argc, char **argv, struct bench_opts *o)
+{
+	enum { O_JSON = 256, O_PLOT, O_CHECK, O_CHANNELS, O_CHUNK, O_TMO, O_PROV };
+	static const struct option lo[] = {
+		{"config", required_argument, 0, 'c'},
+		{"minbytes", required_argument, 0, 'b'},
+		{"maxbytes", required_argument, 0, 'e'},
+		{"stepfactor", required_argument, 0, 'f'},
+		{"stepbytes", required_argument, 0, 'i'},
+		{"iters", required_argument, 0, 'n'},
+		{"warmup_iters", required_argument, 0, 'w'},
+		{"datatype", required_argument, 0, 'd'},
+		{"op", required_argument, 0, 'o'},
+		{"counts", required_argument, 0, 'N'},
+		{"check", required_argument, 0, O_CHECK},
+		{"json", required_argument, 0, O_JSON},
+		{"plot", required_argument, 0, O_PLOT},
+		{"channels", required_argument, 0, O_CHANNELS},
+		{"chunk-kb", required_argument, 0, O_CHUNK},
+		{"timeout-ms", required_argument, 0, O_TMO},
+		{"provider", required_argument, 0, O_PROV},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
+	long v;
+	int c;
+
+	*o = (struct bench_opts){.minb = 32u << 20, .maxb = 32u << 20,
+				 .factor = 2, .iters = 20, .warmup = 5,
+				 .check = 1, .dt = ZB_F32, .op = ZB_SUM};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:b:e:f:i:n:w:d:o:N:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			/* nccl-tests' -c is "check"; ours is also the config. */
+			if (strcmp(optarg, "0") == 0 || strcmp(optarg, "1") == 0)
+				o->check = optarg[0] - '0';
+			else
+				o->config = optarg;
+			break;
+		case O_CHECK:
+			if (parse_long(optarg, 0, 1, &v) < 0)
+				goto bad;
+			o->check = (int)v;
+			break;
+		case 'b':
+			if (parse_size(optarg, &o->minb) < 0)
+				goto bad;
+			break;
+		case 'e':
+			if (parse_size(optarg, &o->maxb) < 0)
+				goto bad;
+			break;
+		case 'f':
+			if (parse_long(optarg, 1, 1024, &v) < 0)
+				goto bad;
+			o->factor = (size_t)v;
+			break;
+		case 'i':
+			if (parse_size(optarg, &o->stepb) < 0)
+				goto bad;
+			break;
+		case 'n':
+			if (parse_long(optarg, 1, 10000000, &o->iters) < 0)
+				goto bad;
+			break;
+		case 'w':
+			if (parse_long(optarg, 0, 10000000, &o->warmup) < 0)
+				goto bad;
+			break;
+		case 'd':
+			if (strcmp(optarg, "all") == 0)
+				o->dt_all = true;
+			else if (zb_dtype_parse(optarg, &o->dt) < 0)
+				goto bad;
+			break;
+		case 'o':
+			if (strcmp(optarg, "all") == 0)
+				o->op_all = true;
+			else if (zb_redop_parse(optarg, &o->op) < 0)
+				goto bad;
+			break;
+		case 'N': {
+			char *s = optarg, *end;
+			o->ncounts = 0;
+			for (;;) {
+				errno = 0;
+				unsigned long long n = strtoull(s, &end, 10);
+				if (errno || end == s || o->ncounts == 64 ||
+				    n > (1ull << 34))
+					goto bad;
+				o->counts[o->ncounts++] = (size_t)n;
+				if (*end == '\0')
+					break;
+				if (*end != ',')
+					goto bad;
+				s = end + 1;
+			}
+			break;
+		}
+		case O_JSON: o->json = optarg; break;
+		case O_PLOT: o->plot = optarg; break;
+		case O_PROV: o->provider = optarg; break;
+		case O_CHANNELS:
+			if (parse_long(optarg, 1, 64, &v) < 0)
+				goto bad;
+			o->channels = (uint32_t)v;
+			break;
+		case O_CHUNK:
+			if (parse_long(optarg, 1, 65536, &v) < 0)
+				goto bad;
+			o->chunk_kb = (uint32_t)v;
+			break;
+		case O_TMO:
+			if (parse_long(optarg, 1, 3600000, &v) < 0)
+				goto bad;
+			o->timeout_ms = (uint32_t)v;
+			break;
+		case 'h':
+			bench_usage(stdout);
+			return 1;
+		default:
+			bench_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zbmd bench allreduce: unexpected argument '%s'\n",
+			argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->config) {
+		fprintf(stderr, "zbmd bench allreduce: a node config is required "
+			"(-c node.ini)\n");
+		return -EINVAL;
+	}
+	if (o->minb > o->maxb) {
+		fprintf(stderr, "zbmd bench allreduce: -b %zu > -e %zu\n", o->minb,
+			o->maxb);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "zbmd bench allreduce: bad value '%s' for -%c\n", optarg,
+		c < 256 ? c : '-');
+	return -EINVAL;
+}
+
+/* ---- data: exact, per element, per rank ---------------------------------- */
+
+/* The value rank r contributes at element i. Small integers (and their
+ * products ±2^k), so that every dtype represents every partial result
+ * exactly for up to 32 ranks: a wrong element is a real error. */
+static double bench_value(enum zb_redop op, uint32_t r, uint32_t n, size_t i)
+{
+	double b, c;
+
+	switch (op) {
+	case ZB_SUM:
+	case ZB_AVG:            /* sum = n*b: the average is b exactly */
+		b = (double)(i % 4 + 1);
+		c = (double)((i / 4) % 3);
+		return b + c * (r == 0 ? (double)(n - 1) : -1.0);
+	case ZB_PROD:
+		if ((i + r) % 5 == 0)
+			return 2.0;
+		return (i + 3 * (size_t)r) % 7 == 0 ? -1.0 : 1.0;
+	default:                /* min, max */
+		return (double)((i * 3 + (size_t)r * 5) % 11) - 5.0;
+	}
+}
+
+static double bench_expected(enum zb_redop op, uint32_t n, size_t i)
+{
+	double v;
+
+	switch (op) {
+	case ZB_SUM: return (double)n * (double)(i % 4 + 1);
+	case ZB_AVG: return (double)(i % 4 + 1);
+	default: break;
+	}
+	v = bench_value(op, 0, n, i);
+	for (uint32_t r = 1; r < n; r++) {
+		double x = bench_value(op, r, n, i);
+		v = op == ZB_PROD ? v * x : op == ZB_MIN ? fmin(v, x) : fmax(v, x);
+	}
+	return v;
+}
+
+static void bench_store(void *buf, enum zb_dtype dt, size_t i, double v)
+{
+	switch (dt) {
+	case ZB_F32: ((float *)buf)[i] = (float)v; break;
+	case ZB_F64: ((double *)buf)[i] = v; break;
+	case ZB_F16: ((uint16_t *)buf)[i] = zb_f32_to_f16((float)v); break;
+	case ZB_BF16: ((uint16_t *)buf)[i] = zb_f32_to_bf16((float)v); break;
+	case ZB_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+	case ZB_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+	default: ZB_ASSERT(0);
+	}
+}
+
+static double bench_load(const void *buf, enum zb_dtype dt, size_t i)
+{
+	switch (dt) {
+	case ZB_F32: return ((const float *)buf)[i];
+	case ZB_F64: return ((const double *)buf)[i];
+	case ZB_F16: return zb_f16_to_f32(((const uint16_t *)buf)[i]);
+	case ZB_BF16: return zb_bf16_to_f32(((const uint16_t *)buf)[i]);
+	case ZB_I32: return ((const int32_t *)buf)[i];
+	case ZB_I64: return (double)((const int64_t *)buf)[i];
+	default: ZB_ASSERT(0); return 0;
+	}
+}
+
+static void bench_init(void *buf, enum zb_dtype dt, enum zb_redop op,
+		       uint32_t r, uint32_t n, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		bench_store(buf, dt, i, bench_value(op, r, n, i));
+}
+
+/* Elements of buf that are not the expected result. avg on floats allows
+ * the one rounding of the final scale (a relative 2^-mantissa). */
+static long long bench_check(const void *buf, enum zb_dtype dt, enum zb_redop op,
+			     uint32_t n, size_t count)
+{
+	double tol = 0;
+	long long wrong = 0;
+
+	if (op == ZB_AVG)
+		tol = dt == ZB_F16 ? 1.0 / 1024 : dt == ZB_BF16 ? 1.0 / 128
+		      : dt == ZB_F32 ? 1.0 / (1 << 23) : dt == ZB_F64 ? 1e-15 : 0;
+	for (size_t i = 0; i < count; i++) {
+		double want = bench_expected(op, n, i), got = bench_load(buf, dt, i);
+		if (!(fabs(got - want) <= tol * fabs(want)))
+			wrong++;
+	}
+	return wrong;
+}
+
+/* ---- running one size ---------------------------------------------------- */
+
+struct bench_ctx {
+	struct coll_comm *comm;
+	const struct bench_opts *o;
+	void *sbuf, *rbuf;
+	uint32_t n, rank;
+};
+
+/* One measurement: in-place or out-of-place. Returns 0 or a coll error. */
+static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
+{
+	void *dst = b->rbuf, *src = ip ? b->rbuf : b->sbuf;
+	size_t count = row->count;
+	uint64_t t0;
+	double us, sum_us;
+	long long wrong = 0;
+	int64_t w64;
+	int rc;
+
+	bench_init(src, row->dt, row->op, b->rank, b->n, count);
+	for (long it = 0; it < b->o->warmup; it++)
+		if ((rc = coll_allreduce(b->comm, src, dst, count, row->dt, row->op)) < 0)
+			return rc;
+	if ((rc = coll_barrier(b->comm)) < 0)
+		return rc;
+	coll_stats_reset(b->comm);
+	t0 = zb_now_ns();
+	for (long it = 0; it < b->o->iters; it++)
+		if ((rc = coll_allreduce(b->comm, src, dst, count, row->dt, row->op)) < 0)
+			return rc;
+	us = (double)(zb_now_ns() - t0) / 1e3 / (double)b->o->iters;
+	if (!ip)
+		coll_stats_get(b->comm, &row->st);
+	if (b->o->check) {
+		bench_init(src, row->dt, row->op, b->rank, b->n, count);
+		if (!ip)
+			memset(dst, 0xa5, count * zb_dtype_size(row->dt));
+		if ((rc = coll_allreduce(b->comm, src, dst, count, row->dt, row->op)) < 0)
+			return rc;
+		wrong = bench_check(dst, row->dt, row->op, b->n, count);
+	}
+	/* Figures agreed by all ranks: mean time, total wrong. */
+	if ((rc = coll_allreduce(b->comm, &us, &sum_us, 1, ZB_F64, ZB_AVG)) < 0)
+		return rc;
+	w64 = wrong;
+	if ((rc = coll_allreduce(b->comm, &w64, &w64, 1, ZB_I64, ZB_SUM)) < 0)
+		return rc;
+	row->us[ip] = sum_us;
+	row->algbw[ip] = sum_us > 0 ? (double)row->bytes / sum_us / 1e3 : 0;
+	row->busbw[ip] = row->algbw[ip] * (b->n > 1 ? 2.0 * (b->n - 1) / b->n : 0);
+	row->wrong[ip] = b->o->check ? w64 : -1;
+	return 0;
+}
+
+static void bench_print_row(const struct bench_row *r)
+{
+	printf("%12zu  %12zu  %8s  %6s", r->bytes, r->count, zb_dtype_name(r->dt),
+	       zb_redop_name(r->op));
+	for (int ip = 0; ip < 2; ip++) {
+		printf("  %8.1f  %6.2f  %6.2f", r->us[ip], r->algbw[ip], r->busbw[ip]);
+		if (r->wrong[ip] < 0)
+			printf("  %6s", "N/A");
+		else
+			printf("  %6lld", r->wrong[ip]);
+	}
+	printf("\n");
+	fflush(stdout);
+}
+
+static void bench_header(const struct bench_ctx *b, const struct zb_config *cfg)
+{
+	const struct bench_opts *o = b->o;
+	printf("# zbmd bench allreduce: cluster %u, nodes %u, rank %u (node %u), "
+	       "transport %s, lcores %u, channels %u, chunk %u KiB, timeout %u ms\n",
+	       cfg->cluster.id, b->n, b->rank, cfg->node.id, coll_provider(b->comm),
+	       cfg->eal.lcore_count ? cfg->eal.lcore_count : 1,
+	       coll_channels(b->comm), coll_chunk_bytes(b->comm) / 1024,
+	       o->timeout_ms ? o->timeout_ms : cfg->coll.timeout_ms);
+	if (o->ncounts)
+		printf("# counts: %d given (-N)", o->ncounts);
+	else
+		printf("# minBytes %zu maxBytes %zu step: %zu(%s)", o->minb, o->maxb,
+		       o->stepb && o->factor == 1 ? o->stepb : o->factor,
+		       o->stepb && o->factor == 1 ? "bytes" : "factor");
+	printf(" warmup iters: %ld iters: %ld validation: %d\n#\n", o->warmup,
+	       o->iters, o->check);
+	printf("# %10s  %12s  %8s  %6s  %32s  %32s\n", "", "", "", "",
+	       "out-of-place", "in-place");
+	printf("# %10s  %12s  %8s  %6s", "size", "count", "type", "redop");
+	for (int i = 0; i < 2; i++)
+		printf("  %8s  %6s  %6s  %6s", "time", "algbw", "busbw", "#wrong");
+	printf("\n# %10s  %12s  %8s  %6s", "(B)", "(elements)", "", "");
+	for (int i = 0; i < 2; i++)
+		printf("  %8s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
+	printf("\n");
+	fflush(stdout);
+}
+
+/* Where rank 0's time went in the last row's timed out-of-place loop. */
+static void bench_breakdown(const struct bench_row *r, long iters)
+{
+	const struct coll_stats *s = &r->st;
+	double tot = (double)s->blocking_ns / 1e3 / (double)iters;
+	double red = (double)s->reduce_ns / 1e3 / (double)iters;
+	double cp = (double)s->copy_ns / 1e3 / (double)iters;
+	double wt = (double)s->wait_ns / 1e3 / (double)iters;
+	double rest = tot - red - cp - wt;
+
+	if (tot <= 0 || !s->messages)
+		return;
+	printf("# Where the time goes at %zu B (rank 0, out-of-place, per all-reduce, "
+	       "%.0f us):\n#   reduce %.0f us (%.0f%%), copies %.0f us (%.0f%%), "
+	       "asleep waiting for data %.0f us (%.0f%%), send/recv calls and "
+	       "bookkeeping %.0f us (%.0f%%)\n#   %.1f MB sent, %.1f MB received, "
+	       "%.0f messages per all-reduce\n#\n", r->bytes, tot, red, 100 * red / tot,
+	       cp, 100 * cp / tot, wt, 100 * wt / tot, rest, 100 * rest / tot,
+	       (double)s->bytes_sent / 1e6 / (double)iters,
+	       (double)s->bytes_received / 1e6 / (double)iters,
+	       (double)s->messages / (double)iters);
+}
+
+/* ---- outputs ------------------------------------------------------------- */
+
+static int bench_write_json(const char *path, const struct bench_ctx *b,
+			    const struct zb_config *cfg, const struct bench_row *rows,
+			    int nrows, double avg)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "{\n  \"benchmark\": \"allreduce\",\n  \"cluster\": {\"id\": %u, "
+		"\"nodes\": %u, \"rank\": %u, \"node\": %u, \"transport\": \"%s\", "
+		"\"lcores\": %u, \"channels\": %u, \"chunk_bytes\": %u},\n"
+		"  \"iters\": %ld, \"warmup_iters\": %ld, \"check\": %d,\n"
+		"  \"results\": [\n", cfg->cluster.id, b->n, b->rank, cfg->node.id,
+		coll_provider(b->comm), cfg->eal.lcore_count ? cfg->eal.lcore_count : 1,
+		coll_channels(b->comm), coll_chunk_bytes(b->comm), b->o->iters,
+		b->o->warmup, b->o->check);
+	for (int i = 0; i < nrows; i++) {
+		const struct bench_row *r = &rows[i];
+		fprintf(f, "    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", "
+			"\"redop\": \"%s\"", r->bytes, r->count, zb_dtype_name(r->dt),
+			zb_redop_name(r->op));
+		for (int ip = 0; ip < 2; ip++)
+			fprintf(f, ", \"%s\": {\"time_us\": %.3f, \"algbw_gbs\": %.6f, "
+				"\"busbw_gbs\": %.6f, \"wrong\": %lld}",
+				ip ? "in_place" : "out_of_place", r->us[ip],
+				r->algbw[ip], r->busbw[ip], r->wrong[ip]);
+		fprintf(f, "}%s\n", i + 1 < nrows ? "," : "");
+	}
+	fprintf(f, "  ],\n  \"avg_busbw_gbs\": %.6f\n}\n", avg);
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
+static int bench_plot(const char *png, const struct bench_ctx *b,
+		      const struct bench_row *rows, int nrows)
+{
+	char dat[] = "/tmp/zbmd-plot-XXXXXX";
+	int fd = mkstemp(dat), rc = 0;
+	FILE *f, *g;
+
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(dat);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < nrows; i++)
+		fprintf(f, "%zu %f %f\n", rows[i].bytes, rows[i].busbw[0], rows[i].busbw[1]);
+	fclose(f);
+	g = popen("gnuplot", "w");
+	if (!g) {
+		unlink(dat);
+		return -errno;
+	}
+	fprintf(g, "set terminal pngcairo size 900,560 noenhanced\n"
+		"set output '%s'\nset logscale x 2\nset grid\n"
+		"set format x '%%.0b %%BB'\nset xlabel 'message size'\n"
+		"set ylabel 'bus bandwidth (GB/s)'\nset key top left\n"
+		"set title 'zbmd ring all-reduce: %u nodes over %s, %u channels'\n"
+		"plot '%s' using 1:2 with linespoints title 'out-of-place', "
+		"'%s' using 1:3 with linespoints title 'in-place'\n",
+		png, b->n, coll_provider(b->comm), coll_channels(b->comm), dat, dat);
+	if (pclose(g) != 0)
+		rc = -EIO;
+	unlink(dat);
+	return rc;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static int bench_sizes(const struct bench_opts *o, size_t esize, size_t *out,
+		       int max)
+{
+	int n = 0;
+
+	if (o->ncounts) {
+		for (int i = 0; i < o->ncounts && n < max; i++)
+			out[n++] = o->counts[i];
+		return n;
+	}
+	for (size_t s = o->minb; s <= o->maxb && n < max;) {
+		out[n++] = s / esize;
+		size_t next = o->factor > 1 ? s * o->factor : s + (o->stepb ? o->stepb : s);
+		if (next <= s)
+			next = s + 1;
+		s = next;
+	}
+	return n;
+}
+
+static void bench_progress(bool tty, int done, int total, size_t bytes,
+			   uint64_t t0, uint64_t *last)
+{
+	uint64_t now = zb_now_ns();
+	if (!tty && now - *last < 2000000000ull)
+		return;
+	*last = now;
+	fprintf(stderr, "%s# progress: %d/%d measurements, at %zu B, %.1f s elapsed%s",
+		tty ? "\r" : "", done, total, bytes, (double)(now - t0) / 1e9,
+		tty ? "   " : "\n");
+	fflush(stderr);
+}
+
+/* The dtypes and ops of the sweep, in order. */
+static int bench_dtypes(const struct bench_opts *o, enum zb_dtype *out)
+{
+	if (!o->dt_all) {
+		out[0] = o->dt;
+		return 1;
+	}
+	for (int d = 0; d < ZB_DTYPE_COUNT; d++)
+		out[d] = (enum zb_dtype)d;
+	return ZB_DTYPE_COUNT;
+}
+
+static int bench_ops(const struct bench_opts *o, enum zb_redop *out)
+{
+	if (!o->op_all) {
+		out[0] = o->op;
+		return 1;
+	}
+	for (int p = 0; p < ZB_REDOP_COUNT; p++)
+		out[p] = (enum zb_redop)p;
+	return ZB_REDOP_COUNT;
+}
+
+/* Fill rows[] with the sweep (dtype-major, then op, then size). */
+static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
+			   size_t *maxbytes)
+{
+	enum zb_dtype dts[ZB_DTYPE_COUNT];
+	enum zb_redop ops[ZB_REDOP_COUNT];
+	size_t counts[256];
+	int nd = bench_dtypes(o, dts), no = bench_ops(o, ops), nrows = 0;
+
+	*maxbytes = 0;
+	for (int d = 0; d < nd; d++) {
+		size_t es = zb_dtype_size(dts[d]);
+		int ns = bench_sizes(o, es, counts, 256);
+		for (int p = 0; p < no; p++)
+			for (int i = 0; i < ns && nrows < BENCH_MAX_ROWS; i++) {
+				rows[nrows++] = (struct bench_row){
+					.count = counts[i], .dt = dts[d], .op = ops[p],
+					.bytes = counts[i] * es};
+				if (counts[i] * es > *maxbytes)
+					*maxbytes = counts[i] * es;
+			}
+	}
+	return nrows;
+}
+
+/* Run every row; rank 0 prints each as it completes. Returns 0, or a coll
+ * error (already reported). */
+static int bench_sweep(struct bench_ctx *b, struct bench_row *rows, int nrows,
+		       long long *wrong_total, double *bw_sum)
+{
+	bool tty = isatty(2), prog = b->rank == 0;
+	uint64_t t0 = zb_now_ns(), last = t0;
+
+	for (int i = 0; i < nrows; i++) {
+		if (prog)
+			bench_progress(tty, i, nrows, rows[i].bytes, t0, &last);
+		for (int ip = 0; ip < 2; ip++) {
+			int rc = bench_one(b, &rows[i], ip);
+			if (rc < 0) {
+				if (prog && tty)
+					fprintf(stderr, "\n");
+				fprintf(stderr, "zbmd bench allreduce: %s\n",
+					coll_error(b->comm));
+				return rc;
+			}
+			if (rows[i].wrong[ip] > 0)
+				*wrong_total += rows[i].wrong[ip];
+			*bw_sum += rows[i].busbw[ip];
+		}
+		if (b->rank == 0)
+			bench_print_row(&rows[i]);
+	}
+	if (prog && tty)
+		fprintf(stderr, "\r%70s\r", "");
+	return 0;
+}
+
+/* Rank 0's closing lines, JSON and plot. */
+static void bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
+			 const struct bench_row *rows, int nrows,
+			 long long wrong_total, double avg)
+{
+	int rc;
+
+	printf("# Out of bounds values : %lld %s\n", wrong_total,
+	       wrong_total ? "FAILED" : "OK");
+	printf("# Avg bus bandwidth    : %g \n#\n", avg);
+	if (nrows)
+		bench_breakdown(&rows[nrows - 1], b->o->iters);
+	fflush(stdout);
+	if (b->o->json && (rc = bench_write_json(b->o->json, b, cfg, rows, nrows, avg)) < 0)
+		fprintf(stderr, "zbmd bench allreduce: writing %s: %s\n", b->o->json,
+			zb_strerror(rc));
+	if (b->o->plot && bench_plot(b->o->plot, b, rows, nrows) < 0)
+		fprintf(stderr, "zbmd bench allreduce: plotting %s with gnuplot failed\n",
+			b->o->plot);
+}
+
+static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
+{
+	struct cfg_error cerr;
+	int rc = cfg_load_file(cfg, o->config, &cerr);
+
+	if (rc == ZB_ERR_CONFIG)
+		fprintf(stderr, "zbmd bench allreduce: %s\n", cerr.msg);
+	else if (rc < 0)
+		fprintf(stderr, "zbmd bench allreduce: %s: %s\n", o->config,
+			zb_strerror(rc));
+	return rc;
+}
+
+int coll_bench_allreduce_main(int argc, char **argv)
+{
+	struct bench_opts o;
+	struct zb_config *cfg = calloc(1, sizeof(*cfg));
+	struct bench_row *rows = calloc(BENCH_MAX_ROWS, sizeof(*rows));
+	struct bench_ctx b = {.o = &o};
+	long long wrong_total = 0;
+	double bw_sum = 0;
+	size_t maxbytes;
+	char err[512];
+	int rc, status = 1, nrows;
+
+	if (!cfg || !rows)
+		goto out;
+	if ((rc = bench_parse(argc, argv, &o)) != 0) {
+		status = rc > 0 ? 0 : 2;
+		goto out;
+	}
+	if (bench_load_config(&o, cfg) < 0) {
+		status = 2;
+		goto out;
+	}
+	struct coll_comm_args ca = {.cfg = cfg, .provider = o.provider,
+				    .channels = (uint16_t)o.channels,
+				    .chunk_bytes = o.chunk_kb * 1024u,
+				    .timeout_ms = o.timeout_ms};
+	if (coll_comm_create(&ca, &b.comm, err, sizeof(err)) < 0) {
+		fprintf(stderr, "zbmd bench allreduce: node %u: %s\n", cfg->node.id, err);
+		goto out;
+	}
+	b.n = coll_nranks(b.comm);
+	b.rank = coll_rank(b.comm);
+	nrows = bench_plan_rows(&o, rows, &maxbytes);
+	b.sbuf = aligned_alloc(64, maxbytes + 64);
+	b.rbuf = aligned_alloc(64, maxbytes + 64);
+	if (!b.sbuf || !b.rbuf) {
+		fprintf(stderr, "zbmd bench allreduce: cannot allocate 2 x %zu bytes\n",
+			maxbytes);
+		goto out;
+	}
+	if (b.rank == 0)
+		bench_header(&b, cfg);
+	if (bench_sweep(&b, rows, nrows, &wrong_total, &bw_sum) < 0)
+		goto out;
+	if (b.rank == 0)
+		bench_report(&b, cfg, rows, nrows, wrong_total,
+			     nrows ? bw_sum / (2.0 * nrows) : 0);
+	status = wrong_total ? 1 : 0;
+out:
+	coll_comm_destroy(b.comm);
+	free(b.sbuf);
+	free(b.rbuf);
+	free(rows);
+	free(cfg);
+	return status;
+}

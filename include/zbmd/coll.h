@@ -1,0 +1,242 @@
+/* zbmd/coll.h — collectives (ring all-reduce, reduce-scatter, all-gather,
+ * broadcast, barrier) written once on the net interface (zbmd/net.h), and
+ * the commands that drive them (`zbmd bench allreduce`, `zbmd local`).
+ *
+ * Model. A communicator (struct coll_comm) is the set of nodes of a config
+ * ([peer.N] sections plus this node), ordered by node id: rank = position
+ * of the node id in that order. Every channel is an independent ring
+ * rank -> rank+1 over its own send/recv comms; a collective's buffer is split
+ * between the channels, each channel's part into n blocks, each block into
+ * chunks of at most [coll] chunk_kb, and the chunks are pipelined so that
+ * sending, receiving and reducing overlap (docs/collectives.md).
+ *
+ * Collectives are non-blocking: coll_start() queues one and returns a
+ * handle; coll_progress() moves every queued one forward and never blocks;
+ * coll_test() reports completion. Collectives run one after another in
+ * start order, and every rank must start the same sequence of collectives
+ * (kind, count, dtype, op, root) — as with MPI/NCCL. A mismatch is detected
+ * on the wire (the message tag carries a sequence number and the kind) and
+ * fails the collective with -ZB_ERR_BAD_FRAME.
+ *
+ * Failures. A peer that goes away (connection reset or closed) fails the
+ * running collective with -ZB_ERR_PEER_DOWN; a channel that makes no
+ * progress for [coll] timeout_ms fails it with -ZB_ERR_TIMEOUT. A failure
+ * closes every connection of the communicator at once, so the neighbours
+ * see it immediately and the failure travels around the ring: every
+ * surviving rank fails within timeout_ms. After a failure the communicator
+ * is unusable (every call returns the error); destroy it.
+ *
+ * Threads: a communicator belongs to one thread (an lcore, the benchmark's
+ * main thread); the callbacks run on it, from coll_progress().
+ *
+ * Memory: everything (comms, request rings, scratch slots, handles) is
+ * allocated in coll_comm_create(); start/progress/test never allocate.
+ */
+#ifndef ZBMD_COLL_H
+#define ZBMD_COLL_H
+
+#include "zbmd/common.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct zb_config;
+struct coll_comm;
+struct coll_op;
+
+#define COLL_MAX_OPS 16         /* collectives queued per communicator */
+#define COLL_CONNECT_TIMEOUT_MS 30000
+
+struct coll_comm_args {
+	const struct zb_config *cfg;  /* node id, peers, [transport], [coll] */
+	const char *provider;         /* "tcp", "dpdk", "rdma"; NULL = [transport] kind */
+	void *provider_arg;           /* passed to the provider's init */
+	uint16_t channels;            /* 0 = [coll] channels */
+	uint32_t chunk_bytes;         /* 0 = [coll] chunk_kb * 1024 */
+	uint32_t timeout_ms;          /* 0 = [coll] timeout_ms */
+	uint32_t connect_timeout_ms;  /* 0 = COLL_CONNECT_TIMEOUT_MS */
+};
+
+/* Create a communicator: start the provider, connect both ring neighbours
+ * on every channel (this call blocks, up to connect_timeout_ms, while the
+ * other nodes come up), allocate the scratch slots.
+ * Returns 0 and *out, or a negative error with a message in err:
+ *   -EINVAL        bad arguments, this node not in the config's peers
+ *   -ENOENT        no provider of that name (net_find)
+ *   -ZB_ERR_TIMEOUT a neighbour did not connect in time
+ *   -ENOMEM, or the provider's init error (-EADDRINUSE, ...). */
+int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
+		     char *err, size_t errlen);
+void coll_comm_destroy(struct coll_comm *c);
+
+uint32_t coll_rank(const struct coll_comm *c);
+uint32_t coll_nranks(const struct coll_comm *c);
+uint16_t coll_channels(const struct coll_comm *c);
+uint32_t coll_chunk_bytes(const struct coll_comm *c);
+const char *coll_provider(const struct coll_comm *c);
+uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank);
+
+/* Fail the communicator from outside: the control plane calls it when the
+ * membership epoch changes (err = ZB_ERR_EPOCH) or the node shuts down
+ * (ZB_ERR_SHUTDOWN). Queued and running collectives complete with err, the
+ * connections close (so the other ranks fail at once with
+ * -ZB_ERR_PEER_DOWN), and every later call returns err. `why` ends up in
+ * coll_error(). Owner thread only. Returns err (or the earlier failure). */
+int coll_abort(struct coll_comm *c, int err, const char *why);
+
+/* The communicator's last failure in words ("rank 1 (node 1): recv from
+ * node 0 on channel 0: peer down"), "" when none. */
+const char *coll_error(const struct coll_comm *c);
+
+enum coll_kind {
+	COLL_ALLREDUCE = 0,     /* recvbuf[i] = OP over ranks of sendbuf[i]; count each */
+	COLL_REDUCE_SCATTER,    /* sendbuf: nranks*count; recvbuf: count (block rank) */
+	COLL_ALLGATHER,         /* sendbuf: count; recvbuf: nranks*count */
+	COLL_BROADCAST,         /* root's sendbuf -> everyone's recvbuf; count */
+	COLL_BARRIER,           /* no buffers */
+	COLL_KIND_COUNT
+};
+
+const char *coll_kind_name(enum coll_kind k);
+
+/* Completion callback (actors: post the completion message from here). Runs
+ * inside coll_progress(); the op is released right after it returns, so a
+ * collective started with a callback needs no coll_test(). */
+typedef void (*coll_done_fn)(void *arg, int status);
+
+struct coll_args {
+	enum coll_kind kind;
+	const void *sendbuf;    /* may equal recvbuf (in place; for reduce-
+				 * scatter in place is recvbuf == sendbuf +
+				 * rank*count, for all-gather sendbuf ==
+				 * recvbuf + rank*count, as in NCCL) */
+	void *recvbuf;
+	size_t count;           /* elements (per rank for RS / AG) */
+	enum zb_dtype dtype;
+	enum zb_redop op;       /* all-reduce, reduce-scatter */
+	uint32_t root;          /* broadcast: root rank */
+	coll_done_fn done;      /* optional */
+	void *done_arg;
+};
+
+/* Queue a collective. Buffers stay owned by the caller and must stay valid
+ * (and sendbuf unmodified) until completion. ZB_AVG is a sum scaled by
+ * 1/nranks at the end (gpu_host_scale): floats round once, integers round
+ * to nearest with ties away from zero.
+ * Returns 0 and *op (NULL allowed when a.done is set), or
+ *   -EINVAL    bad kind/dtype/op/root, NULL buffer with count > 0
+ *   -EAGAIN    COLL_MAX_OPS collectives already queued
+ *   the communicator's error after a failure. */
+int coll_start(struct coll_comm *c, const struct coll_args *a,
+	       struct coll_op **op);
+
+/* Move every queued collective forward; never blocks. Returns the number
+ * of events (messages completed, collectives finished) — 0 means idle —
+ * or the communicator's error once it has failed. */
+int coll_progress(struct coll_comm *c);
+
+/* Poll one collective (started without a callback). *done = 1 when it
+ * finished; then its status is returned (0 or the error) and the op is
+ * released. Does not progress by itself: call coll_progress(). */
+int coll_test(struct coll_op *op, int *done);
+
+/* Block until op finished: progress, and sleep in the provider's wait()
+ * when idle (so that nodes can share cores). Returns the op's status. */
+int coll_wait(struct coll_comm *c, struct coll_op *op);
+
+/* Blocking wrappers: start + wait. */
+int coll_allreduce(struct coll_comm *c, const void *sendbuf, void *recvbuf,
+		   size_t count, enum zb_dtype dt, enum zb_redop op);
+int coll_reduce_scatter(struct coll_comm *c, const void *sendbuf,
+			void *recvbuf, size_t count, enum zb_dtype dt,
+			enum zb_redop op);
+int coll_allgather(struct coll_comm *c, const void *sendbuf, void *recvbuf,
+		   size_t count, enum zb_dtype dt);
+int coll_broadcast(struct coll_comm *c, const void *sendbuf, void *recvbuf,
+		   size_t count, enum zb_dtype dt, uint32_t root);
+int coll_barrier(struct coll_comm *c);
+
+/* Where the time goes (accumulated since creation or the last reset). */
+struct coll_stats {
+	uint64_t collectives;           /* completed */
+	uint64_t messages;              /* sends + receives completed */
+	uint64_t bytes_sent, bytes_received;
+	uint64_t reduce_ns;             /* gpu_host_reduce + gpu_host_scale */
+	uint64_t copy_ns;               /* local copies (own all-gather block,
+					 * broadcast root, single rank) */
+	uint64_t wait_ns;               /* asleep in the provider's wait() */
+	uint64_t blocking_ns;           /* inside coll_wait() altogether */
+};
+void coll_stats_get(const struct coll_comm *c, struct coll_stats *out);
+void coll_stats_reset(struct coll_comm *c);
+
+/* ---- the ring schedule (pure arithmetic; exposed for tests) ------------- */
+
+/* Balanced split of `total` into `parts`: part i is [coll_split(total,
+ * parts, i), coll_split(total, parts, i + 1)); sizes differ by at most 1. */
+static inline size_t coll_split(size_t total, size_t parts, size_t i)
+{
+	return (size_t)(((unsigned __int128)total * i) / parts);
+}
+
+/* What one rank does at one position of one channel's sequence. Both ends
+ * of a link compute the same sequence, so the k-th send of rank r matches
+ * the k-th receive of rank r+1 (net.h's in-order matching). */
+enum coll_recv_kind {
+	COLL_RECV_NONE = 0,
+	COLL_RECV_DIRECT,       /* into dst */
+	COLL_RECV_REDUCE,       /* into a slot; then dst = dst OP slot */
+	COLL_RECV_REDUCE_FWD,   /* into a slot; slot = slot OP mine; the next
+				 * position's send goes out of this slot */
+	COLL_RECV_DIRECT_REDUCE, /* into dst; then dst = dst OP mine */
+};
+
+struct coll_xfer {
+	bool has_send;
+	bool send_from_slot;    /* send the slot filled at position pos-1 */
+	size_t send_off;        /* byte offset into the send source */
+	int send_src;           /* COLL_BUF_SEND or COLL_BUF_RECV */
+	size_t send_bytes;
+	int64_t send_dep;       /* recv position that must be processed, -1 */
+
+	enum coll_recv_kind recv_kind;
+	size_t recv_off;        /* byte offset into recvbuf (dst) */
+	size_t recv_bytes;
+	int64_t mine_off;       /* REDUCE_FWD, DIRECT_REDUCE: sendbuf offset of own part */
+	int64_t recv_guard_send; /* send position that must be complete, -1 */
+	int64_t recv_guard_recv; /* recv position that must be processed, -1 */
+	bool scale_after;       /* avg: scale dst by 1/n after processing */
+};
+enum { COLL_BUF_SEND = 0, COLL_BUF_RECV = 1 };
+
+struct coll_plan {
+	enum coll_kind kind;
+	uint32_t n, rank, root;
+	size_t esize;           /* bytes per element */
+	size_t count;           /* the collective's count (per rank for RS/AG) */
+	size_t base, len;       /* this channel's region, elements */
+	size_t nchunks;         /* K */
+	uint32_t steps;         /* positions per chunk */
+	bool avg;
+	bool in_place;
+};
+
+/* Fill plan for channel ch of nch; chunk_elems >= 1. */
+void coll_plan_init(struct coll_plan *p, enum coll_kind kind, uint32_t n,
+		    uint32_t rank, uint32_t root, size_t count, size_t esize,
+		    uint16_t ch, uint16_t nch, size_t chunk_elems, bool avg,
+		    bool in_place);
+/* Positions in the plan (nchunks * steps). */
+static inline uint64_t coll_plan_positions(const struct coll_plan *p)
+{
+	return (uint64_t)p->nchunks * p->steps;
+}
+/* What happens at position pos (< coll_plan_positions). */
+void coll_plan_xfer(const struct coll_plan *p, uint64_t pos, struct coll_xfer *x);
+
+/* ---- commands (cli/main.c) ------------------------------------------------ */
+int coll_bench_allreduce_main(int argc, char **argv);   /* zbmd bench allreduce */
+int coll_local_main(int argc, char **argv);             /* zbmd local */
+
+#endif /* ZBMD_COLL_H */

@@ -1,0 +1,52 @@
+#!/bin/bash
+# Ring all-reduce over tcp on 2, 3 and 4 local nodes: #wrong = 0 for every
+# dtype x op x (out-of-place, in-place) x odd and even counts (incl. 0, 1,
+# counts below the node count), with tiny chunks (many pipelined chunks per
+# block) and 2-3 channels. The bench checks every element against the exact
+# expected value and sums the errors over all nodes.
+. "$ZBMD_ROOT/tests/common/tap.sh"
+Z=$ZBMD_BUILD/bin/zbmd
+plan 14
+COUNTS=0,1,2,3,5,17,256,1001,4097,30000
+for n in 2 3 4; do
+	out=$("$Z" local --nodes $n --set coll.chunk_kb=1 --set coll.channels=$((n - 1 > 1 ? 3 : 2)) \
+		-- bench allreduce -N $COUNTS -d all -o all -n 1 -w 1 2>/tmp/zbcoll-err.$$)
+	rc=$?
+	[ $rc -eq 0 ] || { diag "exit $rc"; sed 's/^/# /' /tmp/zbcoll-err.$$; }
+	ok $rc "$n nodes: bench exits 0"
+	rows=$(echo "$out" | awk '!/^#/ && NF == 12' | wc -l)
+	bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
+	[ "$rows" -eq 300 ] && [ "$bad" -eq 0 ] && echo "$out" | grep -q "Out of bounds values : 0 OK"
+	ok $? "$n nodes: 6 dtypes x 5 ops x 10 counts, out-of-place and in-place: all #wrong = 0 ($rows rows, $bad bad)"
+done
+# Larger buffers, several chunks per block, default chunk size.
+out=$("$Z" local --nodes 4 -- bench allreduce -b 1M -e 4M -f 4 -d float -o sum -n 2 -w 1 --json /tmp/zbcoll-$$.json --plot /tmp/zbcoll-$$.png 2>/dev/null)
+ok $? "4 nodes, 1-4 MiB float sum"
+echo "$out" | grep -q "nodes 4, rank 0 (node 0), transport tcp" && echo "$out" | grep -q "Avg bus bandwidth"
+ok $? "header names the cluster; avg bus bandwidth printed"
+python3 -c "import json,sys; d=json.load(open('/tmp/zbcoll-$$.json')); r=d['results']; sys.exit(0 if len(r)==2 and r[0]['size']==1048576 and r[0]['out_of_place']['wrong']==0 and d['cluster']['nodes']==4 else 1)"
+ok $? "--json writes the same figures"
+[ "$(head -c 4 /tmp/zbcoll-$$.png 2>/dev/null | od -An -c | tr -d ' ')" = "211PNG" ]
+ok $? "--plot draws a PNG with gnuplot"
+rm -f /tmp/zbcoll-$$.json /tmp/zbcoll-$$.png /tmp/zbcoll-err.$$
+# Bad input: clear errors, exit 2.
+"$Z" bench allreduce -c /nonexistent.ini >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q "nonexistent" /tmp/zbcoll-err.$$
+ok $? "missing config: exit 2 naming the file"
+"$Z" local --nodes 2 --link memif -- bench allreduce >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q "not available yet" /tmp/zbcoll-err.$$
+ok $? "--link memif: refused as not available yet (exit 2)"
+bad=0
+for a in "-d nosuch" "-o nosuch" "-b 1X" "-n 0" "-b 2M -e 1M" "-N 1,x" "--bogus"; do
+	"$Z" bench allreduce -c x.ini $a >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && [ -s /tmp/zbcoll-err.$$ ] || { bad=1; diag "bench $a: exit $rc"; }
+done
+ok $bad "bad bench flags: exit 2 with a message, nothing run"
+bad=0
+for a in "--nodes 0 -- bench allreduce" "--nodes 2 --set nodot -- x" "--nodes 2 --kill 5@1 -- x" "--nodes 2"; do
+	"$Z" local $a >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && [ -s /tmp/zbcoll-err.$$ ] || { bad=1; diag "local $a: exit $rc"; }
+done
+ok $bad "bad zbmd local flags: exit 2 with a message"
+rm -f /tmp/zbcoll-err.$$
+done_testing

@@ -1,0 +1,86 @@
+#!/bin/bash
+# Faults on local clusters over tcp: kill -9 of one node, a link taken down
+# (namespaces), loss + reordering with tc netem on veth links between
+# namespaces, and Ctrl-C of `zbmd local` (everything torn down).
+. "$ZBMD_ROOT/tests/common/tap.sh"
+Z=$ZBMD_BUILD/bin/zbmd
+plan 14
+E=/tmp/zbcoll-faults.$$
+trap 'rm -f $E' EXIT
+# Longest time (ms) any surviving node took to exit after the fault.
+slowest() { grep -v "killed by signal" "$1" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1; }
+
+# 1. kill -9 of node 2 of 4 mid-run: the others fail fast, with a clear message.
+"$Z" local --nodes 4 --kill 2@1200 -- bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>$E
+rc=$?
+ok $([ $rc -ne 0 ]; echo $?) "kill -9: zbmd local exits non-zero ($rc)"
+n=$(grep -c "exited with status 1 .*after the fault" $E)
+ok $([ "$n" -eq 3 ]; echo $?) "kill -9: all 3 survivors exit with status 1 ($n)"
+s=$(slowest $E)
+ok $([ -n "$s" ] && [ "$s" -le 5500 ]; echo $?) "kill -9: survivors out within the 5000 ms bound (slowest ${s:-?} ms)"
+grep -q "peer down" $E
+ok $? "kill -9: the error names the cause (peer down)"
+
+if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
+	for i in 1 2 3 4 5 6 7 8 9 10; do ok 0 "# SKIP needs root and network namespaces"; done
+	done_testing; exit
+fi
+
+# 2. Link of node 1 down (no RST, no FIN): the no-progress deadline fires.
+"$Z" local --nodes 3 --set coll.timeout_ms=1500 --linkdown 1@1000 -- \
+	bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>$E
+rc=$?
+n=$(grep -c "exited with status 1 .*after the fault" $E)
+s=$(slowest $E)
+ok $([ $rc -ne 0 ] && [ "$n" -eq 3 ]; echo $?) "link down: every node exits with status 1 ($n)"
+ok $([ -n "$s" ] && [ "$s" -le 2500 ]; echo $?) "link down: within coll.timeout_ms=1500 (+1 s) (slowest ${s:-?} ms)"
+grep -q "made no progress for 1500 ms" $E
+ok $? "link down: the error says what timed out"
+
+# 3. tcp between namespaces over veth + bridge: still exact.
+out=$("$Z" local --nodes 3 --ns --set coll.chunk_kb=4 -- bench allreduce -N 1,2,1001,65536 -d all -o all -n 1 -w 0 2>$E)
+rc=$?
+bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
+rows=$(echo "$out" | awk '!/^#/ && NF == 12' | wc -l)
+ok $([ $rc -eq 0 ] && [ "$bad" -eq 0 ] && [ "$rows" -eq 120 ]; echo $?) "namespaces + veth: all dtypes x ops, #wrong = 0 ($rows rows)"
+
+# 4a. Real packet loss without netem: a token bucket with a tiny queue on every
+# node's link drops what overflows it (tail drop); TCP retransmits.
+out=$("$Z" local --nodes 3 --set coll.timeout_ms=20000 --qdisc "tbf rate 1gbit burst 64kb limit 64kb" -- \
+	bench allreduce -N 1,1001,262144 -d float -o all -n 2 -w 0 2>$E)
+rc=$?
+bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
+ok $([ $rc -eq 0 ] && [ "$bad" -eq 0 ]; echo $?) "tail-drop loss on every link (tbf, tiny queue): #wrong = 0"
+drops=$(sed -n 's/.* \([0-9]*\) dropped on the nodes.*/\1/p' $E)
+ok $([ "${drops:-0}" -gt 0 ]; echo $?) "... and packets really were dropped (${drops:-none})"
+
+# 4b. netem loss 2 % + reordering on every veth.
+if ip netns add zbcoll-probe-$$ 2>/dev/null && ip -n zbcoll-probe-$$ link add d0 type veth peer name d1 &&
+	ip netns exec zbcoll-probe-$$ tc qdisc add dev d0 root netem loss 1% 2>/dev/null; then
+	ip netns del zbcoll-probe-$$
+	out=$("$Z" local --nodes 3 --netem "loss 2% delay 1ms reorder 25% 50%" -- \
+		bench allreduce -N 1,1001,262144 -d float -o all -n 2 -w 0 2>$E)
+	rc=$?
+	bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
+	ok $([ $rc -eq 0 ] && [ "$bad" -eq 0 ]; echo $?) "netem loss 2% + reorder: #wrong = 0"
+else
+	ip netns del zbcoll-probe-$$ 2>/dev/null
+	ok 0 "# SKIP this kernel has no sch_netem (tc qdisc netem: unknown qdisc kind)"
+fi
+ok $(ip netns list | grep -q "^zbcoll-"; [ $? -ne 0 ]; echo $?) "no zbcoll- namespaces left behind"
+
+# 5. Ctrl-C (SIGINT) of zbmd local mid-run: nodes and namespaces gone.
+"$Z" local --nodes 3 --ns -- bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>$E &
+lp=$!
+sleep 1.5
+kids=$(pgrep -P $lp | tr '\n' ' ')
+kill -INT $lp
+wait $lp
+rc=$?
+sleep 0.2
+ok $([ $rc -eq 130 ]; echo $?) "SIGINT: zbmd local exits 130"
+alive=0
+for k in $kids; do kill -0 $k 2>/dev/null && alive=$((alive + 1)); done
+nsleft=$(ip netns list | grep -c "^zbcoll-$lp-")
+ok $([ -n "$kids" ] && [ $alive -eq 0 ] && [ "$nsleft" -eq 0 ]; echo $?) "SIGINT: node processes ($kids) and namespaces gone ($alive alive, $nsleft namespaces)"
+done_testing

@@ -1,0 +1,196 @@
+/* test_tcp.c — the tcp net provider and the provider registry, two nodes in
+ * one process over loopback (real kernel sockets). */
+#include "tap.h"
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "zbmd/net.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const struct net_ops *T;
+static void *ctx[2];
+static struct zb_config cfg[2];
+static int port, sub;
+
+static int load(int id)
+{
+	char text[1024];
+	struct cfg_error err;
+	snprintf(text, sizeof(text),
+		 "[node]\nid = %d\n[cluster]\nid = 99\n[transport]\nkind = tcp\n"
+		 "tcp_port = %d\n[peer.0]\nip = 127.78.%d.1\n[peer.1]\nip = 127.78.%d.2\n",
+		 id, port, sub, sub);
+	int rc = cfg_load_string(&cfg[id], text, "test", &err);
+	if (rc < 0)
+		tap_diag("config: %s", err.msg);
+	return rc;
+}
+
+/* Drive both sides until connect(0->1, ch) and accept(1<-0, ch) succeed. */
+static int link_up(uint16_t ch, void **s, void **r)
+{
+	uint64_t end = zb_now_ns() + 5000000000ull;
+	int a = -EAGAIN, b = -EAGAIN;
+	*s = *r = NULL;
+	while (zb_now_ns() < end) {
+		if (!*s)
+			a = T->connect(ctx[0], 1, ch, s);
+		if (!*r)
+			b = T->accept(ctx[1], 0, ch, r);
+		if (*s && *r)
+			return 0;
+		if ((a < 0 && a != -EAGAIN) || (b < 0 && b != -EAGAIN))
+			return a < 0 && a != -EAGAIN ? a : b;
+		T->wait(ctx[1], 5);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Test both requests until done (or error); returns the first error. */
+static int finish(void *sreq, void *rreq, size_t *ssz, size_t *rsz)
+{
+	int sd = sreq == NULL, rd = rreq == NULL, rc, err = 0;
+	uint64_t end = zb_now_ns() + 5000000000ull;
+	while ((!sd || !rd) && zb_now_ns() < end) {
+		if (!sd && (rc = T->test(sreq, &sd, ssz)) < 0)
+			err = err ? err : rc, sd = 1;
+		if (!rd && (rc = T->test(rreq, &rd, rsz)) < 0)
+			err = err ? err : rc, rd = 1;
+	}
+	return (!sd || !rd) ? -ETIMEDOUT : err;
+}
+
+static int noop_init(const struct net_init_args *a, void **c) { (void)a; (void)c; return 0; }
+
+int main(void)
+{
+	void *s, *r, *mh, *sq, *rq;
+	int rc;
+
+	tap_plan(22);
+	port = 20000 + (int)(getpid() % 20000);
+	sub = (int)(getpid() % 200);
+
+	T = net_find("tcp");
+	ok(T && T->version == NET_OPS_VERSION && T->wait, "net_find(\"tcp\") is built in");
+	ok(net_find("nosuch") == NULL, "unknown provider: NULL");
+	is_int(net_register(&net_tcp_ops), -EEXIST, "registering a name twice: -EEXIST");
+	struct net_ops bad = {.version = NET_OPS_VERSION, .name = "bad"};
+	is_int(net_register(&bad), -EINVAL, "a table without mandatory ops: -EINVAL");
+	struct net_ops other = net_tcp_ops;
+	other.name = "test-provider";
+	other.init = noop_init;
+	ok(net_register(&other) == 0 && net_find("test-provider") == &other,
+	   "a provider from another module registers and is found");
+
+	ok(load(0) == 0 && load(1) == 0, "two node configs");
+	struct net_init_args a0 = {.cfg = &cfg[0], .channels = 4};
+	struct net_init_args a1 = {.cfg = &cfg[1], .channels = 4};
+	rc = T->init(&a0, &ctx[0]);
+	if (rc == 0)
+		rc = T->init(&a1, &ctx[1]);
+	if (rc < 0)
+		tap_skip_all("cannot listen on 127.78.%d.x:%d: %s", sub, port, zb_strerror(rc));
+	is_int(T->accept(ctx[1], 7, 0, &r), -EINVAL, "accept from an unknown node: -EINVAL");
+	is_int(link_up(0, &s, &r), 0, "connect/accept by node id, channel 0");
+
+	is_int(T->reg_mr(s, &rc, sizeof(rc), NET_MEM_GPU, &mh), ZB_ERR_UNSUPPORTED,
+	       "GPU memory: -ZB_ERR_UNSUPPORTED");
+	is_int(T->reg_mr(s, &rc, sizeof(rc), NET_MEM_HOST, &mh), 0, "host memory registers");
+
+	/* In-order matching, sizes 0 / 1 / 3 MiB (far beyond the socket buffer). */
+	static const size_t sizes[] = {0, 1, 1000, 3u << 20};
+	char *sb = malloc(3u << 20), *rb = malloc(3u << 20);
+	bool good = true;
+	for (size_t i = 0; i < ZB_ARRAY_LEN(sizes); i++) {
+		size_t ss = 0, rs = 7;
+		for (size_t k = 0; k < sizes[i]; k++)
+			sb[k] = (char)(k * 7 + i);
+		memset(rb, 0, 3u << 20);
+		rc = T->isend(s, sb, sizes[i], 42, mh, &sq);
+		rc = rc ? rc : T->irecv(r, rb, 3u << 20, 42, mh, &rq);
+		rc = rc ? rc : finish(sq, rq, &ss, &rs);
+		good = good && rc == 0 && ss == sizes[i] && rs == sizes[i] &&
+		       memcmp(sb, rb, sizes[i]) == 0;
+	}
+	ok(good, "messages of 0, 1, 1000 and 3 MiB arrive whole, sizes reported");
+
+	/* Several in flight: posted before any receive. */
+	void *sqs[8], *rqs[8];
+	int vals[8], got[8];
+	good = true;
+	for (int i = 0; i < 8; i++) {
+		vals[i] = i * 11;
+		good = good && T->isend(s, &vals[i], sizeof(int), 1, mh, &sqs[i]) == 0;
+	}
+	for (int i = 0; i < 8; i++)
+		good = good && T->irecv(r, &got[i], sizeof(int), 1, mh, &rqs[i]) == 0;
+	for (int i = 0; i < 8; i++)
+		good = good && finish(sqs[i], rqs[i], NULL, NULL) == 0 && got[i] == vals[i];
+	ok(good, "8 sends in flight match 8 receives in posting order");
+
+	/* wait() sleeps until data arrives, and not much longer. */
+	rc = T->irecv(r, rb, 16, 5, mh, &rq);
+	uint64_t t0 = zb_now_ns();
+	int w = T->wait(ctx[1], 50);
+	ok(rc == 0 && w == 0 && zb_now_ns() - t0 >= 40000000ull, "wait() times out when idle");
+	rc = T->isend(s, sb, 16, 5, mh, &sq);
+	w = T->wait(ctx[1], 1000);
+	ok(rc == 0 && w > 0 && finish(sq, rq, NULL, NULL) == 0,
+	   "wait() wakes when data arrives");
+
+	/* Message larger than the posted receive. */
+	void *s1, *r1;
+	is_int(link_up(1, &s1, &r1), 0, "channel 1 connects");
+	rc = T->isend(s1, sb, 100, 3, mh, &sq);
+	rc = rc ? rc : T->irecv(r1, rb, 10, 3, mh, &rq);
+	size_t rs = 0;
+	is_int(rc ? rc : finish(NULL, rq, NULL, &rs), -EMSGSIZE,
+	       "a message longer than the receive buffer: -EMSGSIZE");
+	T->test(sq, &w, NULL);
+
+	/* Tag mismatch: the two ends run different collectives. */
+	void *s2, *r2;
+	is_int(link_up(2, &s2, &r2), 0, "channel 2 connects");
+	rc = T->isend(s2, sb, 10, 3, mh, &sq);
+	rc = rc ? rc : T->irecv(r2, rb, 10, 4, mh, &rq);
+	is_int(rc ? rc : finish(NULL, rq, NULL, NULL), ZB_ERR_BAD_FRAME,
+	       "a tag other than the receive's: -ZB_ERR_BAD_FRAME");
+
+	/* A bad hello (other cluster) is dropped; the channel stays free. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = cfg[0].peers[1].ip};
+	uint32_t hello[4] = {htole32(0x5a42484cu), htole32(1u | (0u << 16)),
+			     htole32(3u | (1u << 16)), htole32(12345)};
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	rc = rc ? rc : (int)write(fd, hello, sizeof(hello)) - (int)sizeof(hello);
+	for (int i = 0; i < 50; i++) {
+		T->progress(ctx[1]);
+		usleep(1000);
+	}
+	ok(rc == 0 && T->accept(ctx[1], 0, 3, &r) == -EAGAIN,
+	   "a hello with another cluster id is refused");
+	char c;
+	ok(recv(fd, &c, 1, 0) == 0, "... and its socket closed");
+	close(fd);
+	void *s3, *r3;
+	is_int(link_up(3, &s3, &r3), 0, "the channel still connects properly afterwards");
+
+	/* Peer closes: pending receive fails with PEER_DOWN. */
+	rc = T->irecv(r3, rb, 10, 9, mh, &rq);
+	T->close_send(s3);
+	is_int(rc ? rc : finish(NULL, rq, NULL, NULL), ZB_ERR_PEER_DOWN,
+	       "peer closed the connection: -ZB_ERR_PEER_DOWN");
+
+	T->close_send(s);
+	T->close_recv(r);
+	T->fini(ctx[0]);
+	T->fini(ctx[1]);
+	free(sb);
+	free(rb);
+	return tap_done();
+}
