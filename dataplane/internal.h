@@ -140,6 +140,14 @@ void dp__link_stats_dump(FILE *out);
 /* Longest sleep (us) that does not overrun lane index's next timer. */
 uint32_t dp__link_sleep_cap_us(unsigned index, uint64_t now_tsc);
 
+/* net_dpdk.c: the "dpdk" net provider's share of a lane's messages.
+ * deliver: 1 taken (caller releases m), -EAGAIN hold, 0 not the provider's.
+ * send_done: 1 when the cookie was the provider's. */
+int dp__net_deliver(unsigned lane, struct tp_msg *m);
+int dp__net_send_done(unsigned lane, uint64_t cookie, int status);
+struct net_ops;
+extern const struct net_ops dp_net_dpdk_ops;
+
 /* arp.c: handle one frame on port p. Returns -1 when it consumed the mbuf
  * (answered, or freed and counted), else the lane L (0 <= L < nb_lcores) of
  * a UDP frame to this node's udp_port + L, left to the caller. */

@@ -125,6 +125,13 @@ static int link_tx(void *user, const struct tp_frame *f)
 static int link_deliver(void *user, struct tp_msg *m)
 {
 	struct dp_link *l = user;
+	int rc = dp__net_deliver(l->index, m);   /* the dpdk net provider's? */
+	if (rc == 1) {
+		tp_msg_release(l->tp, m);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
 	if (msg_ops && msg_ops->deliver)
 		return msg_ops->deliver(msg_arg, l->index, m);
 	l->no_consumer++;
@@ -135,6 +142,8 @@ static int link_deliver(void *user, struct tp_msg *m)
 static void link_send_done(void *user, uint64_t cookie, int status)
 {
 	struct dp_link *l = user;
+	if (dp__net_send_done(l->index, cookie, status))
+		return;
 	if (msg_ops && msg_ops->send_done)
 		msg_ops->send_done(msg_arg, l->index, cookie, status);
 }

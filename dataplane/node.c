@@ -13,6 +13,8 @@
 #include <rte_eal.h>
 #include <rte_malloc.h>
 
+#include "zbmd/net.h"
+
 struct dp_node dp__node = {
 	.lock_fd = -1,
 	.reg_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -73,6 +75,11 @@ int dp_node_init(const struct zb_config *cfg, struct dp_err *err)
 		dp__neigh_init(n);
 	if (rc == 0)
 		rc = dp__link_init(n, err);
+	if (rc == 0 && n->has_link) {
+		/* the "dpdk" net provider for collectives; -EEXIST: already */
+		int r = net_register(&dp_net_dpdk_ops);
+		ZB_ASSERT(r == 0 || r == -EEXIST);
+	}
 	if (rc) {
 		dp_node_fini();
 		return rc;

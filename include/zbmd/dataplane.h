@@ -214,6 +214,12 @@ struct dp_msg_ops {
 };
 int dp_set_msg_ops(const struct dp_msg_ops *ops, void *arg);
 
+/* The "dpdk" net provider (zbmd/net.h) is registered by dp_node_init()
+ * when the transport exists: net_find("dpdk"). Its ctx belongs to the lane
+ * of the lcore that calls init() (lane 0 from the main thread before
+ * launch); every call on it must then come from that lcore. It owns streams
+ * 0..7 of that lane (channel c = stream c); dp_msg_ops get the rest. */
+
 /* The transport's clock for a loop TSC value (ns since the node started):
  * what pollers pass as now_ns to tp_send. */
 uint64_t dp_now_ns(uint64_t tsc);
