@@ -3,7 +3,7 @@
  * back: every message exactly once, in order per stream, content intact
  * (regenerated from a seed and compared byte for byte, plus a checksum).
  *
- *   helper_xfer -c NODE.ini [--count N] [--seed S] [--streams K]
+ *   helper_xfer -c NODE.ini [--count N] [--seed S] [--streams K] [--size B]
  *
  * Prints "DONE ..." once everything it sent was acknowledged and everything
  * the peer sends was received, then keeps serving (acks for the peer) until
@@ -37,12 +37,14 @@ static struct zb_config cfg;
 static uint16_t self, peer;
 static uint32_t count = 2000, streams = 4;
 static uint64_t seed = 1;
+static uint32_t fixed_size;   /* --size: every message this long (>= 16) */
 static struct slot slots[SLOTS];
 static uint32_t next_send;
 static uint64_t acked, failed, received, bad, order_err, bytes_rx, csum_rx;
 static uint32_t expect[MAX_STREAMS];
 static int done_printed, fails_printed;
 static volatile sig_atomic_t stop;
+static uint64_t t0_ns;   /* first send */
 
 static uint64_t mix(uint64_t x)
 {
@@ -57,6 +59,8 @@ static uint64_t mix(uint64_t x)
  * large (up to 256 KiB: ~180 fragments). */
 static uint32_t msg_size(uint16_t src, uint32_t i)
 {
+	if (fixed_size)
+		return fixed_size;
 	uint64_t r = mix(seed * 1000003u + src * 7919u + i);
 	uint32_t k = (uint32_t)(r % 100);
 	if (k < 1)
@@ -95,6 +99,8 @@ static unsigned sender(void *arg, uint64_t now_tsc)
 	(void)arg;
 	struct tp *tp = dp_transport(0);
 	unsigned work = 0;
+	if (!t0_ns)
+		t0_ns = zb_now_ns();
 	for (int s = 0; s < SLOTS && next_send < count; s++) {
 		struct slot *sl = &slots[s];
 		if (sl->busy)
@@ -122,8 +128,9 @@ static unsigned sender(void *arg, uint64_t now_tsc)
 	}
 	if (!done_printed && acked + failed == count && received == count) {
 		done_printed = 1;   /* printing once, from the lcore, at the end */
-		printf("DONE node=%u acked=%lu received=%lu\n", self,
-		       (unsigned long)acked, (unsigned long)received);
+		printf("DONE node=%u acked=%lu received=%lu elapsed_us=%lu\n", self,
+		       (unsigned long)acked, (unsigned long)received,
+		       (unsigned long)((zb_now_ns() - t0_ns) / 1000));
 		fflush(stdout);
 	}
 	return work;
@@ -193,6 +200,7 @@ int main(int argc, char **argv)
 		{"count", required_argument, NULL, 'n'},
 		{"seed", required_argument, NULL, 's'},
 		{"streams", required_argument, NULL, 'k'},
+		{"size", required_argument, NULL, 'z'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL;
@@ -206,10 +214,14 @@ int main(int argc, char **argv)
 			seed = strtoull(optarg, NULL, 0);
 		else if (c == 'k')
 			streams = (uint32_t)strtoul(optarg, NULL, 0);
+		else if (c == 'z')
+			fixed_size = (uint32_t)strtoul(optarg, NULL, 0);
 		else
 			return 2;
 	}
 	struct cfg_error cerr;
+	if (fixed_size && (fixed_size < 16 || fixed_size > SLOT_BYTES))
+		path = NULL;
 	if (!path || streams == 0 || streams > MAX_STREAMS ||
 	    cfg_load_file(&cfg, path, &cerr) != 0) {
 		fprintf(stderr, "usage: helper_xfer -c NODE.ini [--count N] [--seed S] [--streams K<=8] (%s)\n",
