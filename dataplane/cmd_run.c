@@ -6,8 +6,12 @@
  * to quit; SIGUSR1 prints the counters (main thread; when the main lcore is
  * itself the only dataplane lcore the counters are printed at exit only).
  */
-#include "internal.h"
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "zbmd/dataplane.h"
 #include "../cli/cli.h"
+
+#include <pthread.h>
 
 #include <getopt.h>
 #include <signal.h>

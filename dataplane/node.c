@@ -217,6 +217,10 @@ void dp_node_describe(FILE *out)
 			m[2], m[3], m[4], m[5], p->mac_soft ? "(software)" : "",
 			p->ip ? ip : "none", p->nb_rxq,
 			p->nb_txq, p->mtu, p->socket);
+		if (p->nb_txq < n->nb_lcores)
+			fprintf(out, "port.%u: note: %u tx queue(s) for %u lcores: lcore index %u and up cannot send on it (their transport lanes neither; af_packet: qpairs=%u)\n",
+				p->cfg_index, p->nb_txq, n->nb_lcores, p->nb_txq,
+				n->nb_lcores);
 		if (p->pool)
 			fprintf(out, "mempool %s: mbufs=%u data_room=%u cache=%u socket=%d\n",
 				p->pool->name, p->pool_size, p->data_room,
