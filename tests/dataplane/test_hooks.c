@@ -245,10 +245,14 @@ int main(void)
 	is_int(dp_set_rx_hook(rx, NULL), -EBUSY, "hooks are fixed once launched");
 
 	/* wait (bounded) for the loopback traffic to come round */
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 1500; i++) {   /* up to 30 s on a loaded machine */
 		uint64_t got = __atomic_load_n(&rx_frames[0], __ATOMIC_RELAXED) +
 			       __atomic_load_n(&rx_frames[1], __ATOMIC_RELAXED);
-		if (got >= 20 && __atomic_load_n(&ctl_runs, __ATOMIC_RELAXED) > 5)
+		if (got >= 20 && __atomic_load_n(&ctl_runs, __ATOMIC_RELAXED) > 5 &&
+		    __atomic_load_n(&polls[0], __ATOMIC_RELAXED) > 10 &&
+		    __atomic_load_n(&polls[1], __ATOMIC_RELAXED) > 10 &&
+		    __atomic_load_n(&timer_calls[0], __ATOMIC_RELAXED) > 0 &&
+		    __atomic_load_n(&timer_calls[1], __ATOMIC_RELAXED) > 0)
 			break;
 		usleep(20000);
 	}
