@@ -73,6 +73,7 @@ struct tp_peer {
 	struct wire_addr addr;          /* prebuilt addresses for TX */
 	uint32_t local_epoch, remote_epoch;
 	uint8_t await_epoch_ack;        /* we reset: refuse frames not addressed to local_epoch */
+	uint32_t reset_done_for;        /* remote epoch whose WIRE_F_RESET we obeyed */
 	uint64_t last_rx_ns, busy_since_ns;
 
 	/* send side */
@@ -91,6 +92,7 @@ struct tp_peer {
 	uint64_t *rcv_bits;             /* [window / 64] ring, bit = seq received */
 	struct tp_stream_rx *srx;       /* [streams] */
 	uint32_t rcv_next;
+	uint32_t ts_recent;             /* tsval of the latest DATA frame, echoed */
 	uint32_t ack_pending;           /* in-order frames not yet acked */
 	uint64_t ack_due;               /* 0: none armed */
 	uint8_t ack_now, has_deferred;

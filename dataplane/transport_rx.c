@@ -287,6 +287,7 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 
 	if (h->stream >= tp->p.streams)
 		return WIRE_E_STREAM;
+	pe->ts_recent = h->tsval;
 	if (d < 0 || (d < (int32_t)tp->p.window && rbit(tp, pe, h->seq))) {
 		tp->st.dup_frames++;
 		pe->ack_now = 1;           /* the sender lacks our ack */
@@ -344,6 +345,7 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 		tp->st.peer_restarts++;
 		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
 		pe->remote_epoch = h->src_epoch;
+		pe->reset_done_for = h->src_epoch;
 		pe->await_epoch_ack = 0;   /* it knows nothing older of us */
 		if (pe->state == TP_PS_DOWN)
 			pe->state = TP_PS_UNKNOWN;
@@ -362,10 +364,11 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 	/* Addressed to a session of ours that we abandoned (or, after we
 	 * reset, from a peer that never heard of us and may still send its
 	 * old stream): refuse, and tell the peer our epoch (rate-limited).
-	 * WIRE_F_RESET makes a peer that never heard of us start over too. */
+	 * While we await the peer's acknowledgement of our epoch, our frames
+	 * carry WIRE_F_RESET, so a peer that never heard of us starts over. */
 	if (now >= pe->stale_reply_ns) {
 		tp->st.stale_replies++;
-		tp__send_ack(tp, pe, h->dst_epoch == 0 ? WIRE_F_RESET : 0, now);
+		tp__send_ack(tp, pe, 0, now);
 		pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
 	}
 	return WIRE_E_STALE_EPOCH;
@@ -397,11 +400,13 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 	if (ZB_UNLIKELY(r != WIRE_OK))
 		goto bad;
 	tp->st.frames_rx++;
-	if (ZB_UNLIKELY(h.flags & WIRE_F_RESET)) {
-		/* the peer abandoned our stream and we never knew its epoch
-		 * before: start a new session (it sees our new epoch) */
+	if (ZB_UNLIKELY((h.flags & WIRE_F_RESET) &&
+			pe->reset_done_for != h.src_epoch)) {
+		/* the peer reset its session (new epoch) and we may not have
+		 * known its old one: drop our state for it too, once per epoch */
+		pe->reset_done_for = h.src_epoch;
 		tp->st.peer_restarts++;
-		tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now);
+		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
 		if (pe->state == TP_PS_DOWN)
 			pe->state = TP_PS_UNKNOWN;
 	}

@@ -20,11 +20,12 @@ uint64_t tp__rto(const struct tp *tp, const struct tp_peer *pe)
 /* Fill the fields every frame to pe carries, including the piggybacked ack
  * (which then counts as sent: the delayed ack is cancelled). */
 static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
-		       uint8_t type, uint8_t flags)
+		       uint8_t type, uint8_t flags, uint64_t now)
 {
 	memset(h, 0, sizeof(*h));
 	h->type = type;
-	h->flags = flags;
+	/* until the peer addresses our current epoch, ask it to reset (once) */
+	h->flags = flags | (pe->await_epoch_ack ? WIRE_F_RESET : 0);
 	h->lane = tp->p.lane;
 	h->cluster = tp->p.cluster;
 	h->src_node = tp->p.node;
@@ -34,6 +35,8 @@ static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
 	h->ack = pe->rcv_next;
 	h->sack = tp__sack(tp, pe);
 	h->credit = (uint16_t)tp__credit(tp);
+	h->tsval = (uint32_t)(now / TP_NS_PER_US);
+	h->tsecr = pe->ts_recent;
 	pe->ack_pending = 0;
 	pe->ack_due = 0;
 	pe->ack_now = 0;
@@ -65,9 +68,8 @@ void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now
 {
 	struct wire_hdr h;
 
-	(void)now;
 	ZB_DASSERT(pe->present);
-	hdr_common(tp, pe, &h, WIRE_T_ACK, flags);
+	hdr_common(tp, pe, &h, WIRE_T_ACK, flags, now);
 	if (xmit(tp, pe, &h, NULL, NULL) == 0) {
 		tp->st.acks_tx++;
 		if (flags & WIRE_F_ACKREQ)
@@ -84,7 +86,7 @@ static int send_slot(struct tp *tp, struct tp_peer *pe, uint32_t seq,
 	int rc;
 
 	ZB_DASSERT(m != NULL && sl->frag_index < m->frag_count);
-	hdr_common(tp, pe, &h, WIRE_T_DATA, flags);
+	hdr_common(tp, pe, &h, WIRE_T_DATA, flags, now);
 	h.stream = m->stream;
 	h.seq = seq;
 	h.msg_id = m->msg_id;
@@ -262,9 +264,8 @@ static void fast_retransmit(struct tp *tp, struct tp_peer *pe, uint64_t now)
 enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
 			    const struct wire_hdr *h, uint64_t now)
 {
-	uint64_t newest = 0;
 	uint32_t a = h->ack, snd_next = pe->snd_next;
-	bool progress, sacked_any = false;
+	bool progress, sacked_any = false, newly = false;
 
 	if (tp__sdiff(a, pe->snd_next) > 0)
 		return WIRE_E_ACK_RANGE;
@@ -280,8 +281,7 @@ enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
 		sl->sacked = 0;
 		if (!m)
 			continue;          /* SACKed before */
-		if (sl->rtx == 0 && sl->sent_ns > newest)
-			newest = sl->sent_ns;
+		newly = true;
 		pe->snd_una = seq + 1;     /* callbacks see a consistent window */
 		frag_acked(tp, pe, m);
 	}
@@ -299,13 +299,16 @@ enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
 			continue;
 		sl->msg = NULL;
 		sl->sacked = 1;
-		sacked_any = true;
-		if (sl->rtx == 0 && sl->sent_ns > newest)
-			newest = sl->sent_ns;
+		sacked_any = newly = true;
 		frag_acked(tp, pe, m);
 	}
-	if (newest && now >= newest)
-		rtt_sample(tp, pe, now - newest);
+	/* RTT from the echoed timestamp of the frame that prompted this ack:
+	 * exact for retransmitted frames too (RFC 7323, section 4) */
+	if (newly && h->tsecr) {
+		uint32_t us = (uint32_t)(now / TP_NS_PER_US) - h->tsecr;
+		if (us < 60u * 1000000u)
+			rtt_sample(tp, pe, (uint64_t)us * TP_NS_PER_US);
+	}
 	if (progress) {
 		pe->backoff = 0;
 		pe->rto_due = now + tp__rto(tp, pe);  /* RFC 6298 5.3 */
@@ -315,6 +318,11 @@ enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
 		fast_retransmit(tp, pe, now);
 	if (pe->stalled && tp__slt(pe->snd_next, pe->snd_limit))
 		pe->stalled = 0;
+	if (pe->stalled && pe->snd_una == pe->snd_next) {
+		/* window closed and nothing left in flight: probe it */
+		pe->probe_due = now + tp__rto(tp, pe);
+		tp__arm(tp, pe->probe_due);
+	}
 	return WIRE_OK;
 }
 
@@ -323,9 +331,15 @@ void tp__tx_timers(struct tp *tp, struct tp_peer *pe, uint64_t now)
 {
 	if (pe->snd_una != pe->snd_next && now >= pe->rto_due) {
 		uint64_t rto = tp__rto(tp, pe), next = UINT64_MAX;
-		bool fired = false;
+		bool first = true, oldest_fired = false;
+		uint32_t end = pe->snd_una + 1 + WIRE_SACK_BITS;
 
-		for (uint32_t seq = pe->snd_una; seq != pe->snd_next; seq++) {
+		/* Only frames the peer's acks can describe (the cumulative ack
+		 * and its SACK range): later ones may well have arrived; they
+		 * are timed once the window slides over them. */
+		if (tp__sdiff(end, pe->snd_next) > 0)
+			end = pe->snd_next;
+		for (uint32_t seq = pe->snd_una; seq != end; seq++) {
 			struct tp_slot *sl = &pe->win[seq & tp->wmask];
 			uint64_t due;
 
@@ -335,13 +349,17 @@ void tp__tx_timers(struct tp *tp, struct tp_peer *pe, uint64_t now)
 			if (now >= due) {
 				sl->fast = 0;
 				retransmit(tp, pe, seq, sl, now);
-				fired = true;
+				oldest_fired |= first;
 				due = now + 2 * rto;
 			}
+			first = false;
 			if (due < next)
 				next = due;
 		}
-		if (fired) {
+		/* back off once per expiry of the oldest frame's timer (RFC
+		 * 6298 5.5), not once per frame: frames sent microseconds apart
+		 * expire in separate scans */
+		if (oldest_fired) {
 			tp->st.rto_timeouts++;
 			if (pe->backoff < 16)
 				pe->backoff++;

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-_Static_assert(WIRE_HDRS_LEN == 106, "header bytes documented in docs/wire.md");
+_Static_assert(WIRE_HDRS_LEN == 114, "header bytes documented in docs/wire.md");
 _Static_assert(WIRE_REASON_COUNT < 64, "reason fits the counter array");
 
 static const char *const wire_reason_names[WIRE_REASON_COUNT] = {
@@ -85,29 +85,43 @@ static inline uint64_t get64(const uint8_t *p)
 uint32_t wire_csum_add(uint32_t sum, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	uint64_t acc = sum;
+	uint64_t acc = 0;
+	uint32_t s16;
 
-	/* 8 bytes at a time into a 64-bit accumulator: the ones-complement sum
-	 * is independent of the word grouping (RFC 1071 section 2(B)). */
-	while (len >= 8) {
-		uint64_t w = ((uint64_t)get32(p) << 32) | get32(p + 4);
-		acc += (w >> 48) + ((w >> 32) & 0xffff) + ((w >> 16) & 0xffff) +
-		       (w & 0xffff);
-		p += 8;
-		len -= 8;
+	/* Sum 32-bit words in native byte order into 64 bits; the
+	 * ones'-complement sum does not depend on the grouping or on byte
+	 * order up to a final swap (RFC 1071 section 2(B)). */
+	while (len >= 32) {
+		uint32_t w[8];
+		memcpy(w, p, 32);
+		acc += (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
+		p += 32;
+		len -= 32;
 	}
-	while (len >= 2) {
-		acc += get16(p);
+	while (len >= 4) {
+		uint32_t w;
+		memcpy(&w, p, 4);
+		acc += w;
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2) {
+		uint16_t w;
+		memcpy(&w, p, 2);
+		acc += w;
 		p += 2;
 		len -= 2;
 	}
-	if (len)
-		acc += (uint32_t)p[0] << 8;
-	while (acc >> 32)
-		acc = (acc & 0xffffffffu) + (acc >> 32);
-	/* keep headroom for the next call */
-	acc = (acc & 0xffff) + (acc >> 16);
-	return (uint32_t)acc;
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	s16 = (uint32_t)acc;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	s16 = (uint32_t)__builtin_bswap16((uint16_t)s16);
+#endif
+	if (len)   /* odd tail: the high byte of a final word */
+		s16 += (uint32_t)p[0] << 8;
+	sum += s16;
+	return (sum & 0xffff) + (sum >> 16);
 }
 
 uint16_t wire_csum_fold(uint32_t sum)
@@ -163,6 +177,8 @@ static void zb_put(uint8_t *z, const struct wire_hdr *h)
 	put32(z + 56, h->frag_count);
 	put16(z + 60, h->frag_size);
 	put16(z + 62, 0); /* reserved */
+	put32(z + 64, h->tsval);
+	put32(z + 68, h->tsecr);
 	put16(z + 14, wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)));
 }
 
@@ -187,6 +203,8 @@ static void zb_get(const uint8_t *z, struct wire_hdr *h)
 	h->frag_index = get32(z + 52);
 	h->frag_count = get32(z + 56);
 	h->frag_size = get16(z + 60);
+	h->tsval = get32(z + 64);
+	h->tsecr = get32(z + 68);
 }
 
 size_t wire_encode(uint8_t *buf, const struct wire_addr *a,
@@ -238,13 +256,14 @@ int wire_is_zbmd(const uint8_t *frame, size_t len, uint16_t udp_port)
 	uint16_t dport;
 
 	if (len < WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN)
-		return 0;
+		return -1;
 	if (get16(frame + 12) != WIRE_ETHERTYPE_IPV4 ||
 	    frame[WIRE_ETH_LEN + 9] != WIRE_IPPROTO_UDP ||
 	    (frame[WIRE_ETH_LEN] & 0xf0) != 0x40)
-		return 0;
+		return -1;
 	dport = get16(frame + WIRE_ETH_LEN + WIRE_IP_LEN + 2);
-	return (uint16_t)(dport - udp_port) < 256;
+	return (uint16_t)(dport - udp_port) < 256 ? (int)(uint16_t)(dport - udp_port)
+						  : -1;
 }
 
 /* Layers 2-4. On WIRE_OK *udp_len_out is the UDP length. */

@@ -171,8 +171,8 @@ struct tp_params {
 
 /* Defaults: mtu 1500, 64 peers, 8 streams, window 256, RTO 1 ms initial,
  * 200 us .. 200 ms, ack delay 20 us / every 16 frames, peer timeout 2000 ms,
- * max_message 256 MiB, inline_max 256, no faults. node/cluster/epoch/mac/ip
- * must still be set. */
+ * max_message 256 MiB, inline_max 256, udp_port 7471, no faults.
+ * node/cluster/epoch/mac/ip must still be set. */
 void tp_params_default(struct tp_params *p);
 
 /* Counters of one instance (one lcore): plain uint64s, read by the owning
@@ -236,7 +236,8 @@ int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
  * Returns the next deadline (as tp_next_deadline). */
 uint64_t tp_poll(struct tp *tp, uint64_t now_ns);
 
-/* Earliest time at which tp_poll has work; UINT64_MAX when none. */
+/* Earliest time at which tp_poll has work (0: at once, e.g. a deferred
+ * delivery or a held-back fault frame); UINT64_MAX when none. */
 uint64_t tp_next_deadline(const struct tp *tp);
 
 /* Give a delivered message back (its arena space returns to the pool). */

@@ -22,7 +22,7 @@
 #define WIRE_ETH_LEN     14
 #define WIRE_IP_LEN      20      /* IPv4 without options (we send none, accept none) */
 #define WIRE_UDP_LEN     8
-#define WIRE_ZB_LEN      64
+#define WIRE_ZB_LEN      72
 #define WIRE_HDRS_LEN    (WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN + WIRE_ZB_LEN)
 #define WIRE_ETHERTYPE_IPV4 0x0800
 #define WIRE_IPPROTO_UDP 17
@@ -41,8 +41,9 @@ enum wire_type {
 
 /* flags */
 #define WIRE_F_ACKREQ 0x01  /* receiver: answer with an ack at once */
-#define WIRE_F_RESET  0x02  /* ACK only: "I dropped your stream; start a new
-			     * session epoch" (docs/wire.md, epochs) */
+#define WIRE_F_RESET  0x02  /* "I started a new session epoch and have not
+			     * heard you address it yet: reset your session
+			     * with me" (obeyed once per epoch; docs/wire.md) */
 #define WIRE_F_KNOWN  0x03  /* mask of the flags this version defines */
 
 /* Why a frame was refused. WIRE_OK = 0; the rest index drop counters. The
@@ -107,6 +108,9 @@ struct wire_hdr {
 	uint32_t msg_len;      /* whole message, bytes */
 	uint32_t frag_index, frag_count;
 	uint16_t frag_size;    /* payload bytes of every fragment but the last */
+	uint32_t tsval;        /* sender's clock, microseconds (wraps) */
+	uint32_t tsecr;        /* tsval of the latest DATA frame received from
+				* the destination (0 = none): RTT samples */
 };
 
 /* Addresses of one frame. ip in network byte order, ports in host order. */
@@ -158,8 +162,10 @@ enum wire_reason wire_decode(const uint8_t *frame, size_t len,
 			     struct wire_hdr *h, struct wire_addr *a,
 			     const uint8_t **payload);
 
-/* Cheap demultiplexer for the link layer: 1 when the frame is IPv4/UDP to
- * udp_port .. udp_port + 255 (a zbmd frame to validate with tp_rx), else 0. */
+/* Cheap demultiplexer for the link layer: when the frame is IPv4/UDP to
+ * udp_port .. udp_port + 255, the lane it is for (0..255: hand it to that
+ * lane's tp_rx, which validates everything); otherwise -1 (ARP, other
+ * traffic). Reads only the first 38 bytes, never past len. */
 int wire_is_zbmd(const uint8_t *frame, size_t len, uint16_t udp_port);
 
 /* Internet checksum (RFC 1071) helpers: sum 16-bit words of buf into a

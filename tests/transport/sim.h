@@ -55,6 +55,7 @@ struct sim {
 	struct sim_link link;
 	struct sim_node nodes[SIM_MAX_NODES];
 	int n;
+	bool block[SIM_MAX_NODES][SIM_MAX_NODES];   /* drop src -> dst */
 	/* event heap */
 	struct sim_pkt **heap;
 	uint32_t heap_n, heap_cap;
@@ -62,7 +63,9 @@ struct sim {
 	struct sim_pkt *pkts, *free_list_dummy;
 	struct sim_pkt **free_pkts;
 	uint32_t free_n, pool_n;
-	uint8_t *scratch;
+	uint8_t *scratch;             /* assembles zero-copy frames for rx */
+	uint8_t *tap_buf;             /* assembles frames for the tap (tx may
+				       * run inside rx: never share scratch) */
 	uint64_t delivered, dropped, duplicated, reordered, pool_drops, tx_calls;
 	/* callbacks the test sets */
 	int (*deliver)(struct sim_node *n, struct tp_msg *m);
@@ -174,12 +177,13 @@ static int sim_tx(void *user, const struct tp_frame *f)
 	ZB_ASSERT(f->hdr_len == WIRE_HDRS_LEN);
 	ZB_ASSERT(f->hdr_len + f->payload_len <= SIM_FRAME_MAX);
 	if (s->tap) {
-		memcpy(s->scratch, f->hdr, f->hdr_len);
+		memcpy(s->tap_buf, f->hdr, f->hdr_len);
 		if (f->payload_len)
-			memcpy(s->scratch + f->hdr_len, f->payload, f->payload_len);
-		s->tap(s, n->id, s->scratch, f->hdr_len + f->payload_len);
+			memcpy(s->tap_buf + f->hdr_len, f->payload, f->payload_len);
+		s->tap(s, n->id, s->tap_buf, f->hdr_len + f->payload_len);
 	}
-	if (n->down || f->peer >= s->n || s->nodes[f->peer].down) {
+	if (n->down || f->peer >= s->n || s->nodes[f->peer].down ||
+	    s->block[n->id][f->peer]) {
 		s->dropped++;
 		return 0;
 	}
@@ -296,7 +300,8 @@ static inline int sim_init(struct sim *s, int n, const struct sim_link *l,
 	s->pkts = calloc(pool, sizeof(*s->pkts));
 	s->free_pkts = calloc(pool, sizeof(*s->free_pkts));
 	s->scratch = malloc(SIM_FRAME_MAX);
-	if (!s->heap || !s->pkts || !s->free_pkts || !s->scratch)
+	s->tap_buf = malloc(SIM_FRAME_MAX);
+	if (!s->heap || !s->pkts || !s->free_pkts || !s->scratch || !s->tap_buf)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < pool; i++) {
 		s->pkts[i].buf = malloc(SIM_FRAME_MAX);
@@ -326,6 +331,7 @@ static inline void sim_fini(struct sim *s)
 	free(s->pkts);
 	free(s->free_pkts);
 	free(s->scratch);
+	free(s->tap_buf);
 }
 
 /* Deliver one packet to its node (assembling a zero-copy frame). */

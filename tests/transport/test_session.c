@@ -3,6 +3,18 @@
 #include "tap.h"
 #include "traffic.h"
 
+static void *arena_mem[SIM_MAX_NODES];
+static int use_arena;
+
+static void count_name(void *arg, const char *name, uint64_t v)
+{
+	int *n = arg;
+	(void)v;
+	n[0]++;
+	if (strcmp(name, "bad_stale_epoch") == 0 || strcmp(name, "retransmits") == 0)
+		n[1]++;
+}
+
 static void run(const char *name, int nodes, const struct sim_link *l,
 		uint64_t seed, uint64_t per_pair)
 {
@@ -15,6 +27,11 @@ static void run(const char *name, int nodes, const struct sim_link *l,
 	ZB_ASSERT(sim_init(&s, nodes, l, seed, 1 << 15) == 0);
 	for (uint16_t i = 0; i < nodes; i++) {
 		sim_params(&p, i, 100 + i);
+		if (use_arena) {   /* caller-provided reassembly memory */
+			p.rx_arena_bytes = 8u << 20;
+			arena_mem[i] = aligned_alloc(4096, p.rx_arena_bytes);
+			p.rx_arena = arena_mem[i];
+		}
 		ZB_ASSERT(sim_node_start(&s, i, &p) == 0);
 	}
 	tr_init(&t, &s, per_pair);
@@ -46,6 +63,10 @@ static void run(const char *name, int nodes, const struct sim_link *l,
 	}
 	sim_fini(&s);
 	is_int(tr_live_bufs, 0, "%s: every zero-copy buffer released", name);
+	for (int i = 0; i < nodes; i++) {
+		free(arena_mem[i]);
+		arena_mem[i] = NULL;
+	}
 }
 
 int main(void)
@@ -54,10 +75,13 @@ int main(void)
 	struct sim_link lossy = {.loss = 0.05, .dup = 0.01, .reorder = 0.25,
 				 .delay_ns = 5000, .reorder_ns = 20000};
 
-	tap_plan(7 * 3 + 3);
+	tap_plan(7 * 4 + 3 + 2);
 	run("2 nodes perfect", 2, &perfect, 1, 2000);
 	run("2 nodes lossy", 2, &lossy, 2, 2000);
 	run("4 nodes lossy", 4, &lossy, 3, 300);
+	use_arena = 1;
+	run("2 nodes lossy, caller's arena", 2, &lossy, 4, 500);
+	use_arena = 0;
 
 	/* API errors */
 	{
@@ -75,6 +99,12 @@ int main(void)
 			struct tp *bad = NULL;
 			is_int(tp_create(&p, &sim_ops, NULL, &bad), -EINVAL,
 			       "window not a power of two: -EINVAL");
+		}
+		{
+			int n[2] = {0, 0};
+			tp_stats_foreach(tp_stats(s.nodes[0].tp), count_name, n);
+			is_int(n[0], 29 + WIRE_REASON_COUNT - 1, "tp_stats_foreach names every counter");
+			is_int(n[1], 2, "... including bad_<reason> names");
 		}
 		sim_fini(&s);
 	}

@@ -7,6 +7,7 @@
 
 #include "sim.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 
 #define TR_STREAMS 4
@@ -37,16 +38,39 @@ struct tr_node {
 struct traffic {
 	struct sim *sim;
 	struct tr_node nodes[SIM_MAX_NODES];
-	uint64_t per_pair;         /* messages per (src, dst, stream) */
+	uint64_t per_pair;         /* messages per (src, dst, stream) ... */
+	uint32_t extra_flows;      /* ... plus one for the first extra_flows flows */
 	uint32_t max_size;         /* size profile upper bound */
 	uint32_t big_every;        /* 1 in big_every messages may be large */
 	uint64_t sent_total, target_total;
 	int hold_release;          /* deliver: keep messages, release later */
 	struct tp_msg *held[4096];
 	uint32_t held_n;
+	uint64_t quota[SIM_MAX_NODES][SIM_MAX_NODES][TR_STREAMS];
+	struct tr_stage {
+		int valid;
+		uint16_t dst, stream;
+		struct zbuf *buf;
+	} stage[SIM_MAX_NODES];
 };
 
 static struct traffic *tr_g;
+
+/* Messages to send on flow (src, dst, stream). */
+static inline uint64_t tr_quota(const struct traffic *t, uint16_t src,
+				uint16_t dst, uint16_t stream)
+{
+	uint32_t f = ((uint32_t)src * SIM_MAX_NODES + dst) * TR_STREAMS + stream;
+	uint32_t rank = 0;
+	/* rank of this flow among existing flows, in (src, dst, stream) order */
+	for (uint32_t i = 0; i < f; i++) {
+		uint32_t s_ = i / (SIM_MAX_NODES * TR_STREAMS);
+		uint32_t d_ = (i / TR_STREAMS) % SIM_MAX_NODES;
+		if (s_ < (uint32_t)t->sim->n && d_ < (uint32_t)t->sim->n && s_ != d_)
+			rank++;
+	}
+	return t->per_pair + (rank < t->extra_flows);
+}
 
 static inline uint64_t tr_hash(uint64_t x)
 {
@@ -113,7 +137,7 @@ static void tr_send_done(struct sim_node *n, uint64_t cookie, int status)
 	}
 }
 
-static void tr_init(struct traffic *t, struct sim *s, uint64_t per_pair)
+static inline void tr_init(struct traffic *t, struct sim *s, uint64_t per_pair)
 {
 	memset(t, 0, sizeof(*t));
 	t->sim = s;
@@ -124,33 +148,68 @@ static void tr_init(struct traffic *t, struct sim *s, uint64_t per_pair)
 	s->deliver = tr_deliver;
 	s->send_done = tr_send_done;
 	tr_g = t;
+	for (uint16_t a = 0; a < s->n; a++)
+		for (uint16_t b = 0; b < s->n; b++)
+			for (uint16_t c = 0; c < TR_STREAMS; c++)
+				t->quota[a][b][c] = a == b ? 0 : t->per_pair;
 }
 
-/* Offer one message on one (src, dst, stream). 0 sent, -EAGAIN full. */
-static int tr_send_one(struct traffic *t, uint16_t src, uint16_t dst,
-		       uint16_t stream)
+/* Exactly `total` messages spread over all flows. */
+static inline void tr_init_total(struct traffic *t, struct sim *s, uint64_t total)
+{
+	uint64_t flows = (uint64_t)s->n * (s->n - 1) * TR_STREAMS;
+
+	tr_init(t, s, total / flows);
+	t->extra_flows = (uint32_t)(total % flows);
+	t->target_total = total;
+	for (uint16_t a = 0; a < s->n; a++)
+		for (uint16_t b = 0; b < s->n; b++)
+			for (uint16_t c = 0; c < TR_STREAMS; c++)
+				t->quota[a][b][c] = a == b ? 0 : tr_quota(t, a, b, c);
+}
+
+/* Offer one message on one (src, dst, stream). 0 sent, -EAGAIN full. A
+ * message refused with -EAGAIN stays staged and is offered again first, so
+ * it is generated only once. */
+static inline int tr_send_one(struct traffic *t, uint16_t src, uint16_t dst,
+			      uint16_t stream)
 {
 	struct sim_node *n = &t->sim->nodes[src];
 	struct tr_node *me = &t->nodes[src];
+	struct tr_stage *sg = &t->stage[src];
 	uint32_t idx = me->next_send[dst][stream];
 	size_t len = tr_size(t, src, dst, stream, idx);
 	int rc;
 
+	if (sg->valid && (sg->dst != dst || sg->stream != stream))
+		return -EAGAIN;   /* finish the staged one first */
 	if (len <= 256) {
 		uint8_t buf[256];
 		sim_fill(buf, len, src, dst, stream, idx);
 		rc = tp_send(n->tp, dst, stream, buf, len, NULL, idx, t->sim->now);
 		memset(buf, 0xee, sizeof(buf));   /* the copy must be taken */
 	} else {
-		struct zbuf *b = malloc(sizeof(*b) + len);
-		ZB_ASSERT(b != NULL);
-		tp_ref_init(&b->ref, zbuf_free);
-		b->len = len;
-		tr_live_bufs++;
-		sim_fill(b->data, len, src, dst, stream, idx);
+		struct zbuf *b = sg->valid ? sg->buf : NULL;
+		if (!b) {
+			b = malloc(sizeof(*b) + len);
+			ZB_ASSERT(b != NULL);
+			tp_ref_init(&b->ref, zbuf_free);
+			b->len = len;
+			tr_live_bufs++;
+			sim_fill(b->data, len, src, dst, stream, idx);
+		}
 		rc = tp_send(n->tp, dst, stream, b->data, len, &b->ref, idx,
 			     t->sim->now);
-		tp_ref_put(&b->ref);   /* the transport holds its own */
+		if (rc == -EAGAIN) {
+			sg->valid = 1;
+			sg->dst = dst;
+			sg->stream = stream;
+			sg->buf = b;
+		} else {
+			sg->valid = 0;
+			sg->buf = NULL;
+			tp_ref_put(&b->ref);   /* the transport holds its own */
+		}
 	}
 	if (rc == 0) {
 		me->next_send[dst][stream] = idx + 1;
@@ -160,13 +219,16 @@ static int tr_send_one(struct traffic *t, uint16_t src, uint16_t dst,
 }
 
 /* Offer up to `budget` messages per node, round robin over (dst, stream). */
-static void tr_pump(struct traffic *t, int budget)
+static inline void tr_pump(struct traffic *t, int budget)
 {
 	struct sim *s = t->sim;
 
 	for (uint16_t src = 0; src < s->n; src++) {
 		int sent = 0, blocked = 0;
+		struct tr_stage *sg = &t->stage[src];
 		if (!s->nodes[src].tp || s->nodes[src].down)
+			continue;
+		if (sg->valid && tr_send_one(t, src, sg->dst, sg->stream) != 0)
 			continue;
 		while (sent < budget && blocked == 0) {
 			int progress = 0;
@@ -174,7 +236,7 @@ static void tr_pump(struct traffic *t, int budget)
 				if (dst == src)
 					continue;
 				for (uint16_t st = 0; st < TR_STREAMS; st++) {
-					if (t->nodes[src].next_send[dst][st] >= t->per_pair)
+					if (t->nodes[src].next_send[dst][st] >= t->quota[src][dst][st])
 						continue;
 					int rc = tr_send_one(t, src, dst, st);
 					if (rc == -EAGAIN) {
@@ -204,16 +266,50 @@ static uint64_t tr_sum(const struct traffic *t, size_t off)
 }
 #define TR_SUM(t, field) tr_sum((t), offsetof(struct tr_node, field))
 
+static inline void tr_dump(const struct traffic *t)
+{
+	const struct sim *s = t->sim;
+	printf("# STUCK at sim %.6f s: sent %" PRIu64 "/%" PRIu64 "\n",
+	       s->now / 1e9, t->sent_total, t->target_total);
+	for (uint16_t i = 0; i < s->n; i++) {
+		const struct tr_node *me = &t->nodes[i];
+		if (!s->nodes[i].tp)
+			continue;
+		printf("#  node %u: delivered %" PRIu64 " ok %" PRIu64 " err %" PRIu64
+		       " nobuf %" PRIu64 " stalls %" PRIu64 "\n", i, me->delivered,
+		       me->done_ok, me->done_err,
+		       tp_stats(s->nodes[i].tp)->no_buffer_drops,
+		       tp_stats(s->nodes[i].tp)->window_stalls);
+		for (uint16_t j = 0; j < s->n; j++) {
+			struct tp_peer_info pi;
+			if (j == i || tp_peer_info(s->nodes[i].tp, j, &pi))
+				continue;
+			printf("#   -> %u: state %d inflight %u credit %u queued %u "
+			       "rto %u us srtt %u us\n", j, pi.state, pi.in_flight,
+			       pi.credit, pi.queued_msgs, pi.rto_us, pi.srtt_us);
+		}
+	}
+}
+
 /* Run until everything is delivered and acknowledged, or sim time passes
  * limit_ns. Returns 1 when complete. */
-static int tr_run(struct traffic *t, uint64_t limit_ns, int budget)
+static inline int tr_run(struct traffic *t, uint64_t limit_ns, int budget)
 {
 	struct sim *s = t->sim;
-	uint64_t end = s->now + limit_ns;
+	uint64_t end = s->now + limit_ns, last_progress = s->now, last_count = 0;
 
 	while (s->now < end) {
+		uint64_t c;
 		tr_pump(t, budget);
 		sim_step(s, 50000);
+		c = TR_SUM(t, delivered) + TR_SUM(t, done_ok);
+		if (c != last_count) {
+			last_count = c;
+			last_progress = s->now;
+		} else if (s->now - last_progress > 2000000000ull) {
+			tr_dump(t);
+			return 0;   /* stuck for 2 s of simulated time */
+		}
 		if (t->sent_total == t->target_total &&
 		    TR_SUM(t, delivered) == t->target_total &&
 		    TR_SUM(t, done_ok) + TR_SUM(t, done_err) == t->target_total)
