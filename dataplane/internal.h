@@ -70,7 +70,7 @@ struct dp_lcore {
 
 struct dp_node {
 	const struct zb_config *cfg;
-	bool eal_up, launched, fini_done;
+	bool eal_up, launched, fini_done, timers_up;
 	volatile int quit;           /* set by dp_node_request_stop */
 	int lock_fd;
 	unsigned main_lcore;

@@ -16,6 +16,7 @@
 #include <rte_errno.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
+#include <rte_timer.h>
 
 static RTE_DEFINE_PER_LCORE(int, dp_index) = -1;
 
@@ -240,6 +241,7 @@ int dp__lcore_main(void *arg)
 		tx_flush(lc, nb_ports);
 
 		if (unlikely(now >= next_timer)) {
+			rte_timer_manage();   /* rte_timers armed on this lcore */
 			if (n->timer_fn)
 				events += n->timer_fn(n->timer_arg, lc->index, now);
 			if (lc->index == 0)

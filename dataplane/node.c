@@ -12,6 +12,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_malloc.h>
+#include <rte_timer.h>
 
 #include "zbmd/net.h"
 
@@ -68,6 +69,12 @@ int dp_node_init(const struct zb_config *cfg, struct dp_err *err)
 	}
 	node_params(n, cfg);
 	node_lcores(n);
+	rc = rte_timer_subsystem_init();   /* rte_timer on the lcores */
+	if (rc && rc != -EALREADY) {
+		dp_node_fini();
+		return dp__err(err, ZB_ERR_DEVICE, "rte_timer: %s", strerror(-rc));
+	}
+	n->timers_up = true;
 	rc = dp__ports_init(n, err);
 	if (rc == 0)
 		rc = dp__lcores_init(n, err);
@@ -179,6 +186,10 @@ void dp_node_fini(void)
 	dp__link_fini(n);   /* before the pools: it frees frames it holds */
 	dp__lcores_fini(n);
 	dp__ports_fini(n);
+	if (n->timers_up) {
+		rte_timer_subsystem_finalize();
+		n->timers_up = false;
+	}
 	if (n->eal_up) {
 		rte_eal_cleanup();
 		n->eal_up = false;

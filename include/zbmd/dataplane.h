@@ -129,7 +129,12 @@ typedef void (*dp_rx_fn)(void *arg, unsigned index, uint16_t port,
  * the work done (0 = idle). */
 typedef unsigned (*dp_actor_fn)(void *arg, unsigned index, uint64_t now_tsc);
 
-/* Timer hook: called every ~timer period (and never more than once per
+/* rte_timer (DPDK's timer library) is initialised by dp_node_init and
+ * managed on every dataplane lcore every timer period (100 us by default):
+ * arm a timer with rte_timer_reset(..., dp_lcore_id_of(index), ...) and its
+ * callback runs on that lcore's loop.
+ *
+ * Timer hook: called every ~timer period (and never more than once per
  * iteration) on each lcore; returns work done. */
 typedef unsigned (*dp_timer_fn)(void *arg, unsigned index, uint64_t now_tsc);
 

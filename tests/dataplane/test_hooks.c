@@ -16,6 +16,9 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_udp.h>
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_timer.h>
 
 /* Allocation after init: every libc allocation made on a dataplane lcore
  * while its loop runs is counted (this binary interposes malloc & co.;
@@ -107,6 +110,16 @@ static void rx(void *arg, unsigned index, uint16_t port, struct rte_mbuf **pkts,
 		__atomic_add_fetch(&rx_frames[index], 1, __ATOMIC_RELAXED);
 	}
 	rte_pktmbuf_free_bulk(pkts, n);
+}
+
+static struct rte_timer tim;
+static unsigned tim_lcore = 9999, tim_runs;
+static void tim_cb(struct rte_timer *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	tim_lcore = rte_lcore_id();
+	__atomic_add_fetch(&tim_runs, 1, __ATOMIC_RELAXED);
 }
 
 static int ctl_run(void *arg)
@@ -211,7 +224,7 @@ static unsigned sender(void *arg, uint64_t now)
 
 int main(void)
 {
-	tap_plan(18);
+	tap_plan(19);
 	char ini[1024];
 	struct cfg_error cerr;
 	snprintf(ini, sizeof(ini),
@@ -241,6 +254,10 @@ int main(void)
 	dp_set_timer_hook(timer, NULL, 1000);
 	dp_set_rx_hook(rx, NULL);
 	is_int(dp_set_control_hook(&ctl_ops, NULL), 0, "control hook set");
+	rte_timer_init(&tim);
+	/* a periodic rte_timer on lcore index 1: runs in that lcore's loop */
+	rte_timer_reset(&tim, rte_get_timer_hz() / 1000, PERIODICAL,
+			dp_lcore_id_of(1), tim_cb, NULL);
 	is_int(dp_node_launch(&err), 0, "launch");
 	is_int(dp_set_rx_hook(rx, NULL), -EBUSY, "hooks are fixed once launched");
 
@@ -252,7 +269,8 @@ int main(void)
 		    __atomic_load_n(&polls[0], __ATOMIC_RELAXED) > 10 &&
 		    __atomic_load_n(&polls[1], __ATOMIC_RELAXED) > 10 &&
 		    __atomic_load_n(&timer_calls[0], __ATOMIC_RELAXED) > 0 &&
-		    __atomic_load_n(&timer_calls[1], __ATOMIC_RELAXED) > 0)
+		    __atomic_load_n(&timer_calls[1], __ATOMIC_RELAXED) > 0 &&
+		    __atomic_load_n(&tim_runs, __ATOMIC_RELAXED) > 3)
 			break;
 		usleep(20000);
 	}
@@ -270,6 +288,9 @@ int main(void)
 		   timer_calls[0] < actor_calls[0],
 	   "timer hook ran, less often than every iteration");
 	ok(ctl_runs > 0 && ctl_stop == 1, "control thread ran and was stopped");
+	ok(tim_runs > 3 && tim_lcore == dp_lcore_id_of(1),
+	   "a periodic rte_timer ran %u times on its lcore (%u)", tim_runs, tim_lcore);
+	rte_timer_stop_sync(&tim);
 	is_int((int)s0.arp_replies, 1, "ARP request for our IP answered");
 	is_int((int)s0.icmp_replies, 1, "ICMP echo answered");
 	is_int((int)rx_frames[0], 10, "lane 0 got its 10 UDP frames on lcore 0");
