@@ -6,6 +6,7 @@
 #include "zbmd/gpu.h"
 #include "zbmd/control.h"
 #include "zbmd/rdma.h"
+#include "zbmd/dataplane.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +50,7 @@ static const struct zb_cmd commands[] = {
 	{"gpu-info", gpu_cmd_info, "GPU backends compiled in, usable, devices"},
 	{"local", coll_local_main, "run a command on an N-node cluster on this machine"},
 	{"version", cmd_version, "print the version"},
+	{"run", dp_cmd_run, "start a node until SIGINT/SIGTERM (zbmd run -c FILE.ini)"},
 	{"status", ctl_cmd_status, "print a running node's members, leader, epoch, phi per peer"},
 	{"control", ctl_cmd_control, "run only the control thread of a node (foreground)"},
 	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},

@@ -1,0 +1,223 @@
+/* dataplane/cmd_run.c — `zbmd run -c FILE.ini`: the node process.
+ *
+ * Signals: SIGINT/SIGTERM/SIGUSR1 are blocked before the EAL starts, so every
+ * EAL thread (lcores, interrupt thread) and the control thread inherit them
+ * blocked and only the main thread takes them. SIGINT/SIGTERM ask the loops
+ * to quit; SIGUSR1 prints the counters (main thread; when the main lcore is
+ * itself the only dataplane lcore the counters are printed at exit only).
+ */
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "zbmd/dataplane.h"
+#include "../cli/cli.h"
+
+#include <pthread.h>
+
+#include <getopt.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_signal, dump_requested;
+
+/* The actor runtime, hosted on the dataplane lcores (one worker per lcore,
+ * driven by the loop's actor hook) when the actors module is in the build. */
+#if __has_include("zbmd/actors.h")
+#include "zbmd/actors.h"
+#define DP_HOST_ACTORS 1
+static struct act_runtime *actors;
+static uint32_t actors_budget;
+
+static unsigned actors_poll(void *arg, unsigned index, uint64_t now_tsc)
+{
+	(void)now_tsc;
+	return (unsigned)act_worker_poll(arg, index, actors_budget);
+}
+
+static int actors_host(const struct zb_config *cfg)
+{
+	struct act_params p;
+	act_params_default(&p);
+	p.node = cfg->node.id;
+	p.max_actors = cfg->actors.max_actors;
+	p.mailbox_capacity = cfg->actors.mailbox_capacity;
+	p.reductions = cfg->actors.reductions;
+	p.message_pool = cfg->actors.message_pool;
+	p.timers = cfg->actors.timers;
+	p.workers = dp_lcore_count();
+	p.pin = false;   /* the lcores are pinned already */
+	actors_budget = p.reductions;
+	int rc = act_runtime_create(&p, &actors);
+	if (rc == 0)
+		rc = dp_set_actor_hook(actors_poll, actors);
+	if (rc == 0)
+		printf("actors: %u workers hosted on the dataplane lcores, %u slots, reductions %u\n",
+		       p.workers, p.max_actors, p.reductions);
+	return rc;
+}
+
+static void actors_unhost(void)
+{
+	if (actors)
+		act_runtime_destroy(actors);
+	actors = NULL;
+}
+#endif
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+	dp_node_request_stop();
+}
+
+static void on_dump(int sig)
+{
+	(void)sig;
+	dump_requested = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: zbmd run -c FILE.ini\n"
+		"Start a node: DPDK EAL from [eal], every [port.N], one polling loop per\n"
+		"dataplane lcore, the control thread. Runs until SIGINT or SIGTERM, then\n"
+		"stops everything and exits 0. SIGUSR1 prints the per-lcore counters.\n"
+		"Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
+}
+
+static int parse_args(int argc, char **argv, const char **path)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			*path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return ZB_EXIT_OK;
+		default:
+			usage(stderr);
+			return ZB_EXIT_USAGE;
+		}
+	}
+	if (!*path || optind != argc) {
+		usage(stderr);
+		return ZB_EXIT_USAGE;
+	}
+	return -1;
+}
+
+static void install_signals(sigset_t *blocked, sigset_t *old)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_dump;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigemptyset(blocked);
+	sigaddset(blocked, SIGINT);
+	sigaddset(blocked, SIGTERM);
+	sigaddset(blocked, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, blocked, old);
+}
+
+/* Main thread while worker lcores poll: sleep in sigsuspend (signals are
+ * unblocked only inside it, so none is missed between check and wait). */
+static void wait_for_stop(const sigset_t *old)
+{
+	sigset_t wait_mask = *old;
+	sigdelset(&wait_mask, SIGINT);
+	sigdelset(&wait_mask, SIGTERM);
+	sigdelset(&wait_mask, SIGUSR1);
+	while (!dp_node_stop_requested()) {
+		sigsuspend(&wait_mask);
+		if (dump_requested) {
+			dump_requested = 0;
+			dp_stats_dump(stdout);
+		}
+	}
+}
+
+int dp_cmd_run(int argc, char **argv)
+{
+	static struct zb_config cfg;   /* outlives the node */
+	struct cfg_error cerr = {{0}};
+	struct dp_err err = {{0}};
+	const char *path = NULL;
+	sigset_t blocked, old;
+
+	int st = parse_args(argc, argv, &path);
+	if (st >= 0)
+		return st;
+	int rc = cfg_load_file(&cfg, path, &cerr);
+	if (rc == ZB_ERR_CONFIG) {
+		/* every diagnostic, one "FILE:LINE: ..." line each */
+		fputs(cerr.list[0] ? cerr.list : cerr.msg, stderr);
+		if (!cerr.list[0])
+			fputc('\n', stderr);
+		return ZB_EXIT_USAGE;
+	}
+	if (rc) {
+		fprintf(stderr, "zbmd run: %s\n",
+			cerr.msg[0] ? cerr.msg : zb_strerror(rc));
+		return ZB_EXIT_USAGE;
+	}
+
+	install_signals(&blocked, &old);
+	rc = dp_node_init(&cfg, &err);
+	if (rc) {
+		fprintf(stderr, "zbmd run: %s\n", err.msg);
+		return rc == ZB_ERR_CONFIG ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
+	}
+	printf("zbmd: node %u (%s) cluster %u, config %s, pid %d\n", cfg.node.id,
+	       cfg.node.name[0] ? cfg.node.name : "unnamed", cfg.cluster.id,
+	       path, (int)getpid());
+#ifdef DP_HOST_ACTORS
+	rc = actors_host(&cfg);
+	if (rc) {
+		fprintf(stderr, "zbmd run: actor runtime: %s\n", zb_strerror(rc));
+		dp_node_fini();
+		return ZB_EXIT_FAIL;
+	}
+#endif
+	rc = dp_node_launch(&err);
+	if (rc) {
+		fprintf(stderr, "zbmd run: %s\n", err.msg);
+		dp_node_fini();
+#ifdef DP_HOST_ACTORS
+		actors_unhost();
+#endif
+		return ZB_EXIT_FAIL;
+	}
+	dp_node_describe(stdout);
+	printf("zbmd: ready\n");
+	fflush(stdout);
+
+	if (dp_main_polls()) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		dp_node_wait();
+	} else {
+		wait_for_stop(&old);
+	}
+	printf("zbmd: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+	dp_node_stop();
+	dp_stats_dump(stdout);
+#ifdef DP_HOST_ACTORS
+	actors_unhost();   /* the loops that drove it have stopped */
+#endif
+	dp_node_fini();
+	printf("zbmd: stopped cleanly\n");
+	fflush(stdout);
+	return ZB_EXIT_OK;
+}

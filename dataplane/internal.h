@@ -1,0 +1,166 @@
+/* dataplane/internal.h — shared between the node's files (eal, port, lcore,
+ * arp, node). Not a public interface. */
+#ifndef ZBMD_DATAPLANE_INTERNAL_H
+#define ZBMD_DATAPLANE_INTERNAL_H
+
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "zbmd/dataplane.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+
+#include <rte_config.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#define DP_BURST_MAX 64          /* rx burst array size; cfg burst clamped */
+#define DP_RXQ_MAX CFG_MAX_PORTS /* one queue per port per lcore */
+#define DP_TIMER_US_DEFAULT 100
+#define DP_INBOX_SIZE 4096       /* frames in flight between lcores, per lane */
+
+static_assert(CFG_MAX_LCORES <= RTE_MAX_LCORE, "lcore tables");
+
+/* One configured port, set up by port.c at init, read-only afterwards. */
+struct dp_port {
+	uint16_t port_id;            /* ethdev id */
+	uint16_t cfg_index;          /* N of [port.N] */
+	uint16_t nb_rxq, nb_txq;
+	uint16_t mtu;
+	int socket;                  /* NUMA socket */
+	uint32_t ip;                 /* network byte order, 0 = none */
+	struct rte_ether_addr mac;
+	struct rte_mempool *pool;
+	uint32_t pool_size;
+	uint16_t data_room;
+	char name[RTE_ETH_NAME_MAX_LEN];
+	char driver[64];
+	bool started;
+	bool mac_soft;               /* config MAC kept in software only */
+	bool configured;
+};
+
+struct dp_rxq {
+	uint16_t port;               /* index into g_dp.ports */
+	uint16_t port_id;            /* ethdev id */
+	uint16_t queue;
+};
+
+struct dp_poller {
+	dp_poll_fn fn;
+	void *arg;
+};
+
+/* Per-lcore state: cache-aligned, touched only by its lcore on the fast path
+ * (stats are read by others with relaxed atomic loads). */
+struct dp_lcore {
+	unsigned index, lcore_id;
+	uint16_t nb_rxq;
+	struct dp_rxq rxq[DP_RXQ_MAX];
+	/* tx[p]: TX buffer for port index p, NULL when no queue for us. */
+	struct rte_eth_dev_tx_buffer *tx[CFG_MAX_PORTS];
+	uint16_t txq[CFG_MAX_PORTS];
+	struct rte_ring *inbox;      /* zbmd frames for our lane from other lcores */
+	uint32_t nb_pollers;         /* published with release */
+	struct dp_poller pollers[DP_POLLERS_MAX];
+	struct dp_lcore_stats stats ZB_ALIGNED_CL;
+} ZB_ALIGNED_CL;
+
+struct dp_node {
+	const struct zb_config *cfg;
+	bool eal_up, launched, fini_done, timers_up;
+	volatile int quit;           /* set by dp_node_request_stop */
+	int lock_fd;
+	unsigned main_lcore;
+	bool main_is_dp;             /* one EAL lcore: main runs the loop */
+	unsigned nb_lcores;
+	unsigned lcore_ids[CFG_MAX_LCORES];
+	struct dp_lcore *lcores;     /* [nb_lcores], rte_zmalloc'd */
+	struct dp_port ports[CFG_MAX_PORTS];
+	uint16_t nb_ports;
+	uint16_t burst;
+	uint16_t udp_port;           /* lane L: udp_port + L */
+	int8_t port_of_cfg[CFG_MAX_PORTS];  /* [port.N] -> index in ports, -1 */
+	/* Neighbours, by node id: bit 63 = known, low 48 bits = MAC. Written
+	 * by whichever lcore hears an ARP, read by any: single atomic words. */
+	uint64_t neigh[CFG_MAX_NODES];
+	uint64_t neigh_next_tsc;     /* lcore 0: next ARP request round */
+	/* idle policy in TSC cycles */
+	bool adaptive;
+	uint64_t idle_spin_tsc;
+	uint32_t idle_sleep_us_max;
+	uint64_t timer_tsc;
+	/* hooks (set before launch) */
+	dp_rx_fn rx_fn;
+	void *rx_arg;
+	dp_actor_fn actor_fn;
+	void *actor_arg;
+	dp_timer_fn timer_fn;
+	void *timer_arg;
+	const struct dp_control_ops *ctl_ops;
+	void *ctl_arg;
+	pthread_t ctl_thread;
+	bool ctl_running;
+	int ctl_status;
+	pthread_mutex_t reg_lock;    /* serialises dp_register_poller */
+	bool iova_va;                /* user memory can be attached as-is */
+	bool has_link;               /* transport lanes exist (link.c) */
+};
+
+extern struct dp_node dp__node;
+
+/* Format err->msg (never fails; truncates). Returns rc for `return` chains. */
+int dp__err(struct dp_err *err, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* eal.c */
+int dp__lock_prefix(const char *prefix, struct dp_err *err);
+void dp__unlock_prefix(void);
+int dp__eal_start(const struct zb_config *cfg, struct dp_err *err);
+
+/* port.c */
+int dp__ports_init(struct dp_node *n, struct dp_err *err);
+void dp__ports_fini(struct dp_node *n);
+
+/* lcore.c */
+int dp__lcores_init(struct dp_node *n, struct dp_err *err);
+void dp__lcores_fini(struct dp_node *n);
+int dp__lcore_main(void *arg);
+
+/* link.c: the transport on the ports */
+int dp__link_init(struct dp_node *n, struct dp_err *err);
+void dp__link_fini(struct dp_node *n);
+void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
+		 uint64_t now_tsc);
+unsigned dp__link_poll(unsigned index, uint64_t now_tsc);
+void dp__link_describe(FILE *out);
+void dp__link_stats_dump(FILE *out);
+/* Longest sleep (us) that does not overrun lane index's next timer. */
+uint32_t dp__link_sleep_cap_us(unsigned index, uint64_t now_tsc);
+
+/* net_dpdk.c: the "dpdk" net provider's share of a lane's messages.
+ * deliver: 1 taken (caller releases m), -EAGAIN hold, 0 not the provider's.
+ * send_done: 1 when the cookie was the provider's. */
+int dp__net_deliver(unsigned lane, struct tp_msg *m);
+int dp__net_send_done(unsigned lane, uint64_t cookie, int status);
+struct net_ops;
+extern const struct net_ops dp_net_dpdk_ops;
+
+/* arp.c: handle one frame on port p. Returns -1 when it consumed the mbuf
+ * (answered, or freed and counted), else the lane L (0 <= L < nb_lcores) of
+ * a UDP frame to this node's udp_port + L, left to the caller. */
+int dp__rx_classify(struct dp_lcore *lc, const struct dp_port *p,
+		    struct rte_mbuf *m);
+/* Neighbour table from [peer.N] (before launch); ARP requests for peers
+ * whose MAC is unknown (lcore index 0, from the timer branch; allocates from
+ * the port's mempool only). Returns work done. */
+void dp__neigh_init(struct dp_node *n);
+unsigned dp__arp_tick(struct dp_lcore *lc, uint64_t now);
+
+#define DP_STAT_ADD(lc, field, n)                                              \
+	__atomic_store_n(&(lc)->stats.field, (lc)->stats.field + (n),          \
+			 __ATOMIC_RELAXED)
+
+#endif /* ZBMD_DATAPLANE_INTERNAL_H */

@@ -1,0 +1,421 @@
+/* dataplane/lcore.c — the polling loop, its hooks and counters.
+ *
+ * Shaped like DPDK's l2fwd: per-lcore state in a cache-aligned array, looked
+ * up once; while (!quit) { tsc; rx burst -> handler; pollers; actors; tx
+ * flush; timers (rare); idle policy }. Everything an iteration touches was
+ * allocated by dp__lcores_init(); nothing in an iteration allocates, locks,
+ * makes a syscall or logs — except the adaptive idle sleep, taken only after
+ * idle_spin_us without any work.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_errno.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+#include <rte_timer.h>
+
+static RTE_DEFINE_PER_LCORE(int, dp_index) = -1;
+
+static void tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
+{
+	struct dp_lcore *lc = arg;
+	rte_pktmbuf_free_bulk(pkts, unsent);
+	DP_STAT_ADD(lc, tx_drops, unsent);
+}
+
+int dp__lcores_init(struct dp_node *n, struct dp_err *err)
+{
+	ZB_ASSERT(n != NULL && n->nb_lcores > 0);
+	ZB_ASSERT(n->lcores == NULL);
+	n->lcores = rte_zmalloc("zbmd_lcores",
+				sizeof(struct dp_lcore) * n->nb_lcores,
+				RTE_CACHE_LINE_SIZE);
+	if (!n->lcores)
+		return dp__err(err, -ENOMEM, "lcore state: out of memory");
+	for (unsigned i = 0; i < n->nb_lcores; i++) {
+		struct dp_lcore *lc = &n->lcores[i];
+		lc->index = i;
+		lc->lcore_id = n->lcore_ids[i];
+		if (n->nb_lcores > 1) {
+			char name[RTE_RING_NAMESIZE];
+			snprintf(name, sizeof(name), "zbmd_inbox%u", i);
+			lc->inbox = rte_ring_create(name, DP_INBOX_SIZE,
+				(int)rte_lcore_to_socket_id(lc->lcore_id),
+				RING_F_SC_DEQ);
+			if (!lc->inbox)
+				return dp__err(err, -ENOMEM, "lane inbox %u: %s", i,
+					       rte_strerror(rte_errno));
+		}
+		for (uint16_t k = 0; k < n->nb_ports; k++) {
+			struct dp_port *p = &n->ports[k];
+			if (i < p->nb_rxq)
+				lc->rxq[lc->nb_rxq++] = (struct dp_rxq){
+					.port = k, .port_id = p->port_id,
+					.queue = (uint16_t)i};
+			if (i >= p->nb_txq)
+				continue;
+			int sock = p->socket < 0 ? SOCKET_ID_ANY : p->socket;
+			lc->tx[k] = rte_zmalloc_socket("zbmd_txbuf",
+				RTE_ETH_TX_BUFFER_SIZE(n->burst), 0, sock);
+			if (!lc->tx[k])
+				return dp__err(err, -ENOMEM,
+					       "tx buffer: out of memory");
+			rte_eth_tx_buffer_init(lc->tx[k], n->burst);
+			rte_eth_tx_buffer_set_err_callback(lc->tx[k], tx_drop_cb, lc);
+			lc->txq[k] = (uint16_t)i;
+		}
+	}
+	return 0;
+}
+
+void dp__lcores_fini(struct dp_node *n)
+{
+	ZB_ASSERT(n != NULL);
+	if (!n->lcores)
+		return;
+	for (unsigned i = 0; i < n->nb_lcores; i++) {
+		struct rte_ring *r = n->lcores[i].inbox;
+		struct rte_mbuf *m;
+		while (r && rte_ring_dequeue(r, (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(r);
+	}
+	for (unsigned i = 0; i < n->nb_lcores; i++)
+		for (unsigned k = 0; k < CFG_MAX_PORTS; k++) {
+			struct rte_eth_dev_tx_buffer *b = n->lcores[i].tx[k];
+			if (b && b->length)  /* loops flush on exit; belt and braces */
+				rte_pktmbuf_free_bulk(b->pkts, b->length);
+			rte_free(b);
+		}
+	rte_free(n->lcores);
+	n->lcores = NULL;
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+static inline void deliver(struct dp_lcore *lc, uint16_t port,
+			   struct rte_mbuf **pkts, uint16_t n, uint64_t now)
+{
+	struct dp_node *nd = &dp__node;
+	if (nd->rx_fn != NULL) {
+		DP_STAT_ADD(lc, udp_rx, n);
+		nd->rx_fn(nd->rx_arg, lc->index, port, pkts, n, now);
+	} else if (likely(nd->has_link)) {
+		DP_STAT_ADD(lc, udp_rx, n);
+		dp__link_rx(lc->index, pkts, n, now);
+	} else {
+		rte_pktmbuf_free_bulk(pkts, n);
+		DP_STAT_ADD(lc, rx_drops, n);
+	}
+}
+
+static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
+				struct rte_mbuf **pkts, uint16_t burst,
+				uint64_t now)
+{
+	struct dp_node *n = &dp__node;
+	const struct dp_port *p = &n->ports[q->port];
+	uint16_t nb = rte_eth_rx_burst(q->port_id, q->queue, pkts, burst);
+	if (nb == 0)
+		return 0;
+	uint64_t bytes = 0;
+	uint16_t keep = 0;
+	for (uint16_t i = 0; i < nb; i++) {
+		struct rte_mbuf *m = pkts[i];
+		bytes += rte_pktmbuf_pkt_len(m);
+		int lane = dp__rx_classify(lc, p, m);
+		if (lane < 0)
+			continue;
+		if (likely((unsigned)lane == lc->index)) {
+			pkts[keep++] = m;
+			continue;
+		}
+		/* another lane's frame: hand it to that lcore */
+		m->port = q->port;
+		if (rte_ring_mp_enqueue(n->lcores[lane].inbox, m) == 0) {
+			DP_STAT_ADD(lc, lane_fwd, 1);
+		} else {
+			rte_pktmbuf_free(m);
+			DP_STAT_ADD(lc, lane_drops, 1);
+		}
+	}
+	DP_STAT_ADD(lc, rx_packets, nb);
+	DP_STAT_ADD(lc, rx_bytes, bytes);
+	if (keep)
+		deliver(lc, q->port, pkts, keep, now);
+	return nb;
+}
+
+/* Frames other lcores passed to our lane (m->port = the port index). */
+static inline unsigned rx_inbox(struct dp_lcore *lc, struct rte_mbuf **pkts,
+				uint16_t burst, uint64_t now)
+{
+	unsigned nb = rte_ring_sc_dequeue_burst(lc->inbox, (void **)pkts, burst,
+						NULL);
+	/* deliver in runs of one port (the hook takes one port per call) */
+	for (unsigned i = 0; i < nb;) {
+		unsigned j = i + 1;
+		while (j < nb && pkts[j]->port == pkts[i]->port)
+			j++;
+		deliver(lc, pkts[i]->port, pkts + i, (uint16_t)(j - i), now);
+		i = j;
+	}
+	return nb;
+}
+
+static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
+{
+	for (uint16_t k = 0; k < nb_ports; k++) {
+		struct rte_eth_dev_tx_buffer *b = lc->tx[k];
+		if (b && b->length)
+			rte_eth_tx_buffer_flush(dp__node.ports[k].port_id,
+						lc->txq[k], b);
+	}
+}
+
+/* Adaptive idle: spin for idle_spin_tsc after the last work, then sleep
+ * 1, 2, 4 ... us up to idle_sleep_us_max, never past the transport's next
+ * timer; any work resets it. */
+static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
+			uint32_t *sleep_us)
+{
+	struct dp_node *n = &dp__node;
+	if (*idle_since == 0)
+		*idle_since = now;
+	if (!n->adaptive || now - *idle_since < n->idle_spin_tsc) {
+		rte_pause();
+		return;
+	}
+	*sleep_us = *sleep_us ? *sleep_us * 2 : 1;
+	if (*sleep_us > n->idle_sleep_us_max)
+		*sleep_us = n->idle_sleep_us_max;
+	uint32_t us = *sleep_us;
+	if (n->has_link) {   /* wake for the transport's next timer */
+		uint32_t cap = dp__link_sleep_cap_us(lc->index, now);
+		if (cap < us)
+			us = cap;
+	}
+	if (us == 0) {
+		rte_pause();
+		return;
+	}
+	DP_STAT_ADD(lc, sleeps, 1);
+	rte_delay_us_sleep(us);
+}
+
+int dp__lcore_main(void *arg)
+{
+	struct dp_lcore *lc = arg;
+	struct dp_node *n = &dp__node;
+	struct rte_mbuf *pkts[DP_BURST_MAX];
+	const uint16_t burst = n->burst;
+	const uint16_t nb_ports = n->nb_ports;
+	uint64_t idle_since = 0, next_timer = 0;
+	uint32_t sleep_us = 0;
+
+	ZB_ASSERT(lc != NULL && lc->lcore_id == rte_lcore_id());
+	ZB_ASSERT(burst > 0 && burst <= DP_BURST_MAX);
+	RTE_PER_LCORE(dp_index) = (int)lc->index;
+
+	while (!__atomic_load_n(&n->quit, __ATOMIC_RELAXED)) {
+		const uint64_t now = rte_rdtsc();
+		unsigned work = 0, events = 0;
+
+		for (uint16_t q = 0; q < lc->nb_rxq; q++)
+			work += rx_queue(lc, &lc->rxq[q], pkts, burst, now);
+		if (lc->inbox)
+			work += rx_inbox(lc, pkts, burst, now);
+
+		uint32_t np = __atomic_load_n(&lc->nb_pollers, __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; i < np; i++)
+			events += lc->pollers[i].fn(lc->pollers[i].arg, now);
+		if (n->actor_fn)
+			events += n->actor_fn(n->actor_arg, lc->index, now);
+		if (n->has_link)
+			events += dp__link_poll(lc->index, now);
+
+		tx_flush(lc, nb_ports);
+
+		if (unlikely(now >= next_timer)) {
+			rte_timer_manage();   /* rte_timers armed on this lcore */
+			if (n->timer_fn)
+				events += n->timer_fn(n->timer_arg, lc->index, now);
+			if (lc->index == 0)
+				events += dp__arp_tick(lc, now);
+			next_timer = now + n->timer_tsc;
+		}
+
+		DP_STAT_ADD(lc, iterations, 1);
+		if (events)
+			DP_STAT_ADD(lc, poll_events, events);
+		if (work + events) {
+			idle_since = 0;
+			sleep_us = 0;
+		} else {
+			DP_STAT_ADD(lc, idle_iterations, 1);
+			idle(lc, now, &idle_since, &sleep_us);
+		}
+	}
+	tx_flush(lc, nb_ports);
+	RTE_PER_LCORE(dp_index) = -1;
+	return 0;
+}
+
+/* ---- API -------------------------------------------------------------------- */
+
+int dp_tx(uint16_t port, struct rte_mbuf *m)
+{
+	struct dp_node *n = &dp__node;
+	int idx = RTE_PER_LCORE(dp_index);
+	ZB_DASSERT(m != NULL && port < n->nb_ports);
+	if (unlikely(idx < 0)) {   /* not a running loop (e.g. at shutdown) */
+		rte_pktmbuf_free(m);
+		return 0;
+	}
+	struct dp_lcore *lc = &n->lcores[idx];
+	struct rte_eth_dev_tx_buffer *b = lc->tx[port];
+	if (unlikely(b == NULL)) {
+		rte_pktmbuf_free(m);
+		DP_STAT_ADD(lc, tx_drops, 1);
+		return 0;
+	}
+	DP_STAT_ADD(lc, tx_packets, 1);
+	DP_STAT_ADD(lc, tx_bytes, rte_pktmbuf_pkt_len(m));
+	rte_eth_tx_buffer(n->ports[port].port_id, lc->txq[port], b, m);
+	return 1;
+}
+
+unsigned dp_lcore_count(void)
+{
+	return dp__node.lcores ? dp__node.nb_lcores : 0;
+}
+
+int dp_lcore_index(void)
+{
+	return RTE_PER_LCORE(dp_index);
+}
+
+unsigned dp_lcore_id_of(unsigned index)
+{
+	ZB_ASSERT(index < dp__node.nb_lcores);
+	return dp__node.lcore_ids[index];
+}
+
+int dp_register_poller(unsigned index, dp_poll_fn fn, void *arg)
+{
+	struct dp_node *n = &dp__node;
+	if (!fn || !n->lcores || index >= n->nb_lcores)
+		return -EINVAL;
+	struct dp_lcore *lc = &n->lcores[index];
+	int rc = 0;
+	pthread_mutex_lock(&n->reg_lock);
+	uint32_t np = lc->nb_pollers;
+	if (np >= DP_POLLERS_MAX) {
+		rc = -ENOSPC;
+	} else {
+		lc->pollers[np] = (struct dp_poller){.fn = fn, .arg = arg};
+		/* publish the entry before the count the loop reads */
+		__atomic_store_n(&lc->nb_pollers, np + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&n->reg_lock);
+	return rc;
+}
+
+int dp_set_rx_hook(dp_rx_fn fn, void *arg)
+{
+	if (dp__node.launched)
+		return -EBUSY;
+	dp__node.rx_fn = fn;
+	dp__node.rx_arg = arg;
+	return 0;
+}
+
+int dp_set_actor_hook(dp_actor_fn fn, void *arg)
+{
+	if (dp__node.launched)
+		return -EBUSY;
+	dp__node.actor_fn = fn;
+	dp__node.actor_arg = arg;
+	return 0;
+}
+
+int dp_set_timer_hook(dp_timer_fn fn, void *arg, uint32_t period_us)
+{
+	if (dp__node.launched)
+		return -EBUSY;
+	dp__node.timer_fn = fn;
+	dp__node.timer_arg = arg;
+	dp__node.timer_tsc = rte_get_tsc_hz() / 1000000 *
+			     (period_us ? period_us : DP_TIMER_US_DEFAULT);
+	return 0;
+}
+
+int dp_set_control_hook(const struct dp_control_ops *ops, void *arg)
+{
+	if (dp__node.launched)
+		return -EBUSY;
+	if (ops && (!ops->run || !ops->stop))
+		return -EINVAL;
+	dp__node.ctl_ops = ops;
+	dp__node.ctl_arg = arg;
+	return 0;
+}
+
+int dp_lcore_stats(unsigned index, struct dp_lcore_stats *out)
+{
+	struct dp_node *n = &dp__node;
+	if (!out || !n->lcores || index >= n->nb_lcores)
+		return -EINVAL;
+	const struct dp_lcore_stats *s = &n->lcores[index].stats;
+	const uint64_t *src = (const uint64_t *)s;
+	uint64_t *dst = (uint64_t *)out;
+	static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "stats are u64s");
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	return 0;
+}
+
+void dp_stats_dump(FILE *out)
+{
+	for (uint16_t k = 0; k < dp__node.nb_ports; k++) {
+		const struct dp_port *p = &dp__node.ports[k];
+		struct rte_eth_link link;
+		struct rte_eth_stats st;
+		memset(&link, 0, sizeof(link));
+		memset(&st, 0, sizeof(st));
+		if (p->started) {
+			rte_eth_link_get_nowait(p->port_id, &link);
+			rte_eth_stats_get(p->port_id, &st);
+		}
+		fprintf(out,
+			"port.%u link=%s ipackets=%" PRIu64 " opackets=%" PRIu64
+			" imissed=%" PRIu64 " ierrors=%" PRIu64 " oerrors=%" PRIu64
+			" rx_nombuf=%" PRIu64 "\n",
+			p->cfg_index, link.link_status ? "up" : "down", st.ipackets,
+			st.opackets, st.imissed, st.ierrors, st.oerrors, st.rx_nombuf);
+	}
+	for (unsigned i = 0; i < dp_lcore_count(); i++) {
+		struct dp_lcore_stats s;
+		if (dp_lcore_stats(i, &s))
+			continue;
+		fprintf(out,
+			"stats lcore=%u index=%u iterations=%" PRIu64 " idle=%" PRIu64
+			" sleeps=%" PRIu64 " rx_packets=%" PRIu64 " rx_bytes=%" PRIu64
+			" tx_packets=%" PRIu64 " tx_bytes=%" PRIu64 " tx_drops=%" PRIu64
+			" rx_drops=%" PRIu64 " arp_replies=%" PRIu64 " icmp_replies=%" PRIu64
+			" arp_requests=%" PRIu64 " arp_learned=%" PRIu64
+			" lane_fwd=%" PRIu64 " lane_drops=%" PRIu64 " zc_frames=%" PRIu64
+			" udp_rx=%" PRIu64 " poll_events=%" PRIu64 "\n",
+			dp__node.lcore_ids[i], i, s.iterations, s.idle_iterations,
+			s.sleeps, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes,
+			s.tx_drops, s.rx_drops, s.arp_replies, s.icmp_replies,
+			s.arp_requests, s.arp_learned, s.lane_fwd, s.lane_drops, s.zc_frames, s.udp_rx,
+			s.poll_events);
+	}
+	dp__link_stats_dump(out);
+	fflush(out);
+}

@@ -1,0 +1,395 @@
+/* dataplane/net_dpdk.c — the "dpdk" net provider (zbmd/net.h) on the
+ * reliable transport of one lane.
+ *
+ * A provider instance (ctx) belongs to one lane: the dataplane lcore that
+ * calls init() (lane 0 when called before the loops run, e.g. from main).
+ * Every later call on it — and on its comms and requests — must come from
+ * that lcore (a poller), because the lane's transport instance is
+ * single-threaded; the transport's callbacks reach the ctx on that lcore too.
+ *
+ * Mapping. Channel c of a peer = transport stream c (c < DP_NET_CHANNELS).
+ * One isend = two transport messages on that stream: an 8-byte header
+ * {tag, size} (copied), then the payload (sent zero-copy: the request's
+ * tp_ref keeps it pinned until the transport and the NIC are done). The
+ * receiver alternates header / payload per (peer, stream); a payload is
+ * copied into the oldest posted irecv of that comm (matching in posting
+ * order, net.h) — or, with no irecv posted (or no comm accepted yet), left
+ * with the transport (deliver returns -EAGAIN), which holds back the stream:
+ * that is the backpressure. test() reports the size, or -EMSGSIZE (message
+ * larger than the irecv), ZB_ERR_BAD_FRAME (tag mismatch), or the
+ * transport's send error (ZB_ERR_PEER_DOWN, ZB_ERR_EPOCH, ...).
+ *
+ * Memory: requests and comms come from fixed tables in the ctx, allocated
+ * by init(); isend/irecv/test allocate nothing.
+ */
+#include "internal.h"
+#include "zbmd/net.h"
+
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+
+#define DP_NET_CHANNELS 8       /* = the transport's default stream count */
+#define DP_NET_REQS 1024
+
+enum { REQ_FREE = 0, REQ_SEND, REQ_RECV };
+
+struct nd_ctx;
+
+struct nd_req {
+	struct tp_ref ref;       /* payload pinned while > 0 (sends) */
+	uint8_t kind;
+	uint8_t done;            /* recv matched / send acked */
+	uint8_t payload_posted;  /* send: payload accepted by the transport */
+	uint8_t ref_dropped;     /* send: transport + NIC released the payload */
+	uint8_t acks;            /* send: send_done calls seen (2 = both) */
+	int status;
+	size_t size;
+	void *buf;               /* recv: destination; send: source */
+	uint32_t tag;
+	struct nd_req *next;     /* recv: posted queue; free list */
+	struct nd_comm *comm;
+};
+
+struct nd_comm {
+	struct nd_ctx *ctx;
+	uint16_t peer, channel;
+	bool used, is_send;
+	/* send: a request whose header went out but whose payload waits */
+	struct nd_req *stalled;
+	/* recv: posted irecvs, oldest first; the header seen, if any */
+	struct nd_req *head, *tail;
+	bool have_hdr;
+	uint32_t hdr_tag, hdr_size;
+};
+
+struct nd_ctx {
+	unsigned lane;
+	struct tp *tp;
+	uint16_t self;
+	struct nd_comm send[CFG_MAX_NODES][DP_NET_CHANNELS];
+	struct nd_comm recv[CFG_MAX_NODES][DP_NET_CHANNELS];
+	struct nd_req reqs[DP_NET_REQS];
+	struct nd_req *free_reqs;
+};
+
+static struct nd_ctx *lanes[CFG_MAX_LCORES];   /* ctx per lane, or NULL */
+static uint64_t tsc_now_ns(void)
+{
+	return dp_now_ns(rte_rdtsc());
+}
+
+static struct nd_req *req_get(struct nd_ctx *c, uint8_t kind)
+{
+	struct nd_req *r = c->free_reqs;
+	if (!r)
+		return NULL;
+	c->free_reqs = r->next;
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	return r;
+}
+
+static void req_put(struct nd_ctx *c, struct nd_req *r)
+{
+	r->kind = REQ_FREE;
+	r->next = c->free_reqs;
+	c->free_reqs = r;
+}
+
+/* ---- transport callbacks (link.c calls these on the lane's lcore) -------- */
+
+static void complete_recv(struct nd_comm *cm, struct tp_msg *m)
+{
+	struct nd_req *r = cm->head;
+	cm->head = r->next;
+	if (!cm->head)
+		cm->tail = NULL;
+	if (m->len > r->size)
+		r->status = -EMSGSIZE;
+	else if (cm->hdr_tag != r->tag)
+		r->status = ZB_ERR_BAD_FRAME;
+	else if (m->len)
+		memcpy(r->buf, m->data, m->len);
+	r->size = m->len;
+	r->done = 1;
+}
+
+/* 1: taken (the caller releases m), -EAGAIN: hold it, 0: not ours */
+int dp__net_deliver(unsigned lane, struct tp_msg *m)
+{
+	struct nd_ctx *c = lane < CFG_MAX_LCORES ? lanes[lane] : NULL;
+	if (!c)
+		return 0;
+	if (m->peer >= CFG_MAX_NODES || m->stream >= DP_NET_CHANNELS)
+		return 0;
+	struct nd_comm *cm = &c->recv[m->peer][m->stream];
+	if (!cm->used)
+		return -EAGAIN;            /* not accepted yet: hold it */
+	if (!cm->have_hdr) {
+		uint32_t h[2];
+		if (m->len != sizeof(h))
+			return 1;          /* not a header: a broken peer; drop */
+		memcpy(h, m->data, sizeof(h));
+		cm->hdr_tag = h[0];
+		cm->hdr_size = h[1];
+		cm->have_hdr = true;
+		return 1;
+	}
+	if (!cm->head)
+		return -EAGAIN;            /* no irecv posted: backpressure */
+	complete_recv(cm, m);
+	cm->have_hdr = false;
+	return 1;
+}
+
+/* 1: the cookie was ours */
+int dp__net_send_done(unsigned lane, uint64_t cookie, int status)
+{
+	struct nd_ctx *c = lane < CFG_MAX_LCORES ? lanes[lane] : NULL;
+	if (!c)
+		return 0;
+	struct nd_req *r = (struct nd_req *)(uintptr_t)cookie;
+	if (r < c->reqs || r >= c->reqs + DP_NET_REQS || r->kind != REQ_SEND)
+		return 0;
+	if (status && !r->status)
+		r->status = status;
+	r->acks++;
+	return 1;
+}
+
+static void ref_free(struct tp_ref *ref)
+{
+	((struct nd_req *)ref)->ref_dropped = 1;
+}
+
+/* ---- sends ------------------------------------------------------------------ */
+
+static int post_payload(struct nd_ctx *c, struct nd_req *r)
+{
+	struct nd_comm *cm = r->comm;
+	tp_ref_init(&r->ref, ref_free);
+	int rc = tp_send(c->tp, cm->peer, cm->channel, r->buf, r->size, &r->ref,
+			 (uint64_t)(uintptr_t)r, tsc_now_ns());
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc) {
+		r->status = rc;
+		r->acks = 2;       /* nothing more will come for it */
+		r->ref_dropped = 1;
+	} else {
+		tp_ref_put(&r->ref);   /* ours; the transport/NIC hold theirs */
+	}
+	r->payload_posted = 1;
+	cm->stalled = NULL;
+	return 0;
+}
+
+static int nd_isend(void *comm, const void *data, size_t size, uint32_t tag,
+		    void *mh, void **request)
+{
+	(void)mh;
+	struct nd_comm *cm = comm;
+	struct nd_ctx *c = cm->ctx;
+	ZB_DASSERT(cm->is_send && dp_lcore_index() == (int)c->lane);
+	if (cm->stalled && post_payload(c, cm->stalled) == -EAGAIN)
+		return -EAGAIN;    /* keep the order: the earlier payload first */
+	if (size > UINT32_MAX)
+		return -EMSGSIZE;
+	struct nd_req *r = req_get(c, REQ_SEND);
+	if (!r)
+		return -EAGAIN;
+	r->comm = cm;
+	r->buf = (void *)(uintptr_t)data;
+	r->size = size;
+	r->tag = tag;
+	uint32_t h[2] = {tag, (uint32_t)size};
+	int rc = tp_send(c->tp, cm->peer, cm->channel, h, sizeof(h), NULL,
+			 (uint64_t)(uintptr_t)r, tsc_now_ns());
+	if (rc) {
+		req_put(c, r);
+		return rc == ZB_ERR_PEER_DOWN || rc == -EAGAIN ? rc : rc;
+	}
+	if (post_payload(c, r) == -EAGAIN)
+		cm->stalled = r;   /* header out: the payload follows first thing */
+	*request = r;
+	return 0;
+}
+
+/* ---- receives and completion ------------------------------------------------ */
+
+static int nd_irecv(void *comm, void *data, size_t size, uint32_t tag,
+		    void *mh, void **request)
+{
+	(void)mh;
+	struct nd_comm *cm = comm;
+	struct nd_ctx *c = cm->ctx;
+	ZB_DASSERT(!cm->is_send && dp_lcore_index() == (int)c->lane);
+	struct nd_req *r = req_get(c, REQ_RECV);
+	if (!r)
+		return -EAGAIN;
+	r->comm = cm;
+	r->buf = data;
+	r->size = size;
+	r->tag = tag;
+	if (cm->tail)
+		cm->tail->next = r;
+	else
+		cm->head = r;
+	cm->tail = r;
+	*request = r;
+	return 0;
+}
+
+static int nd_test(void *request, int *done, size_t *size)
+{
+	struct nd_req *r = request;
+	struct nd_ctx *c = r->comm->ctx;
+	ZB_ASSERT(r->kind == REQ_SEND || r->kind == REQ_RECV);
+	*done = 0;
+	if (r->kind == REQ_SEND) {
+		if (!r->payload_posted)
+			post_payload(c, r);
+		if (!r->payload_posted || r->acks < 2 || !r->ref_dropped)
+			return 0;
+	} else if (!r->done) {
+		return 0;
+	}
+	int st = r->status;
+	if (size)
+		*size = r->size;
+	*done = 1;
+	req_put(c, r);
+	return st;
+}
+
+/* ---- comms, ctx --------------------------------------------------------------- */
+
+static struct nd_comm *comm_open(struct nd_ctx *c, uint16_t peer,
+				 uint16_t channel, bool is_send, int *rc)
+{
+	const struct zb_config *cfg = dp__node.cfg;
+	if (peer >= CFG_MAX_NODES || channel >= DP_NET_CHANNELS ||
+	    peer == c->self || !cfg->peers[peer].present) {
+		*rc = -EINVAL;
+		return NULL;
+	}
+	struct nd_comm *cm = is_send ? &c->send[peer][channel]
+				     : &c->recv[peer][channel];
+	if (cm->used) {
+		*rc = -EBUSY;
+		return NULL;
+	}
+	memset(cm, 0, sizeof(*cm));
+	cm->ctx = c;
+	cm->peer = peer;
+	cm->channel = channel;
+	cm->is_send = is_send;
+	cm->used = true;
+	*rc = 0;
+	return cm;
+}
+
+static int nd_connect(void *ctx, uint16_t peer, uint16_t channel, void **comm)
+{
+	int rc;
+	*comm = comm_open(ctx, peer, channel, true, &rc);
+	return rc;
+}
+
+static int nd_accept(void *ctx, uint16_t peer, uint16_t channel, void **comm)
+{
+	int rc;
+	*comm = comm_open(ctx, peer, channel, false, &rc);
+	return rc;
+}
+
+static void nd_close(void *comm)
+{
+	struct nd_comm *cm = comm;
+	if (cm)
+		cm->used = false;
+}
+
+static int nd_reg_mr(void *comm, void *data, size_t size,
+		     enum net_mem_type type, void **mh)
+{
+	(void)data;
+	(void)size;
+	if (type != NET_MEM_HOST)
+		return ZB_ERR_UNSUPPORTED;
+	*mh = comm;   /* host memory needs no registration here */
+	return 0;
+}
+
+static int nd_dereg_mr(void *comm, void *mh)
+{
+	(void)comm;
+	(void)mh;
+	return 0;
+}
+
+static int nd_progress(void *ctx)
+{
+	struct nd_ctx *c = ctx;
+	int n = 0;
+	for (unsigned p = 0; p < CFG_MAX_NODES; p++)
+		for (unsigned ch = 0; ch < DP_NET_CHANNELS; ch++)
+			if (c->send[p][ch].stalled &&
+			    post_payload(c, c->send[p][ch].stalled) == 0)
+				n++;
+	return n;
+}
+
+static int nd_init(const struct net_init_args *args, void **out)
+{
+	ZB_ASSERT(args != NULL && out != NULL);
+	int idx = dp_lcore_index();
+	unsigned lane = idx < 0 ? 0 : (unsigned)idx;
+	struct tp *tp = dp_transport(lane);
+	if (!tp)
+		return ZB_ERR_UNAVAILABLE;   /* no node, or no port with an IP */
+	if (args->channels > DP_NET_CHANNELS)
+		return -EINVAL;
+	if (lanes[lane])
+		return -EBUSY;
+	struct nd_ctx *c = rte_zmalloc("zbmd_net_dpdk", sizeof(*c),
+				       RTE_CACHE_LINE_SIZE);
+	if (!c)
+		return -ENOMEM;
+	c->lane = lane;
+	c->tp = tp;
+	c->self = dp__node.cfg->node.id;
+	for (int i = DP_NET_REQS - 1; i >= 0; i--)
+		req_put(c, &c->reqs[i]);
+	__atomic_store_n(&lanes[lane], c, __ATOMIC_RELEASE);
+	*out = c;
+	return 0;
+}
+
+static void nd_fini(void *ctx)
+{
+	struct nd_ctx *c = ctx;
+	if (!c)
+		return;
+	__atomic_store_n(&lanes[c->lane], NULL, __ATOMIC_RELEASE);
+	rte_free(c);
+}
+
+const struct net_ops dp_net_dpdk_ops = {
+	.version = NET_OPS_VERSION,
+	.name = "dpdk",
+	.init = nd_init,
+	.fini = nd_fini,
+	.progress = nd_progress,
+	.connect = nd_connect,
+	.accept = nd_accept,
+	.reg_mr = nd_reg_mr,
+	.dereg_mr = nd_dereg_mr,
+	.isend = nd_isend,
+	.irecv = nd_irecv,
+	.test = nd_test,
+	.close_send = nd_close,
+	.close_recv = nd_close,
+};

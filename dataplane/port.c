@@ -1,0 +1,282 @@
+/* dataplane/port.c — configure, start, stop and close the configured ports.
+ *
+ * Every [port.N] becomes one ethdev port: found by its PCI address or vdev
+ * name after the EAL probed it; one RX/TX queue pair per dataplane lcore
+ * where the device allows (clamped to the device's queue counts); RSS on IP/UDP when there are
+ * several RX queues and the device hashes; the MTU (jumbo included) checked
+ * against the device; a mempool per port on the port's NUMA socket, its data
+ * room sized for the MTU so that no frame needs scatter; the MAC from the
+ * config (set on the device) or the device's own.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_ether.h>
+
+/* ethdev id of a configured port, or -ENODEV. */
+static int find_port(const struct cfg_port *cp, uint16_t *port_id)
+{
+	char name[CFG_STR];
+	if (cp->pci[0]) {
+		snprintf(name, sizeof(name), "%s", cp->pci);
+		if (rte_eth_dev_get_port_by_name(name, port_id) == 0)
+			return 0;
+		/* "3b:00.0" is probed as "0000:3b:00.0" */
+		snprintf(name, sizeof(name), "0000:%s", cp->pci);
+		return rte_eth_dev_get_port_by_name(name, port_id) == 0 ? 0
+									: -ENODEV;
+	}
+	snprintf(name, sizeof(name), "%s", cp->vdev);
+	name[strcspn(name, ",")] = 0;
+	return rte_eth_dev_get_port_by_name(name, port_id) == 0 ? 0 : -ENODEV;
+}
+
+/* One queue per dataplane lcore, as many as the device has. (An RX queue
+ * that no lcore polls would lose the frames RSS steers to it, so a larger
+ * [port.N] rx_queues cannot help; see docs/dataplane.md.) */
+static uint16_t clamp_queues(uint16_t dev_max, unsigned lcores)
+{
+	uint16_t n = (uint16_t)lcores;
+	if (n > dev_max)
+		n = dev_max;
+	return n ? n : 1;
+}
+
+/* Smallest mempool that can fill every ring and every lcore's burst and
+ * cache without starving RX. */
+static uint32_t pool_need(const struct dp_node *n, const struct dp_port *p,
+			  uint16_t rx_desc, uint16_t tx_desc, uint32_t cache)
+{
+	return (uint32_t)p->nb_rxq * rx_desc + (uint32_t)p->nb_txq * tx_desc +
+	       n->nb_lcores * (2u * n->burst + cache) + 64;
+}
+
+static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
+			  const struct cfg_port *cp, struct dp_err *err)
+{
+	const struct zb_config *cfg = n->cfg;
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	int rc;
+
+	ZB_ASSERT(p != NULL && cp != NULL);
+	ZB_ASSERT(n->nb_lcores > 0);
+	rc = rte_eth_dev_info_get(p->port_id, &info);
+	if (rc)
+		return dp__err(err, ZB_ERR_DEVICE, "port.%u: dev_info: %s", idx,
+			       rte_strerror(-rc));
+	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
+	rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	p->nb_rxq = clamp_queues(info.max_rx_queues, n->nb_lcores);
+	p->nb_txq = clamp_queues(info.max_tx_queues, n->nb_lcores);
+	p->mtu = cp->mtu ? cp->mtu : RTE_ETHER_MTU;
+	if (p->mtu < info.min_mtu || p->mtu > info.max_mtu)
+		return dp__err(err, ZB_ERR_CONFIG,
+			       "port.%u (%s): mtu %u is outside what the device allows (%u..%u)",
+			       idx, p->name, p->mtu, info.min_mtu, info.max_mtu);
+	uint32_t frame = (uint32_t)p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+	if (info.max_rx_pktlen && frame > info.max_rx_pktlen)
+		return dp__err(err, ZB_ERR_CONFIG,
+			       "port.%u (%s): mtu %u needs %u-byte frames; the device takes %u (af_packet: raise framesz=)",
+			       idx, p->name, p->mtu, frame, info.max_rx_pktlen);
+	uint32_t room = frame + 8 /* VLAN tags */ + RTE_PKTMBUF_HEADROOM;
+	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
+		room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	p->data_room = (uint16_t)room;
+
+	memset(&conf, 0, sizeof(conf));
+	conf.rxmode.mtu = p->mtu;
+	if (p->nb_rxq > 1 && (info.flow_type_rss_offloads &
+			      (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP))) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads &
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+	}
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	/* fast-free forbids multi-segment / refcounted mbufs: the transport
+	 * sends attached (zero-copy) mbufs, so keep the general path. */
+	conf.txmode.offloads &= ~RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+	rc = rte_eth_dev_configure(p->port_id, p->nb_rxq, p->nb_txq, &conf);
+	if (rc)
+		return dp__err(err, ZB_ERR_DEVICE,
+			       "port.%u (%s): configure %u rx / %u tx queues, mtu %u: %s",
+			       idx, p->name, p->nb_rxq, p->nb_txq, p->mtu,
+			       rte_strerror(-rc));
+	p->configured = true;
+
+	uint16_t rx_desc = cp->rx_desc ? cp->rx_desc : 1024;
+	uint16_t tx_desc = cp->tx_desc ? cp->tx_desc : 1024;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &rx_desc, &tx_desc);
+	if (rc)
+		return dp__err(err, ZB_ERR_DEVICE, "port.%u: descriptors: %s",
+			       idx, rte_strerror(-rc));
+	uint32_t cache = cfg->dp.mbuf_cache;
+	if (cache > RTE_MEMPOOL_CACHE_MAX_SIZE)
+		cache = RTE_MEMPOOL_CACHE_MAX_SIZE;
+	p->pool_size = cfg->dp.mbufs;
+	uint32_t need = pool_need(n, p, rx_desc, tx_desc, cache);
+	if (p->pool_size < need)
+		return dp__err(err, ZB_ERR_CONFIG,
+			       "port.%u (%s): [dataplane] mbufs = %u is too small for %u rx x %u + %u tx x %u descriptors and %u lcores (need at least %u)",
+			       idx, p->name, p->pool_size, p->nb_rxq, rx_desc,
+			       p->nb_txq, tx_desc, n->nb_lcores, need);
+	if (cache > p->pool_size / 2)
+		cache = p->pool_size / 2;
+
+	p->socket = rte_eth_dev_socket_id(p->port_id);
+	int sock = p->socket < 0 ? (int)rte_socket_id() : p->socket;
+	char pname[RTE_MEMPOOL_NAMESIZE];
+	snprintf(pname, sizeof(pname), "zbmd_port%u", idx);
+	p->pool = rte_pktmbuf_pool_create(pname, p->pool_size, cache, 0,
+					  p->data_room, sock);
+	if (!p->pool)
+		return dp__err(err, -ENOMEM,
+			       "port.%u (%s): mempool of %u mbufs x %u bytes on socket %d: %s ([eal] memory too small?)",
+			       idx, p->name, p->pool_size, p->data_room, sock,
+			       rte_strerror(rte_errno));
+
+	for (uint16_t q = 0; q < p->nb_rxq; q++) {
+		rc = rte_eth_rx_queue_setup(p->port_id, q, rx_desc, (unsigned)sock,
+					    NULL, p->pool);
+		if (rc)
+			return dp__err(err, ZB_ERR_DEVICE,
+				       "port.%u (%s): rx queue %u: %s", idx,
+				       p->name, q, rte_strerror(-rc));
+	}
+	for (uint16_t q = 0; q < p->nb_txq; q++) {
+		rc = rte_eth_tx_queue_setup(p->port_id, q, tx_desc, (unsigned)sock,
+					    NULL);
+		if (rc)
+			return dp__err(err, ZB_ERR_DEVICE,
+				       "port.%u (%s): tx queue %u: %s", idx,
+				       p->name, q, rte_strerror(-rc));
+	}
+	return 0;
+}
+
+static int port_mac(uint16_t idx, struct dp_port *p, const struct cfg_port *cp,
+		    struct dp_err *err)
+{
+	int rc = rte_eth_macaddr_get(p->port_id, &p->mac);
+	if (rc)
+		return dp__err(err, ZB_ERR_DEVICE, "port.%u (%s): read MAC: %s",
+			       idx, p->name, rte_strerror(-rc));
+	if (!cp->mac_set || memcmp(cp->mac, p->mac.addr_bytes, 6) == 0)
+		return 0;
+	struct rte_ether_addr want;
+	memcpy(want.addr_bytes, cp->mac, 6);
+	rc = rte_eth_dev_default_mac_addr_set(p->port_id, &want);
+	if (rc == -ENOTSUP) {
+		/* memif, ring, ...: the device has no MAC filter to set. We
+		 * filter in software (arp.c), so the address is ours anyway;
+		 * promiscuous mode lets a real NIC deliver frames for it. */
+		rte_eth_promiscuous_enable(p->port_id);
+		p->mac_soft = true;
+		rc = 0;
+	}
+	if (rc)
+		return dp__err(err, ZB_ERR_DEVICE,
+			       "port.%u (%s): set MAC %02x:%02x:%02x:%02x:%02x:%02x: %s",
+			       idx, p->name, cp->mac[0], cp->mac[1], cp->mac[2],
+			       cp->mac[3], cp->mac[4], cp->mac[5], rte_strerror(-rc));
+	p->mac = want;
+	return 0;
+}
+
+int dp__ports_init(struct dp_node *n, struct dp_err *err)
+{
+	ZB_ASSERT(n != NULL && n->cfg != NULL);
+	ZB_ASSERT(n->nb_ports == 0);
+	const struct zb_config *cfg = n->cfg;
+
+	for (uint16_t i = 0; i < CFG_MAX_PORTS; i++)
+		n->port_of_cfg[i] = -1;
+	for (uint16_t i = 0; i < CFG_MAX_PORTS; i++) {
+		const struct cfg_port *cp = &cfg->ports[i];
+		if (!cp->present)
+			continue;
+		n->port_of_cfg[i] = (int8_t)n->nb_ports;
+		struct dp_port *p = &n->ports[n->nb_ports];
+		memset(p, 0, sizeof(*p));
+		p->cfg_index = i;
+		p->ip = cp->ip;
+		if (find_port(cp, &p->port_id))
+			return dp__err(err, -ENODEV,
+				       "port.%u: no DPDK port for %s '%s' (driver missing, or the device/interface does not exist?)",
+				       i, cp->pci[0] ? "pci" : "vdev",
+				       cp->pci[0] ? cp->pci : cp->vdev);
+		n->nb_ports++;
+		int rc = port_configure(n, i, p, cp, err);
+		if (rc)
+			return rc;
+		rc = port_mac(i, p, cp, err);
+		if (rc)
+			return rc;
+	}
+	for (uint16_t k = 0; k < n->nb_ports; k++) {
+		struct dp_port *p = &n->ports[k];
+		int rc = rte_eth_dev_start(p->port_id);
+		if (rc)
+			return dp__err(err, ZB_ERR_DEVICE, "port.%u (%s): start: %s",
+				       p->cfg_index, p->name, rte_strerror(-rc));
+		p->started = true;
+	}
+	return 0;
+}
+
+void dp__ports_fini(struct dp_node *n)
+{
+	ZB_ASSERT(n != NULL);
+	ZB_ASSERT(n->nb_ports <= CFG_MAX_PORTS);
+	for (uint16_t k = 0; k < n->nb_ports; k++) {
+		struct dp_port *p = &n->ports[k];
+		if (p->started)
+			rte_eth_dev_stop(p->port_id);
+		p->started = false;
+	}
+	/* Close every port before freeing pools: closed drivers release the
+	 * mbufs their rings held. */
+	for (uint16_t k = 0; k < n->nb_ports; k++)
+		rte_eth_dev_close(n->ports[k].port_id);
+	for (uint16_t k = 0; k < n->nb_ports; k++) {
+		rte_mempool_free(n->ports[k].pool);
+		n->ports[k].pool = NULL;
+	}
+	n->nb_ports = 0;
+}
+
+/* ---- public accessors ----------------------------------------------------- */
+
+uint16_t dp_port_count(void)
+{
+	return dp__node.nb_ports;
+}
+
+struct rte_mempool *dp_port_pool(uint16_t port)
+{
+	return port < dp__node.nb_ports ? dp__node.ports[port].pool : NULL;
+}
+
+int dp_port_of_cfg(uint16_t cfg_index)
+{
+	if (cfg_index >= CFG_MAX_PORTS || !dp__node.eal_up ||
+	    dp__node.port_of_cfg[cfg_index] < 0)
+		return -EINVAL;
+	return dp__node.port_of_cfg[cfg_index];
+}
+
+int dp_port_addr(uint16_t port, uint8_t mac[6], uint32_t *ip_be)
+{
+	if (port >= dp__node.nb_ports)
+		return -EINVAL;
+	if (mac)
+		memcpy(mac, dp__node.ports[port].mac.addr_bytes, 6);
+	if (ip_be)
+		*ip_be = dp__node.ports[port].ip;
+	return 0;
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Ring all-reduce (the collectives engine, zbmd/coll.h) over the dpdk net
+# provider and the reliable transport: 4 nodes in namespaces on
+# net_af_packet, then 3 nodes joined by net_memif; 3 all-reduces of 256 Ki
+# floats each, every element checked (tests/dataplane/helper_allreduce).
+. "$ZBMD_ROOT/tests/common/tap.sh"
+. "$ZBMD_ROOT/tests/dataplane/lib.sh"
+need_netns
+AR=$ZBMD_BUILD/tests/dataplane/helper_allreduce
+TAGV=nodear$$; TAGM=nodeam$$
+CLV="$ZBMD_ROOT/scripts/cluster.sh --tag $TAGV --dir $T/v"
+CLM="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAGM --dir $T/m"
+trap '$CLV down >/dev/null 2>&1; $CLM down >/dev/null 2>&1; cleanup_lib' EXIT
+plan 6
+
+# run_ring CL DIR N: start helper_allreduce on nodes 1..N in index order
+# (memif servers first), wait for all DONE, stop them; sets RCS
+run_ring() {
+	local cl=$1 dir=$2 n=$3 i pids=()
+	for ((i = 1; i <= n; i++)); do
+		$cl exec $i "$AR" -c "$dir/node$i.ini" --iters 3 >"$dir/a$i" 2>&1 &
+		pids+=($!); PIDS+=($!)
+		wait_for "$dir/a$i" '^READY' 60 || return 1
+	done
+	for ((i = 1; i <= n; i++)); do wait_for "$dir/a$i" '^DONE' 90 || return 1; done
+	kill -TERM "${pids[@]}"
+	RCS=
+	for p in "${pids[@]}"; do wait "$p"; RCS="$RCS $?"; done
+}
+
+$CLV up 4 >/dev/null; ok $? "4 namespaces on af_packet"
+run_ring "$CLV" "$T/v" 4; ok $? "4-node ring: 3 all-reduces finished on every rank"
+[ "$RCS" = " 0 0 0 0" ]; ok $? "every element right on every rank (exit statuses:$RCS)"
+diag "$(grep -h '^DONE' "$T"/v/a1)"
+
+$CLM up 3 >/dev/null; ok $? "3 processes joined by memif links"
+run_ring "$CLM" "$T/m" 3; ok $? "3-node memif ring: 3 all-reduces finished on every rank"
+[ "$RCS" = " 0 0 0" ]; ok $? "every element right on every rank (exit statuses:$RCS)"
+diag "$(grep -h '^DONE' "$T"/m/a3)"
+done_testing

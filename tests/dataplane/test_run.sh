@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# zbmd run on virtual devices (net_null, net_ring): lcores run, counters on
+# SIGUSR1, clean exit on SIGTERM/SIGINT, the node lock, bad configs.
+. "$ZBMD_ROOT/tests/common/tap.sh"
+. "$ZBMD_ROOT/tests/dataplane/lib.sh"
+trap cleanup_lib EXIT
+plan 17
+
+PFX=zbmd-node-t$$
+PREFIXES+=("$PFX")
+PORTS='[port.0]
+vdev = net_null0,no-rx=1
+ip = 10.9.0.1/24
+[port.1]
+vdev = net_ring0
+mtu = 9000'
+node_config "$T/good.ini" "$PFX" 0-1 "$PORTS"
+
+"$ZBMD" run -c "$T/good.ini" >"$T/out" 2>"$T/err" & P=$!; PIDS+=($P)
+wait_for "$T/out" '^zbmd: ready' 60; ok $? "node starts and says ready"
+grep -q 'driver=net_null .*ip=10.9.0.1 rx_queues=1 tx_queues=1 mtu=1500' "$T/out"
+ok $? "log names port.0 with driver, IP, queues, MTU"
+grep -q 'name=net_ring0 driver=net_ring.* mtu=9000' "$T/out" &&
+	grep -qE 'mempool zbmd_port1: mbufs=8191 data_room=(9[0-9]{3}|[1-9][0-9]{4})' "$T/out"
+ok $? "jumbo port: mempool data room sized for mtu 9000"
+grep -q '^lcore 1: index=0' "$T/out"; ok $? "one worker lcore polls (lcore 1)"
+
+# the loop runs: two SIGUSR1 dumps, the iteration count grows
+kill -USR1 $P; wait_for "$T/out" '^stats lcore=1' 20
+it1=$(grep '^stats lcore=1' "$T/out" | tail -1 | sed 's/.*iterations=\([0-9]*\).*/\1/')
+sleep 0.5; kill -USR1 $P
+deadline=$((SECONDS + 20))
+while [ "$(grep -c '^stats lcore=1' "$T/out")" -lt 2 ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+it2=$(grep '^stats lcore=1' "$T/out" | tail -1 | sed 's/.*iterations=\([0-9]*\).*/\1/')
+[ -n "$it1" ] && [ -n "$it2" ] && [ "$it2" -gt "$it1" ]
+ok $? "lcore loop iterates (iterations $it1 -> $it2)"
+grep '^stats lcore=1' "$T/out" | tail -1 | grep -qE 'sleeps=[1-9]'
+ok $? "adaptive idle policy sleeps when idle"
+
+# a second node with the same file-prefix is refused, clearly, no crash
+"$ZBMD" run -c "$T/good.ini" >"$T/out2" 2>"$T/err2"; rc=$?
+[ $rc -eq 1 ]; ok $? "second node with the same file-prefix exits 1 (got $rc)"
+grep -q "another zbmd node is running with file-prefix $PFX (pid $P)" "$T/err2"
+ok $? "second node names the prefix and the running pid"
+kill -0 $P; ok $? "first node still running"
+
+t0=$SECONDS; kill -TERM $P; wait $P; rc=$?
+[ $rc -eq 0 ] && [ $((SECONDS - t0)) -le 15 ]; ok $? "SIGTERM: exit 0 within 15 s (rc $rc, $((SECONDS - t0)) s)"
+grep -q '^zbmd: stopped cleanly' "$T/out"; ok $? "log says stopped cleanly"
+
+# a DPDK primary that is not zbmd (holds DPDK's own fcntl lock) is named too
+RT=/var/run/dpdk/$PFX; [ "$(id -u)" -eq 0 ] || RT=${XDG_RUNTIME_DIR:-/tmp}/dpdk/$PFX
+mkdir -p "$RT"
+python3 -c "import fcntl,sys,time; f=open(sys.argv[1],'a'); fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(60)" "$RT/config" >"$T/lk" &
+L=$!; PIDS+=($L); wait_for "$T/lk" locked 20
+"$ZBMD" run -c "$T/good.ini" >/dev/null 2>"$T/err3"; rc=$?
+kill $L 2>/dev/null; wait $L 2>/dev/null
+[ $rc -eq 1 ] && grep -q "another DPDK primary process (pid $L) is running with file-prefix $PFX" "$T/err3"
+ok $? "a foreign DPDK primary on the prefix is refused with its pid"
+
+# one lcore: the main lcore polls; SIGINT stops it
+node_config "$T/one.ini" "$PFX" 0 "$PORTS"
+"$ZBMD" run -c "$T/one.ini" >"$T/out4" 2>&1 & P=$!; PIDS+=($P)
+wait_for "$T/out4" '^zbmd: ready' 60 && grep -q 'the main lcore polls' "$T/out4"
+ok $? "single lcore: the main lcore runs the loop"
+kill -INT $P; wait $P; rc=$?
+[ $rc -eq 0 ] && grep -qE '^stats lcore=0 index=0 iterations=[1-9]' "$T/out4"
+ok $? "single lcore: SIGINT exits 0 after iterating (rc $rc)"
+
+# bad configs: FILE:LINE, exit 2, nothing started
+node_config "$T/bad.ini" "$PFX" 0-1 "[port.0]
+vdev = net_null0
+bogus_key = 1"
+"$ZBMD" run -c "$T/bad.ini" >/dev/null 2>"$T/err5"; rc=$?
+[ $rc -eq 2 ] && grep -q "$T/bad.ini:17:" "$T/err5"
+ok $? "bad config: exit 2 with FILE:LINE (rc $rc: $(head -1 "$T/err5"))"
+"$ZBMD" run -c "$T/missing.ini" >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ]; ok $? "missing config file: exit 2"
+"$ZBMD" run >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ]; ok $? "no -c: usage, exit 2"
+
+done_testing
