@@ -254,18 +254,20 @@ size_t act_worker_poll(struct act_runtime *rt, unsigned worker, uint32_t budget)
 	struct act_worker *w = &rt->workers[worker];
 	struct act__tls saved = act__tls;
 	size_t done = 0;
+	uint64_t used = 0;   /* reductions: messages + act_consume's extra */
 	uint32_t iters = 0, spent;
 	act__tls.rt = rt;
 	act__tls.w = w;
 	act__tls.cur = NULL;
 	if (w->nheap || !act__mpsc_empty(&w->timer_inbox))
 		act__timers_run(rt, w, zb_now_ns());
-	while (done < budget && iters++ < budget) {
+	while (used < budget && iters++ < budget) {
 		bool lifo;
 		struct act_actor *a = pick(rt, w, &lifo);
 		if (!a)
 			break;
 		done += run_actor(rt, w, a, &spent);
+		used += spent;
 		if (lifo)
 			w->lifo_spent += spent;
 	}

@@ -605,6 +605,11 @@ int act_call(struct act_runtime *rt, act_id to, struct act_msg *req,
 			atomic_fetch_sub_explicit(&p->word, 1, ACR);
 			if ((m->flags & ACT_MF_REPLY) && m->ref == ref) {
 				m->_priv.state = MS_OWNED;
+				if (ZB_UNLIKELY(m->tag == ACT_TAG_UNDELIVERED)) {
+					rc = m->_reason < 0 ? m->_reason : ZB_ERR_PEER_DOWN;
+					act_msg_free(rt, m);
+					break;
+				}
 				*reply = m;
 				rc = 0;
 				break;

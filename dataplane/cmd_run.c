@@ -24,6 +24,7 @@ static volatile sig_atomic_t stop_signal, dump_requested;
  * driven by the loop's actor hook) when the actors module is in the build. */
 #if __has_include("zbmd/actors.h")
 #include "zbmd/actors.h"
+#include "zbmd/remote.h"
 #define DP_HOST_ACTORS 1
 static struct act_runtime *actors;
 static uint32_t actors_budget;
@@ -51,6 +52,8 @@ static int actors_host(const struct zb_config *cfg)
 	if (rc == 0)
 		rc = dp_set_actor_hook(actors_poll, actors);
 	if (rc == 0)
+		rc = zbra_attach(actors, cfg);   /* remote sends over the transport */
+	if (rc == 0)
 		printf("actors: %u workers hosted on the dataplane lcores, %u slots, reductions %u\n",
 		       p.workers, p.max_actors, p.reductions);
 	return rc;
@@ -61,6 +64,7 @@ static void actors_unhost(void)
 	if (actors)
 		act_runtime_destroy(actors);
 	actors = NULL;
+	zbra_detach();   /* received buffers back to the transport */
 }
 #endif
 

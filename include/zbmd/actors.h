@@ -125,6 +125,11 @@ void act_buf_unref(struct act_buf *b);
 #define ACT_TAG_EXIT    0xFFFF0001u /* trapped exit: from = who, act_msg_reason */
 #define ACT_TAG_DOWN    0xFFFF0002u /* monitor fired: ref, from, act_msg_reason */
 #define ACT_TAG_TIMEOUT 0xFFFF0003u /* act_call_async timed out: ref */
+/* A message to another node was accepted and then not delivered (peer down,
+ * peer restarted): from = its destination, act_msg_reason = the error. For a
+ * call request it is the reply (ACT_MF_REPLY, ref = the call's ref);
+ * act_call then returns the error. Sent by the remote router (zbmd/remote.h). */
+#define ACT_TAG_UNDELIVERED 0xFFFF0004u
 #define ACT_TAG_USER_MAX 0xFFFEFFFFu
 
 /* A message: 128 bytes, from the runtime's pool. Fields before `_priv` are
@@ -264,7 +269,8 @@ int act_exit_signal(struct act_runtime *rt, act_id to, int reason);
  * waits up to timeout_ns for the reply, returned in *reply (caller frees).
  * A reply after the timeout finds the port gone and is discarded.
  * 0, ZB_ERR_TIMEOUT, -EDEADLK (called on a worker: inside an actor it would
- * stall the worker), or the send error. */
+ * stall the worker), the send error, or the error of an ACT_TAG_UNDELIVERED
+ * reply (a remote request that could not be delivered). */
 int act_call(struct act_runtime *rt, act_id to, struct act_msg *req,
 	     uint64_t timeout_ns, struct act_msg **reply);
 /* act_call_async: inside an actor. Sends `req` with a fresh ref (*ref). The

@@ -1,0 +1,773 @@
+/* dataplane/remote.c — remote actors over the reliable transport (zbra_).
+ * Contract and wire layout: zbmd/remote.h; docs/wire.md.
+ *
+ * Per lane (= dataplane lcore = transport instance):
+ *   txq    MPSC rte_ring of act_msg *: the router (any thread) enqueues,
+ *          the lane's poller dequeues into a small backlog and tp_sends.
+ *   slots  send records (serialised header + what a failure report needs),
+ *          free list = an rte_ring (a zero-copy payload's last reference may
+ *          be dropped on another thread); cookie = slot index | part << 32.
+ *   wraps  act_buf wrappers around received tp_msgs (BUF payloads handed to
+ *          actors by reference); the last act_buf_unref on the lane's lcore
+ *          releases at once, elsewhere it goes through relq (MPSC ring).
+ *   rxpend per (peer, stream): the header of a two-part message whose
+ *          payload is the next message of that stream.
+ * Nothing here allocates after zbra_attach; nothing on the path locks or
+ * makes a syscall (the actor runtime may wake a parked port: its futex).
+ */
+#include "zbmd/remote.h"
+
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "zbmd/dataplane.h"
+#include "zbmd/transport.h"
+
+#include <endian.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ring.h>
+
+#define ZBRA_MAGIC 0x5a425241u   /* "ZBRA", version 1 in the low bits below */
+#define ZBRA_VERSION 1u
+#define ZBRA_TXQ 1024u           /* router ring per lane (power of two) */
+#define ZBRA_SLOTS 2048u         /* send records per lane */
+#define ZBRA_WRAPS 1024u         /* received BUF payloads held by actors */
+#define ZBRA_BURST 32u
+#define ZBRA_STREAMS_MAX 8u
+
+enum { PS_UNKNOWN = 0, PS_DOWN = 1 };
+
+/* The serialised header (little-endian on the wire). */
+struct zbra_hdr {
+	uint32_t magic;
+	uint8_t version;
+	uint8_t kind;     /* enum act_payload */
+	uint8_t split;    /* 1: the payload is the next message of this stream */
+	uint8_t ilen;     /* inline bytes following */
+	uint32_t tag, flags;
+	uint64_t from, to, ref, ts_ns;
+	uint64_t d0, d1, d2;  /* BUF: len in d1; GPU: ptr, len, backend<<32|dev;
+			       * RDMA: addr, len, node<<32|rkey */
+};
+_Static_assert(sizeof(struct zbra_hdr) == ZBRA_HDR_LEN, "wire header size");
+
+struct zbra_slot {
+	struct tp_ref ref;          /* first: the payload's reference */
+	struct zbra_lane *lane;
+	struct act_msg *msg;        /* two-part only: holds the buffer ref */
+	act_id from, to;
+	uint64_t ref_id;
+	uint32_t flags;
+	uint16_t peer, stream;
+	uint16_t len;               /* serialised bytes in buf */
+	uint8_t split, notified;
+	_Atomic uint32_t left;      /* completions before the slot is free */
+	uint8_t buf[ZBRA_SMALL_MAX] __attribute__((aligned(64)));
+};
+
+struct zbra_wrap {
+	struct act_buf b;
+	struct tp_msg *tm;
+	struct zbra_lane *lane;
+	struct zbra_wrap *next;     /* free list (lane-local) */
+	uint8_t in_use;
+};
+
+struct zbra_ctr {              /* router-side: any thread, atomics */
+	_Atomic uint64_t routed, ring_full, refused;
+} ZB_ALIGNED_CL;
+
+struct zbra_lane {
+	unsigned index;
+	struct tp *tp;
+	struct rte_ring *txq, *slotq, *relq;
+	struct zbra_slot *slots;
+	struct zbra_wrap *wraps, *wfree;
+	/* backlog: dequeued from txq, not sent yet (in order) */
+	struct act_msg *bk[ZBRA_BURST];
+	unsigned bk_i, bk_n;
+	struct zbra_slot *cur;      /* head message half sent (split, payload next) */
+	struct act_msg *rxpend[CFG_MAX_NODES][ZBRA_STREAMS_MAX];
+	_Atomic uint8_t peer_state[CFG_MAX_NODES];
+	struct zbra_ctr rc;
+	/* lane-side counters: written by the lane only */
+	uint64_t sent, zc_sent, failed, notified, notify_lost, received,
+		zc_received, deferred, stale, bad;
+} ZB_ALIGNED_CL;
+
+static struct zbra {
+	struct act_runtime *rt;
+	uint16_t self;
+	unsigned nlanes;
+	uint16_t first_stream, nstreams;
+	uint64_t max_message;
+	bool known[CFG_MAX_NODES];
+	struct zbra_lane *lanes;
+	_Atomic int detached;
+} Z;
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static inline uint64_t pair_hash(act_id from, act_id to)
+{
+	return mix64(from * 0x9e3779b97f4a7c15ull ^ to);
+}
+
+/* ---- router (any thread) ------------------------------------------------------ */
+
+static int zbra_route(void *ctx, struct act_msg *m)
+{
+	struct zbra *z = ctx;
+	uint16_t node = act_id_node(m->to);
+	ZB_DASSERT(z == &Z && m != NULL);
+	if (ZB_UNLIKELY(node >= CFG_MAX_NODES || !z->known[node])) {
+		atomic_fetch_add_explicit(&z->lanes[0].rc.refused, 1, memory_order_relaxed);
+		return -EHOSTUNREACH;
+	}
+	struct zbra_lane *l = &z->lanes[pair_hash(m->from, m->to) % z->nlanes];
+	if (ZB_UNLIKELY(atomic_load_explicit(&l->peer_state[node],
+					     memory_order_relaxed) == PS_DOWN)) {
+		atomic_fetch_add_explicit(&l->rc.refused, 1, memory_order_relaxed);
+		return ZB_ERR_PEER_DOWN;
+	}
+	if (ZB_UNLIKELY(m->kind == ACT_PL_BUF && m->u.buf.len > z->max_message)) {
+		atomic_fetch_add_explicit(&l->rc.refused, 1, memory_order_relaxed);
+		return -EMSGSIZE;
+	}
+	if (ZB_UNLIKELY(rte_ring_mp_enqueue(l->txq, m) != 0)) {
+		atomic_fetch_add_explicit(&l->rc.ring_full, 1, memory_order_relaxed);
+		return ZB_ERR_MAILBOX_FULL;
+	}
+	atomic_fetch_add_explicit(&l->rc.routed, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* ---- failure reports (lane) --------------------------------------------------- */
+
+/* A message accepted by the router was not delivered: tell its sender. */
+static void report_failure(struct zbra_lane *l, act_id from, act_id to,
+			   uint64_t ref, uint32_t flags, int status)
+{
+	ZB_DASSERT(l != NULL);
+	ZB_DASSERT(status < 0);
+	l->failed++;
+	if (atomic_load_explicit(&Z.detached, memory_order_acquire))
+		return;
+	if ((flags & ACT_MF_REPLY) || from == ACT_ID_NONE ||
+	    act_id_node(from) != Z.self) {
+		l->notify_lost++;   /* a reply (the caller times out) or no actor */
+		return;
+	}
+	struct act_msg *n = act_msg_alloc(Z.rt);
+	if (!n) {
+		l->notify_lost++;
+		return;
+	}
+	n->tag = ACT_TAG_UNDELIVERED;
+	n->from = to;
+	n->_reason = status;
+	if (ref) {   /* a call request: this is its (error) reply */
+		n->ref = ref;
+		n->flags = ACT_MF_REPLY;
+	}
+	if (act_send(Z.rt, from, n) != 0) {
+		act_msg_free(Z.rt, n);
+		l->notify_lost++;
+		return;
+	}
+	l->notified++;
+}
+
+/* ---- send records ------------------------------------------------------------- */
+
+static void slot_put(struct zbra_slot *s)
+{
+	struct zbra_lane *l = s->lane;
+	s->msg = NULL;
+	/* the ring holds every slot: never full */
+	int rc = rte_ring_mp_enqueue(l->slotq, s);
+	ZB_ASSERT(rc == 0);
+}
+
+static void slot_done(struct zbra_slot *s)
+{
+	if (atomic_fetch_sub_explicit(&s->left, 1, memory_order_acq_rel) != 1)
+		return;
+	if (s->msg && !atomic_load_explicit(&Z.detached, memory_order_acquire))
+		act_msg_free(Z.rt, s->msg);   /* drops the act_buf reference */
+	slot_put(s);
+}
+
+/* The payload's last reference (transport + NIC done): any thread. */
+static void payload_free(struct tp_ref *ref)
+{
+	slot_done((struct zbra_slot *)ref);
+}
+
+static void fail_slot(struct zbra_lane *l, struct zbra_slot *s, int status)
+{
+	if (s->notified)
+		return;
+	s->notified = 1;
+	report_failure(l, s->from, s->to, s->ref_id, s->flags, status);
+}
+
+static void zbra_send_done(void *arg, unsigned index, uint64_t cookie, int status)
+{
+	(void)arg;
+	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
+	struct zbra_lane *l = &Z.lanes[index];
+	uint32_t i = (uint32_t)cookie;
+	ZB_ASSERT(i < ZBRA_SLOTS);
+	struct zbra_slot *s = &l->slots[i];
+	if (status != 0)
+		fail_slot(l, s, status);
+	else if ((cookie >> 32) == 0)
+		l->sent++;
+	slot_done(s);
+}
+
+/* Serialise m into s->buf; returns the byte count. */
+static uint16_t serialise(struct zbra_slot *s, const struct act_msg *m)
+{
+	struct zbra_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.magic = htole32(ZBRA_MAGIC);
+	h.version = ZBRA_VERSION;
+	h.kind = m->kind;
+	h.tag = htole32(m->tag);
+	h.flags = htole32(m->flags);
+	h.from = htole64(m->from);
+	h.to = htole64(m->to);
+	h.ref = htole64(m->ref);
+	h.ts_ns = htole64(m->ts_ns);
+	size_t extra = 0;
+	const void *src = NULL;
+	switch (m->kind) {
+	case ACT_PL_INLINE:
+		h.ilen = (uint8_t)m->len;
+		extra = m->len;
+		src = m->u.bytes;
+		break;
+	case ACT_PL_BUF:
+		h.d1 = htole64(m->u.buf.len);
+		if (ZBRA_HDR_LEN + m->u.buf.len <= ZBRA_SMALL_MAX) {
+			extra = m->u.buf.len;
+			src = (const uint8_t *)m->u.buf.buf->data + m->u.buf.off;
+		} else {
+			h.split = 1;
+		}
+		break;
+	case ACT_PL_GPU:
+		h.d0 = htole64((uint64_t)(uintptr_t)m->u.gpu.ptr);
+		h.d1 = htole64(m->u.gpu.len);
+		h.d2 = htole64((uint64_t)m->u.gpu.backend << 32 | m->u.gpu.device);
+		break;
+	case ACT_PL_RDMA:
+		h.d0 = htole64(m->u.rdma.addr);
+		h.d1 = htole64(m->u.rdma.len);
+		h.d2 = htole64((uint64_t)m->u.rdma.node << 32 | m->u.rdma.rkey);
+		break;
+	default:
+		break;
+	}
+	memcpy(s->buf, &h, sizeof(h));
+	if (extra)
+		memcpy(s->buf + sizeof(h), src, extra);
+	s->split = h.split;
+	return (uint16_t)(sizeof(h) + extra);
+}
+
+/* Sends the head message m. 0: done with m (sent, or failed and reported);
+ * -EAGAIN: keep it at the head and retry later. */
+static int tx_one(struct zbra_lane *l, struct act_msg *m, uint64_t now)
+{
+	struct zbra_slot *s = l->cur;
+	int rc;
+	if (!s) {
+		void *p;
+		if (rte_ring_sc_dequeue(l->slotq, &p) != 0)
+			return -EAGAIN;
+		s = p;
+		uint64_t h = pair_hash(m->from, m->to);
+		s->from = m->from;
+		s->to = m->to;
+		s->ref_id = m->ref;
+		s->flags = m->flags;
+		s->peer = act_id_node(m->to);
+		s->stream = (uint16_t)(Z.first_stream + (h >> 32) % Z.nstreams);
+		s->notified = 0;
+		s->msg = NULL;
+		s->len = serialise(s, m);
+		atomic_store_explicit(&s->left, s->split ? 3 : 1, memory_order_relaxed);
+		rc = tp_send(l->tp, s->peer, s->stream, s->buf, s->len, NULL,
+			     (uint64_t)(s - l->slots), now);
+		if (rc == -EAGAIN) {
+			slot_put(s);
+			return -EAGAIN;
+		}
+		if (rc != 0) {
+			report_failure(l, s->from, s->to, s->ref_id, s->flags, rc);
+			slot_put(s);
+			act_msg_free(Z.rt, m);
+			return 0;
+		}
+		if (!s->split) {
+			act_msg_free(Z.rt, m);   /* serialised: the runtime's again */
+			return 0;
+		}
+		s->msg = m;                  /* keeps the payload's buffer ref */
+		l->cur = s;
+	}
+	/* the payload of a two-part message, by reference */
+	ZB_DASSERT(s->msg == m && m->kind == ACT_PL_BUF);
+	tp_ref_init(&s->ref, payload_free);
+	rc = tp_send(l->tp, s->peer, s->stream,
+		     (const uint8_t *)m->u.buf.buf->data + m->u.buf.off,
+		     m->u.buf.len, &s->ref, (uint64_t)(s - l->slots) | 1ull << 32, now);
+	if (rc == -EAGAIN)
+		return -EAGAIN;
+	l->cur = NULL;
+	if (rc != 0) {
+		/* never accepted: no send_done for it. The header's session
+		 * is gone too (the receiver resets on the new epoch). */
+		fail_slot(l, s, rc);
+		slot_done(s);                /* the payload's send_done */
+	} else {
+		l->zc_sent++;
+	}
+	tp_ref_put(&s->ref);                 /* the owner's reference */
+	return 0;
+}
+
+/* ---- receive (lane) ----------------------------------------------------------- */
+
+static void wrap_release_now(struct zbra_wrap *w)
+{
+	struct zbra_lane *l = w->lane;
+	tp_msg_release(l->tp, w->tm);
+	w->tm = NULL;
+	w->in_use = 0;
+	w->next = l->wfree;
+	l->wfree = w;
+}
+
+/* act_buf release: any thread. */
+static void wrap_release(struct act_buf *b, void *ctx)
+{
+	struct zbra_wrap *w = ctx;
+	(void)b;
+	if (atomic_load_explicit(&Z.detached, memory_order_acquire))
+		return;   /* zbra_detach gives everything back */
+	if (dp_lcore_index() == (int)w->lane->index) {
+		wrap_release_now(w);
+		return;
+	}
+	int rc = rte_ring_mp_enqueue(w->lane->relq, w);
+	ZB_ASSERT(rc == 0);   /* relq holds every wrapper */
+}
+
+static struct zbra_wrap *wrap_get(struct zbra_lane *l, struct tp_msg *tm)
+{
+	struct zbra_wrap *w = l->wfree;
+	if (!w)
+		return NULL;
+	l->wfree = w->next;
+	w->in_use = 1;
+	w->tm = tm;
+	atomic_store_explicit(&w->b.refs, 1, memory_order_relaxed);
+	w->b.data = tm->data;
+	w->b.len = tm->len;
+	w->b.release = wrap_release;
+	w->b.ctx = w;
+	return w;
+}
+
+/* Undo wrap_get for a message the transport keeps (deferred). */
+static void wrap_unget(struct zbra_lane *l, struct zbra_wrap *w)
+{
+	w->tm = NULL;
+	w->in_use = 0;
+	w->next = l->wfree;
+	l->wfree = w;
+}
+
+/* Deliver m (whose BUF payload, if any, is w) into its mailbox. Returns the
+ * transport's answer: 0 taken, -EAGAIN hold. m is consumed unless -EAGAIN
+ * (then m stays with the caller, without w). */
+static int deliver_local(struct zbra_lane *l, struct act_msg *m,
+			 struct zbra_wrap *w)
+{
+	int rc = act_deliver_remote(Z.rt, m);
+	if (rc == 0) {
+		l->received++;
+		l->zc_received += w != NULL;
+		return 0;
+	}
+	if (rc == ZB_ERR_MAILBOX_FULL || rc == -ENOBUFS) {
+		if (w) {
+			m->kind = ACT_PL_NONE;
+			m->u.buf.buf = NULL;
+			wrap_unget(l, w);
+		}
+		l->deferred++;
+		return -EAGAIN;
+	}
+	if (rc == ZB_ERR_STALE_ID)
+		l->stale++;       /* gone: dead actor, or a late reply */
+	else
+		l->bad++;
+	act_msg_free(Z.rt, m);    /* drops w's reference: released at once */
+	return 0;
+}
+
+static void rxpend_clear(struct zbra_lane *l, uint16_t peer)
+{
+	for (unsigned s = 0; s < ZBRA_STREAMS_MAX; s++) {
+		if (l->rxpend[peer][s]) {
+			act_msg_free(Z.rt, l->rxpend[peer][s]);
+			l->rxpend[peer][s] = NULL;
+			l->failed++;
+		}
+	}
+}
+
+static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
+{
+	(void)arg;
+	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
+	struct zbra_lane *l = &Z.lanes[index];
+	if (atomic_load_explicit(&Z.detached, memory_order_acquire)) {
+		tp_msg_release(l->tp, tm);
+		return 0;
+	}
+	unsigned s = (unsigned)tm->stream - Z.first_stream;
+	if (ZB_UNLIKELY(tm->stream < Z.first_stream || s >= Z.nstreams ||
+			tm->peer >= CFG_MAX_NODES)) {
+		l->bad++;
+		tp_msg_release(l->tp, tm);
+		return 0;
+	}
+	struct act_msg **pend = &l->rxpend[tm->peer][s];
+	struct zbra_wrap *w;
+	int rc;
+	if (*pend) {   /* the payload of a two-part message */
+		struct act_msg *m = *pend;
+		if (tm->len != m->u.buf.len) {
+			l->bad++;
+			act_msg_free(Z.rt, m);
+			*pend = NULL;
+			tp_msg_release(l->tp, tm);
+			return 0;
+		}
+		if (!(w = wrap_get(l, tm))) {
+			l->deferred++;
+			return -EAGAIN;
+		}
+		act_msg_set_buf(m, &w->b, 0, tm->len);
+		rc = deliver_local(l, m, w);
+		if (rc == 0)
+			*pend = NULL;
+		return rc;
+	}
+	struct zbra_hdr h;
+	if (ZB_UNLIKELY(tm->len < sizeof(h))) {
+		l->bad++;
+		tp_msg_release(l->tp, tm);
+		return 0;
+	}
+	memcpy(&h, tm->data, sizeof(h));
+	size_t extra = tm->len - sizeof(h);
+	uint64_t d1 = le64toh(h.d1);
+	bool ok = le32toh(h.magic) == ZBRA_MAGIC && h.version == ZBRA_VERSION;
+	switch (h.kind) {
+	case ACT_PL_NONE:
+	case ACT_PL_GPU:
+	case ACT_PL_RDMA:
+		ok = ok && extra == 0 && !h.split;
+		break;
+	case ACT_PL_INLINE:
+		ok = ok && !h.split && h.ilen <= ACT_INLINE_MAX && extra == h.ilen;
+		break;
+	case ACT_PL_BUF:
+		ok = ok && (h.split ? extra == 0 && d1 > ZBRA_SMALL_MAX - ZBRA_HDR_LEN
+				    : extra == d1);
+		break;
+	default:
+		ok = false;
+	}
+	act_id to = le64toh(h.to);
+	ok = ok && act_id_node(to) == Z.self && le32toh(h.tag) <= ACT_TAG_USER_MAX;
+	if (ZB_UNLIKELY(!ok)) {
+		l->bad++;
+		tp_msg_release(l->tp, tm);
+		return 0;
+	}
+	struct act_msg *m = act_msg_alloc(Z.rt);
+	if (ZB_UNLIKELY(!m)) {
+		l->deferred++;
+		return -EAGAIN;
+	}
+	m->from = le64toh(h.from);
+	m->to = to;
+	m->tag = le32toh(h.tag);
+	m->flags = le32toh(h.flags);
+	m->ref = le64toh(h.ref);
+	m->ts_ns = le64toh(h.ts_ns);
+	w = NULL;
+	switch (h.kind) {
+	case ACT_PL_INLINE:
+		act_msg_set_bytes(m, tm->data + sizeof(h), h.ilen);
+		break;
+	case ACT_PL_BUF:
+		if (h.split) {
+			/* header now, payload next on this stream */
+			m->kind = ACT_PL_NONE;   /* no buffer yet: free is safe */
+			m->u.buf.buf = NULL;
+			m->u.buf.off = 0;
+			m->u.buf.len = d1;
+			*pend = m;
+			tp_msg_release(l->tp, tm);
+			return 0;
+		}
+		if (!(w = wrap_get(l, tm))) {
+			act_msg_free(Z.rt, m);
+			l->deferred++;
+			return -EAGAIN;
+		}
+		act_msg_set_buf(m, &w->b, sizeof(h), d1);
+		break;
+	case ACT_PL_GPU: {
+		uint64_t d2 = le64toh(h.d2);
+		act_msg_set_gpu(m, (uint32_t)(d2 >> 32), (uint32_t)d2,
+				(void *)(uintptr_t)le64toh(h.d0), d1);
+		break;
+	}
+	case ACT_PL_RDMA: {
+		uint64_t d2 = le64toh(h.d2);
+		act_msg_set_rdma(m, (uint16_t)(d2 >> 32), le64toh(h.d0),
+				 (uint32_t)d2, d1);
+		break;
+	}
+	default:
+		break;
+	}
+	rc = deliver_local(l, m, w);
+	if (rc == -EAGAIN) {
+		act_msg_free(Z.rt, m);
+		return -EAGAIN;
+	}
+	if (!w)
+		tp_msg_release(l->tp, tm);
+	return 0;
+}
+
+static void zbra_peer_event(void *arg, unsigned index, uint16_t peer,
+			    enum tp_peer_event ev, uint32_t remote_epoch)
+{
+	(void)arg;
+	(void)remote_epoch;
+	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
+	struct zbra_lane *l = &Z.lanes[index];
+	if (peer >= CFG_MAX_NODES)
+		return;
+	atomic_store_explicit(&l->peer_state[peer],
+			      ev == TP_PEER_DOWN ? PS_DOWN : PS_UNKNOWN,
+			      memory_order_relaxed);
+	if (ev != TP_PEER_UP && !atomic_load_explicit(&Z.detached, memory_order_acquire))
+		rxpend_clear(l, peer);   /* a half-received message is gone */
+}
+
+static const struct dp_msg_ops zbra_msg_ops = {
+	.deliver = zbra_deliver,
+	.send_done = zbra_send_done,
+	.peer_event = zbra_peer_event,
+};
+
+/* ---- the lane's poller ---------------------------------------------------------- */
+
+static unsigned zbra_poll(void *arg, uint64_t now_tsc)
+{
+	struct zbra_lane *l = arg;
+	unsigned work = 0;
+	void *p[ZBRA_BURST];
+	ZB_DASSERT(l != NULL && l->tp != NULL);
+	unsigned n = rte_ring_sc_dequeue_burst(l->relq, p, ZBRA_BURST, NULL);
+	for (unsigned i = 0; i < n; i++)
+		wrap_release_now(p[i]);
+	work += n;
+	uint64_t now = dp_now_ns(now_tsc);
+	for (;;) {
+		if (l->bk_i == l->bk_n) {
+			l->bk_i = 0;
+			l->bk_n = rte_ring_sc_dequeue_burst(l->txq, (void **)l->bk,
+							    ZBRA_BURST, NULL);
+			if (l->bk_n == 0)
+				break;
+		}
+		if (tx_one(l, l->bk[l->bk_i], now) != 0)
+			break;   /* the transport is full: the head waits */
+		l->bk_i++;
+		work++;
+	}
+	return work;
+}
+
+/* ---- attach / detach --------------------------------------------------------- */
+
+/* Streams the transport has per peer: tp_send checks the stream before the
+ * size, so an oversized send to a known peer answers -EINVAL (no such
+ * stream) or -EMSGSIZE (stream exists) without sending anything. */
+static unsigned probe_streams(struct tp *tp, uint16_t peer)
+{
+	static const uint8_t dummy;
+	unsigned n = 0;
+	while (n < 1024 && tp_send(tp, peer, (uint16_t)n, &dummy, SIZE_MAX, NULL,
+				   0, 0) == -EMSGSIZE)
+		n++;
+	return n;
+}
+
+static struct rte_ring *ring(const char *what, unsigned lane, unsigned count,
+			     unsigned flags)
+{
+	char name[RTE_RING_NAMESIZE];
+	snprintf(name, sizeof(name), "zbra_%s%u", what, lane);
+	return rte_ring_create(name, count, SOCKET_ID_ANY, flags);
+}
+
+int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
+{
+	ZB_ASSERT(rt != NULL && cfg != NULL);
+	if (Z.lanes)
+		return -EALREADY;
+	unsigned nl = dp_lcore_count();
+	if (nl == 0 || !dp_transport(0))
+		return 0;   /* a bare node: no transport */
+	memset(&Z, 0, sizeof(Z));
+	Z.rt = rt;
+	Z.self = cfg->node.id;
+	Z.max_message = cfg->transport.max_message_mb
+				? (uint64_t)cfg->transport.max_message_mb << 20
+				: 256ull << 20;
+	if (Z.max_message > UINT32_MAX)
+		Z.max_message = UINT32_MAX;
+	int some = -1;
+	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
+		Z.known[i] = cfg->peers[i].present && i != Z.self;
+		if (Z.known[i] && some < 0)
+			some = (int)i;
+	}
+	unsigned ns = some >= 0 ? probe_streams(dp_transport(0), (uint16_t)some) : 8;
+	Z.first_stream = ns > ZBRA_STREAMS_MAX ? ZBRA_STREAMS_MAX : 0;
+	Z.nstreams = (uint16_t)(ns - Z.first_stream);
+	if (Z.nstreams > ZBRA_STREAMS_MAX)
+		Z.nstreams = ZBRA_STREAMS_MAX;
+	if (Z.nstreams == 0)
+		Z.nstreams = 1;
+	Z.nlanes = nl;
+	int rc = -ENOMEM;
+	Z.lanes = aligned_alloc(64, sizeof(*Z.lanes) * nl);
+	if (!Z.lanes)
+		return -ENOMEM;
+	memset(Z.lanes, 0, sizeof(*Z.lanes) * nl);
+	for (unsigned i = 0; i < nl; i++) {
+		struct zbra_lane *l = &Z.lanes[i];
+		l->index = i;
+		l->tp = dp_transport(i);
+		l->txq = ring("tx", i, ZBRA_TXQ, RING_F_SC_DEQ);
+		l->slotq = ring("slot", i, ZBRA_SLOTS * 2, RING_F_SC_DEQ);
+		l->relq = ring("rel", i, ZBRA_WRAPS * 2, RING_F_SC_DEQ);
+		l->slots = aligned_alloc(64, sizeof(*l->slots) * ZBRA_SLOTS);
+		l->wraps = calloc(ZBRA_WRAPS, sizeof(*l->wraps));
+		if (!l->tp || !l->txq || !l->slotq || !l->relq || !l->slots || !l->wraps)
+			goto fail;
+		memset(l->slots, 0, sizeof(*l->slots) * ZBRA_SLOTS);
+		for (unsigned k = 0; k < ZBRA_SLOTS; k++) {
+			l->slots[k].lane = l;
+			slot_put(&l->slots[k]);
+		}
+		for (unsigned k = ZBRA_WRAPS; k-- > 0;) {
+			l->wraps[k].lane = l;
+			l->wraps[k].next = l->wfree;
+			l->wfree = &l->wraps[k];
+		}
+	}
+	if ((rc = dp_set_msg_ops(&zbra_msg_ops, &Z)))
+		goto fail;
+	for (unsigned i = 0; i < nl; i++)
+		if ((rc = dp_register_poller(i, zbra_poll, &Z.lanes[i])))
+			goto fail;   /* cannot happen before launch with room */
+	act_set_remote_router(rt, zbra_route, &Z);
+	return 0;
+fail:
+	dp_set_msg_ops(NULL, NULL);
+	for (unsigned i = 0; i < nl; i++) {
+		struct zbra_lane *l = &Z.lanes[i];
+		rte_ring_free(l->txq);
+		rte_ring_free(l->slotq);
+		rte_ring_free(l->relq);
+		free(l->slots);
+		free(l->wraps);
+	}
+	free(Z.lanes);
+	Z.lanes = NULL;
+	return rc;
+}
+
+void zbra_detach(void)
+{
+	if (!Z.lanes || atomic_load_explicit(&Z.detached, memory_order_acquire))
+		return;
+	/* the runtime is gone: its messages (backlog, rings, rxpend) with it */
+	atomic_store_explicit(&Z.detached, 1, memory_order_release);
+	for (unsigned i = 0; i < Z.nlanes; i++) {
+		struct zbra_lane *l = &Z.lanes[i];
+		void *p;
+		while (rte_ring_sc_dequeue(l->relq, &p) == 0)
+			;
+		for (unsigned k = 0; k < ZBRA_WRAPS; k++)
+			if (l->wraps[k].in_use)
+				wrap_release_now(&l->wraps[k]);
+	}
+	/* the lanes stay allocated: dp_node_fini's tp_destroy still calls
+	 * send_done (now no-ops) and the NIC may drop payload references. */
+}
+
+void zbra_get_stats(struct zbra_stats *out)
+{
+	ZB_ASSERT(out != NULL);
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; Z.lanes && i < Z.nlanes; i++) {
+		const struct zbra_lane *l = &Z.lanes[i];
+		out->routed += atomic_load_explicit(&l->rc.routed, memory_order_relaxed);
+		out->ring_full += atomic_load_explicit(&l->rc.ring_full, memory_order_relaxed);
+		out->refused += atomic_load_explicit(&l->rc.refused, memory_order_relaxed);
+		out->sent += l->sent;
+		out->zc_sent += l->zc_sent;
+		out->failed += l->failed;
+		out->notified += l->notified;
+		out->notify_lost += l->notify_lost;
+		out->received += l->received;
+		out->zc_received += l->zc_received;
+		out->deferred += l->deferred;
+		out->stale += l->stale;
+		out->bad += l->bad;
+	}
+}
+
+unsigned zbra_streams(unsigned *first)
+{
+	if (first)
+		*first = Z.lanes ? Z.first_stream : 0;
+	return Z.lanes ? Z.nstreams : 0;
+}

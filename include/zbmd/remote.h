@@ -1,0 +1,111 @@
+/* zbmd/remote.h — remote actors (zbra_): act_send / act_call / act_reply to
+ * an ActorId of another node, carried by the reliable transport
+ * (zbmd/transport.h) that the dataplane runs on its ports.
+ *
+ * Life cycle, main thread, in `zbmd run` (dataplane/cmd_run.c) or a test
+ * program that hosts the actor runtime on the dataplane lcores:
+ *
+ *   dp_node_init(cfg) -> act_runtime_create -> zbra_attach(rt, cfg)
+ *   -> dp_node_launch ... dp_node_stop -> act_runtime_destroy
+ *   -> zbra_detach() -> dp_node_fini
+ *
+ * zbra_attach installs the runtime's remote router (act_set_remote_router),
+ * the dataplane's transport consumer (dp_set_msg_ops) and one poller per
+ * dataplane lcore. On a node without a transport (no port with an IP) it does
+ * nothing and returns 0: remote sends keep failing with ZB_ERR_PEER_DOWN.
+ *
+ * Routing. A message from actor F to remote actor T travels on lane
+ * L = h(F,T) mod lanes and transport stream S = first + h'(F,T) mod streams
+ * (first = 8 when the transport has more than 8 streams per peer: 0..7 belong
+ * to the dpdk net provider; else 0). The router (any thread: actors on any
+ * worker, plain threads) only enqueues the message on lane L's lock-free
+ * MPSC ring; lane L's poller, on lane L's lcore, serialises it and calls
+ * tp_send. One (lane, stream) per pair plus the FIFO ring and the transport's
+ * in-order streams give per-pair FIFO, also when F migrates between workers.
+ * Every node must run the same number of dataplane lcores (lane L talks to
+ * lane L).
+ *
+ * Wire (docs/wire.md, "remote actor messages"): one transport message = a
+ * 72-byte little-endian header (magic, payload kind, from, to, tag, flags,
+ * ref, ts_ns, descriptor words) followed by the inline bytes, or by the bytes
+ * of a small ACT_PL_BUF (header + bytes <= 256). A larger ACT_PL_BUF is two
+ * consecutive messages on the same stream: the header, then the payload sent
+ * by reference (zero-copy: the transport/link attach the caller's buffer;
+ * the sender's act_buf reference is dropped only when the transport and the
+ * NIC are done). GPU and RDMA payloads travel as their descriptors. On
+ * receipt a BUF payload is handed to the actor as an act_buf that refers to
+ * the transport's reassembly arena (no copy); releasing the last reference
+ * (any thread) gives the arena space back through the lane.
+ *
+ * Errors: see act_send (zbmd/actors.h). The router returns, synchronously:
+ *   -EHOSTUNREACH        the node is not in the configuration (no [peer.N])
+ *   ZB_ERR_PEER_DOWN     the lane's transport reported the peer down and has
+ *                        heard nothing from it since
+ *   ZB_ERR_MAILBOX_FULL  the lane's ring is full (backpressure: retry later)
+ *   -EMSGSIZE            a BUF payload larger than [transport] max_message
+ * A message accepted by the router and then not delivered (the peer went
+ * down / restarted before acknowledging it; a peer never heard from times out
+ * after [transport] peer_timeout_ms) is reported asynchronously:
+ *   - call request (ref set, not a reply): the caller receives a reply
+ *     (ACT_MF_REPLY, same ref) with tag ACT_TAG_UNDELIVERED and
+ *     act_msg_reason() = the error: act_call returns that error,
+ *     act_call_async's actor gets that message instead of a timeout;
+ *   - any other message from a local actor: that actor receives an
+ *     ACT_TAG_UNDELIVERED message (from = the destination, ref = 0);
+ *   - a reply, or a message sent from a non-actor thread: counted only
+ *     (zbra_stats.failed; a caller waiting for the reply times out).
+ * A remote mailbox that is full is backpressure, not loss: the receiving
+ * lane refuses the message (deliver returns -EAGAIN), the transport holds
+ * the stream and retries, its credit shrinks, the sender's window stalls,
+ * the sending lane's ring fills and the router returns ZB_ERR_MAILBOX_FULL.
+ * A message for an actor that is gone on arrival (including a reply whose
+ * call timed out: a late reply) is discarded and counted (stale).
+ *
+ * Not remote (yet): links, monitors, exit signals and the name registry are
+ * node-local.
+ */
+#ifndef ZBMD_REMOTE_H
+#define ZBMD_REMOTE_H
+
+#include <stdint.h>
+
+#include "zbmd/actors.h"
+
+struct zb_config;
+
+#define ZBRA_HDR_LEN 72u        /* serialised header bytes */
+#define ZBRA_SMALL_MAX 256u     /* header + payload copied as one message */
+
+/* Installs remote routing for `rt` on this node (see above). Main thread,
+ * after dp_node_init and before dp_node_launch. 0, -EALREADY, -ENOMEM, or a
+ * dataplane error (-EBUSY: already launched). */
+int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg);
+
+/* After dp_node_stop() and act_runtime_destroy(), before dp_node_fini():
+ * gives every received buffer still referenced back to the transport
+ * (tp_destroy requires it) and turns the transport callbacks that
+ * dp_node_fini still makes into no-ops. Idempotent. */
+void zbra_detach(void);
+
+/* Counters, summed over lanes (racy snapshot: monotonic, may be torn). */
+struct zbra_stats {
+	uint64_t routed;        /* accepted by the router */
+	uint64_t ring_full;     /* router: lane ring full (backpressure) */
+	uint64_t refused;       /* router: unknown node / peer down / too big */
+	uint64_t sent;          /* messages acknowledged by the peer */
+	uint64_t zc_sent;       /* of which BUF payloads sent by reference */
+	uint64_t failed;        /* accepted, then not delivered */
+	uint64_t notified;      /* ACT_TAG_UNDELIVERED messages sent */
+	uint64_t notify_lost;   /* failures no actor could be told of */
+	uint64_t received;      /* delivered into a local mailbox */
+	uint64_t zc_received;   /* of which BUF payloads as arena references */
+	uint64_t deferred;      /* deliveries refused for now (mailbox full) */
+	uint64_t stale;         /* discarded: target gone (late replies too) */
+	uint64_t bad;           /* malformed messages (counted, dropped) */
+};
+void zbra_get_stats(struct zbra_stats *out);
+
+/* Streams per peer the remote layer uses, and the first (0 before attach). */
+unsigned zbra_streams(unsigned *first);
+
+#endif /* ZBMD_REMOTE_H */

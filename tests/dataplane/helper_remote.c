@@ -1,0 +1,949 @@
+/* helper_remote — a node hosting the actor runtime on its dataplane lcores
+ * with remote routing (zbmd/remote.h), as `zbmd run` does, in one of two
+ * roles:
+ *
+ *   helper_remote -c NODE.ini --serve IDS_FILE
+ *       spawns the actors below, registers them by name, writes
+ *       "name=0xACTORID" lines to IDS_FILE (then "end"), serves until
+ *       SIGTERM/SIGINT, prints its counters and exits 0.
+ *         sink  checks per-sender FIFO and content of T_DATA messages
+ *         slow  the same, ~50 us per message (its mailbox fills up)
+ *         echo  replies to every call with the request's payload
+ *         hole  keeps call requests unanswered until T_FLUSH: late replies
+ *
+ *   helper_remote -c NODE.ini --drive IDS_FILE [--down-flag FILE]
+ *         [--senders K] [--count N] [--bench SECONDS]
+ *       reads the ids (waiting for the file), then runs the scenarios and
+ *       prints "CHECK ok|fail DESCRIPTION" lines, "FIGURE ..." lines and
+ *       "DONE"; with --down-flag it then waits for FILE (the test stops
+ *       the serving node meanwhile) and checks that messages to the stopped
+ *       node come back as errors. Exit 0 when every check passed.
+ */
+#include "zbmd/actors.h"
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "zbmd/dataplane.h"
+#include "zbmd/remote.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+	T_DATA = 1, T_REPORT, T_ECHO, T_FLUSH, T_HOLD, T_GO, T_CONT, T_PING,
+};
+
+#define MAX_SENDERS 64
+#define INLINE_ONLY_FROM 48   /* senders 48..63 send inline payloads only */
+#define BUF_MAGIC 0x7a627261u
+#define NBUFS 32
+#define BUF_BYTES 4096
+
+static struct zb_config cfg;
+static struct act_runtime *rt;
+static volatile sig_atomic_t stop;
+static int failures;
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* Message seq of sender s: every 5th is a buffer (sizes across the
+ * one-message / two-message boundary), the rest inline of 16..40 bytes. */
+static uint32_t data_len(uint32_t s, uint32_t seq, bool *is_buf)
+{
+	uint64_t r = mix((uint64_t)s << 32 | seq);
+	*is_buf = s < INLINE_ONLY_FROM && seq % 5 == 4;
+	if (*is_buf)
+		return 16 + (uint32_t)(r % (BUF_BYTES - 16));
+	return 16 + (uint32_t)(r % (ACT_INLINE_MAX - 16 + 1));
+}
+
+static void fill(uint8_t *b, uint32_t s, uint32_t seq, uint32_t len)
+{
+	uint32_t h[4] = {BUF_MAGIC, s, seq, len};
+	memcpy(b, h, sizeof(h));
+	uint64_t x = mix((uint64_t)s << 32 | seq) | 1;
+	for (uint32_t i = sizeof(h); i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b[i] = (uint8_t)x;
+	}
+}
+
+/* content checksum (order-independent sum over messages) */
+static uint64_t csum(const uint8_t *b, uint32_t len)
+{
+	uint64_t c = len;
+	for (uint32_t i = 0; i < len; i++)
+		c = c * 1099511628211ull + b[i];
+	return mix(c);
+}
+
+/* ---- serving actors ------------------------------------------------------- */
+
+struct sink {
+	uint32_t expect[MAX_SENDERS];
+	uint64_t received, sum;
+	uint32_t order, bad, bufs;
+	uint32_t delay_us;
+	uint8_t want[BUF_BYTES];
+};
+static struct sink sink_st, slow_st;
+
+struct report {
+	uint64_t received, sum;
+	uint32_t order, bad, bufs, deferred;
+};
+
+static int sink_init(struct act_ctx *ctx, void *arg)
+{
+	*(struct sink **)act_state(ctx) = arg;
+	return 0;
+}
+
+static int sink_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct sink *k = *(struct sink **)act_state(ctx);
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	if (m->tag == T_REPORT) {
+		struct zbra_stats zs;
+		zbra_get_stats(&zs);
+		struct report rep = {k->received, k->sum, k->order, k->bad,
+				     k->bufs, (uint32_t)zs.deferred};
+		struct act_msg *re = act_msg_alloc(r);
+		if (re) {
+			act_msg_set_bytes(re, &rep, sizeof(rep));
+			if (act_reply(r, m, re))
+				act_msg_free(r, re);
+		}
+		return 0;
+	}
+	if (m->tag != T_DATA)
+		return 0;
+	const uint8_t *p = NULL;
+	uint32_t len = 0;
+	if (m->kind == ACT_PL_INLINE) {
+		p = m->u.bytes;
+		len = m->len;
+	} else if (m->kind == ACT_PL_BUF) {
+		p = (const uint8_t *)m->u.buf.buf->data + m->u.buf.off;
+		len = (uint32_t)m->u.buf.len;
+		k->bufs++;
+	}
+	uint32_t h[4] = {0};
+	if (len >= sizeof(h))
+		memcpy(h, p, sizeof(h));
+	bool isbuf;
+	if (!p || h[0] != BUF_MAGIC || h[1] >= MAX_SENDERS || h[3] != len ||
+	    len != data_len(h[1], h[2], &isbuf) ||
+	    isbuf != (m->kind == ACT_PL_BUF)) {
+		k->bad++;
+		return 0;
+	}
+	fill(k->want, h[1], h[2], len);
+	if (memcmp(k->want, p, len) != 0) {
+		k->bad++;
+		return 0;
+	}
+	if (h[2] != k->expect[h[1]])
+		k->order++;   /* duplicate, lost or reordered */
+	k->expect[h[1]] = h[2] + 1;
+	k->received++;
+	k->sum += csum(p, len);
+	if (k->delay_us) {
+		uint64_t until = zb_now_ns() + k->delay_us * 1000ull;
+		while (zb_now_ns() < until)
+			;
+		/* one message per loop iteration: the lcore goes back to the
+		 * transport, which delivers faster than this: the mailbox fills */
+		act_consume(ctx, 1u << 30);
+	}
+	return 0;
+}
+
+static const struct act_behaviour sink_beh = {
+	.name = "sink", .state_size = sizeof(void *),
+	.init = sink_init, .handle = sink_handle,
+};
+
+static int echo_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	if (!m->ref)
+		return 0;
+	struct act_msg *re = act_msg_alloc(r);
+	if (!re)
+		return 0;
+	re->tag = m->tag;
+	if (m->kind == ACT_PL_INLINE) {
+		act_msg_set_bytes(re, m->u.bytes, m->len);
+	} else if (m->kind == ACT_PL_BUF) {
+		act_buf_ref(m->u.buf.buf);   /* zero-copy echo of the buffer */
+		act_msg_set_buf(re, m->u.buf.buf, m->u.buf.off, m->u.buf.len);
+	} else if (m->kind == ACT_PL_RDMA) {
+		act_msg_set_rdma(re, m->u.rdma.node, m->u.rdma.addr,
+				 m->u.rdma.rkey, m->u.rdma.len);
+	}
+	if (act_reply(r, m, re))
+		act_msg_free(r, re);
+	return 0;
+}
+
+static const struct act_behaviour echo_beh = {
+	.name = "echo", .handle = echo_handle,
+};
+
+#define HOLD_MAX 64
+struct hole { struct act_msg *held[HOLD_MAX]; uint32_t n; };
+static struct hole hole_st;
+
+static int hole_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	struct hole *h = &hole_st;
+	if (m->tag == T_HOLD && m->ref && h->n < HOLD_MAX) {
+		act_msg_take(ctx, m);
+		h->held[h->n++] = m;
+		return 0;
+	}
+	if (m->tag == T_FLUSH) {
+		for (uint32_t i = 0; i < h->n; i++) {
+			struct act_msg *re = act_msg_alloc(r);
+			if (re && act_reply(r, h->held[i], re))
+				act_msg_free(r, re);
+			act_msg_free(r, h->held[i]);
+		}
+		h->n = 0;
+	}
+	return 0;
+}
+
+static const struct act_behaviour hole_beh = {
+	.name = "hole", .handle = hole_handle,
+};
+
+/* ---- driving actors ------------------------------------------------------- */
+
+struct sbuf {
+	struct act_buf b;
+	_Atomic int busy;
+	uint8_t data[BUF_BYTES];
+};
+
+struct sender {
+	uint32_t idx, count, next;
+	act_id to;
+	uint64_t full;       /* backpressure seen */
+	int err;
+	struct sbuf bufs[NBUFS];
+};
+static struct sender *senders;
+static _Atomic uint32_t senders_done;
+
+static void sbuf_release(struct act_buf *b, void *ctx)
+{
+	(void)b;
+	atomic_store_explicit(&((struct sbuf *)ctx)->busy, 0, memory_order_release);
+}
+
+static struct sbuf *sbuf_get(struct sender *s)
+{
+	for (int i = 0; i < NBUFS; i++) {
+		struct sbuf *b = &s->bufs[i];
+		if (!atomic_load_explicit(&b->busy, memory_order_acquire)) {
+			atomic_store_explicit(&b->busy, 1, memory_order_relaxed);
+			atomic_store_explicit(&b->b.refs, 1, memory_order_relaxed);
+			b->b.data = b->data;
+			b->b.release = sbuf_release;
+			b->b.ctx = b;
+			return b;
+		}
+	}
+	return NULL;
+}
+
+static int sender_init(struct act_ctx *ctx, void *arg)
+{
+	*(struct sender **)act_state(ctx) = arg;
+	return 0;
+}
+
+static void self_cont(struct act_ctx *ctx)
+{
+	act_tell(act_ctx_runtime(ctx), act_self(ctx), T_CONT, NULL, 0);
+	act_yield(ctx);
+}
+
+static int sender_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct sender *s = *(struct sender **)act_state(ctx);
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	if (m->tag != T_GO && m->tag != T_CONT)
+		return 0;
+	for (int burst = 0; burst < 64 && s->next < s->count; burst++) {
+		bool isbuf;
+		uint32_t len = data_len(s->idx, s->next, &isbuf);
+		struct act_msg *d = act_msg_alloc(r);
+		if (!d) {
+			self_cont(ctx);
+			return 0;
+		}
+		d->tag = T_DATA;
+		struct sbuf *b = NULL;
+		if (isbuf) {
+			if (!(b = sbuf_get(s))) {
+				act_msg_free(r, d);
+				self_cont(ctx);
+				return 0;
+			}
+			fill(b->data, s->idx, s->next, len);
+			b->b.len = len;
+			act_msg_set_buf(d, &b->b, 0, len);
+		} else {
+			uint8_t tmp[ACT_INLINE_MAX];
+			fill(tmp, s->idx, s->next, len);
+			act_msg_set_bytes(d, tmp, len);
+		}
+		int rc = act_send(r, s->to, d);
+		if (rc) {
+			act_msg_free(r, d);   /* drops the buffer ref too */
+			if (rc == ZB_ERR_MAILBOX_FULL) {
+				s->full++;
+				self_cont(ctx);
+				return 0;
+			}
+			s->err = rc;
+			s->next = s->count;
+			break;
+		}
+		s->next++;
+	}
+	if (s->next < s->count) {
+		self_cont(ctx);
+		return 0;
+	}
+	atomic_fetch_add(&senders_done, 1);
+	return 0;
+}
+
+static const struct act_behaviour sender_beh = {
+	.name = "sender", .state_size = sizeof(void *),
+	.init = sender_init, .handle = sender_handle,
+};
+
+/* pinger: call_async round trips to echo until `until_ns`; or one call to
+ * hole (timeout expected, then the late reply must be dropped); or a plain
+ * send to a stopped node (ACT_TAG_UNDELIVERED expected). */
+struct pinger {
+	act_id to;
+	uint64_t until_ns, timeout_ns;
+	uint32_t tag;
+	_Atomic uint64_t trips, timeouts, replies, undelivered, other;
+	_Atomic int finished;
+	int reason;
+};
+
+static int pinger_init(struct act_ctx *ctx, void *arg)
+{
+	*(struct pinger **)act_state(ctx) = arg;
+	return 0;
+}
+
+static void ping_once(struct act_ctx *ctx, struct pinger *p)
+{
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	struct act_msg *q = act_msg_alloc(r);
+	uint64_t ref;
+	if (!q) {
+		atomic_store(&p->finished, -ENOBUFS);
+		return;
+	}
+	uint64_t n = atomic_load(&p->trips);
+	act_msg_set_bytes(q, &n, sizeof(n));
+	q->tag = p->tag;
+	int rc = act_call_async(ctx, p->to, q, p->timeout_ns, &ref);
+	if (rc) {
+		act_msg_free(r, q);
+		p->reason = rc;
+		atomic_store(&p->finished, 1);
+	}
+}
+
+static int pinger_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct pinger *p = *(struct pinger **)act_state(ctx);
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	switch (m->tag) {
+	case T_GO:
+		if (p->tag == T_DATA) {   /* a plain send */
+			struct act_msg *d = act_msg_alloc(r);
+			int rc = d ? act_send(r, p->to, d) : -ENOBUFS;
+			if (rc) {
+				if (d)
+					act_msg_free(r, d);
+				p->reason = rc;
+				atomic_store(&p->finished, 1);
+			}
+			return 0;
+		}
+		ping_once(ctx, p);
+		return 0;
+	case ACT_TAG_TIMEOUT:
+		atomic_fetch_add(&p->timeouts, 1);
+		atomic_store(&p->finished, 1);
+		return 0;
+	case ACT_TAG_UNDELIVERED:
+		atomic_fetch_add(&p->undelivered, 1);
+		p->reason = act_msg_reason(m);
+		atomic_store(&p->finished, 1);
+		return 0;
+	default:
+		break;
+	}
+	if (!(m->flags & ACT_MF_REPLY)) {
+		atomic_fetch_add(&p->other, 1);
+		return 0;
+	}
+	atomic_fetch_add(&p->replies, 1);
+	uint64_t n = 0;
+	if (m->kind == ACT_PL_INLINE && m->len == sizeof(n))
+		memcpy(&n, m->u.bytes, sizeof(n));
+	if (n != atomic_load(&p->trips)) {
+		atomic_fetch_add(&p->other, 1);
+		atomic_store(&p->finished, 1);
+		return 0;
+	}
+	atomic_fetch_add(&p->trips, 1);
+	if (zb_now_ns() < p->until_ns)
+		ping_once(ctx, p);
+	else
+		atomic_store(&p->finished, 1);
+	return 0;
+}
+
+static const struct act_behaviour pinger_beh = {
+	.name = "pinger", .state_size = sizeof(void *),
+	.init = pinger_init, .handle = pinger_handle,
+};
+
+/* ---- driver ------------------------------------------------------------------ */
+
+static void check(bool cond, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void check(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("CHECK %s ", cond ? "ok" : "fail");
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+	failures += !cond;
+}
+
+static void msleep(unsigned ms) { usleep(ms * 1000u); }
+
+/* Polls flag (an atomic int) until nonzero or timeout; true when set. */
+static bool wait_flag(_Atomic int *flag, uint64_t timeout_ms)
+{
+	uint64_t end = zb_now_ns() + timeout_ms * 1000000ull;
+	while (!atomic_load(flag) && zb_now_ns() < end)
+		msleep(1);
+	return atomic_load(flag) != 0;
+}
+
+static int call_report(act_id to, struct report *rep)
+{
+	struct act_msg *q = act_msg_alloc(rt), *re = NULL;
+	if (!q)
+		return -ENOBUFS;
+	q->tag = T_REPORT;
+	int rc = act_call(rt, to, q, 2000000000ull, &re);
+	if (rc)
+		return rc;
+	if (re->kind != ACT_PL_INLINE || re->len != sizeof(*rep))
+		rc = -EPROTO;
+	else
+		memcpy(rep, re->u.bytes, sizeof(*rep));
+	act_msg_free(rt, re);
+	return rc;
+}
+
+/* Sends K*N messages to `to` from K actors; waits until `to` reports all.
+ * Returns elapsed ns (0 on failure) and fills *rep. */
+static uint64_t run_senders(act_id to, uint32_t first, uint32_t k, uint32_t n,
+			    struct report *rep, uint64_t *full, uint64_t *sum)
+{
+	struct report base;
+	if (call_report(to, &base) != 0)
+		return 0;
+	/* sender indices are never reused (the sinks' per-sender
+	 * expectations go on): callers give disjoint ranges */
+	uint32_t next_idx = first;
+	if (next_idx + k > MAX_SENDERS)
+		return 0;
+	atomic_store(&senders_done, 0);
+	act_id ids[MAX_SENDERS];
+	*sum = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		struct sender *s = &senders[next_idx + i];
+		memset(s, 0, sizeof(*s));
+		s->idx = next_idx + i;
+		s->count = n;
+		s->to = to;
+		for (uint32_t q = 0; q < n; q++) {
+			bool isbuf;
+			uint32_t len = data_len(s->idx, q, &isbuf);
+			uint8_t b[BUF_BYTES];
+			fill(b, s->idx, q, len);
+			*sum += csum(b, len);
+		}
+		struct act_spawn_opts o = {.home = i % dp_lcore_count() + 1};
+		if (act_spawn_opt(rt, &sender_beh, s, &o, &ids[i]) != 0)
+			return 0;
+	}
+	struct sender *round = &senders[next_idx];
+	next_idx += k;
+	uint64_t t0 = zb_now_ns();
+	for (uint32_t i = 0; i < k; i++)
+		act_tell(rt, ids[i], T_GO, NULL, 0);
+	uint64_t end = t0 + 60000000000ull;
+	while (zb_now_ns() < end) {
+		if (call_report(to, rep) == 0 &&
+		    rep->received - base.received + rep->bad - base.bad +
+				    rep->order - base.order >= (uint64_t)k * n &&
+		    atomic_load(&senders_done) == k)
+			break;
+		msleep(2);
+	}
+	uint64_t dt = zb_now_ns() - t0;
+	*full = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		*full += round[i].full;
+		if (round[i].err)
+			printf("# sender %u: %s\n", i, zb_strerror(round[i].err));
+		act_exit_signal(rt, ids[i], ACT_KILL);
+	}
+	rep->received -= base.received;
+	rep->sum -= base.sum;
+	rep->order -= base.order;
+	rep->bad -= base.bad;
+	rep->bufs -= base.bufs;
+	return dt;
+}
+
+struct ids { act_id sink, slow, echo, hole; };
+
+static int read_ids(const char *path, struct ids *ids, unsigned wait_s)
+{
+	uint64_t end = zb_now_ns() + wait_s * 1000000000ull;
+	for (;;) {
+		FILE *f = fopen(path, "r");
+		char line[128], name[32];
+		unsigned long long v;
+		bool end_seen = false;
+		memset(ids, 0, sizeof(*ids));
+		while (f && fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "end", 3) == 0)
+				end_seen = true;
+			else if (sscanf(line, "%31[a-z]=%llx", name, &v) == 2) {
+				if (!strcmp(name, "sink")) ids->sink = v;
+				if (!strcmp(name, "slow")) ids->slow = v;
+				if (!strcmp(name, "echo")) ids->echo = v;
+				if (!strcmp(name, "hole")) ids->hole = v;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (end_seen && ids->sink && ids->slow && ids->echo && ids->hole)
+			return 0;
+		if (zb_now_ns() > end)
+			return -ETIMEDOUT;
+		msleep(50);
+	}
+}
+
+static int echo_call(act_id echo, uint64_t v, uint64_t timeout_ns, uint64_t *back)
+{
+	struct act_msg *q = act_msg_alloc(rt), *re = NULL;
+	if (!q)
+		return -ENOBUFS;
+	q->tag = T_ECHO;
+	act_msg_set_bytes(q, &v, sizeof(v));
+	int rc = act_call(rt, echo, q, timeout_ns, &re);
+	if (rc)
+		return rc;
+	*back = ~v;
+	if (re->kind == ACT_PL_INLINE && re->len == sizeof(v))
+		memcpy(back, re->u.bytes, sizeof(v));
+	act_msg_free(rt, re);
+	return 0;
+}
+
+static void drive(const char *ids_path, const char *down_flag, uint32_t k,
+		  uint32_t n, unsigned bench_s)
+{
+	struct ids id;
+	int rc = read_ids(ids_path, &id, 120);
+	check(rc == 0, "server actor ids read (%s)", zb_strerror(rc));
+	if (rc)
+		return;
+	check(act_id_node(id.echo) != cfg.node.id, "echo is on another node (%u)",
+	      act_id_node(id.echo));
+	/* wait for the session: the first calls may find the link not up yet */
+	uint64_t back = 0, end = zb_now_ns() + 60000000000ull;
+	do {
+		rc = echo_call(id.echo, 42, 1000000000ull, &back);
+		if (rc)
+			msleep(100);
+	} while (rc && zb_now_ns() < end);
+	check(rc == 0 && back == 42, "first remote call answered (%s)", zb_strerror(rc));
+	if (rc)
+		return;
+	senders = calloc(MAX_SENDERS, sizeof(*senders));
+
+	/* 1. FIFO, exactly once, intact: K senders x N mixed messages */
+	struct report rep;
+	uint64_t full, sum;
+	uint64_t dt = run_senders(id.sink, 0, k, n, &rep, &full, &sum);
+	check(dt && rep.received == (uint64_t)k * n,
+	      "remote send: %u senders x %u messages all received (%lu)", k, n,
+	      (unsigned long)rep.received);
+	check(dt && rep.order == 0 && rep.bad == 0,
+	      "per-pair FIFO, none lost/duplicated, content intact (order=%u bad=%u)",
+	      rep.order, rep.bad);
+	check(dt && rep.sum == sum, "checksum over all messages matches");
+	check(rep.bufs == (uint64_t)k * (n / 5),
+	      "buffer payloads delivered as buffers (%u)", rep.bufs);
+
+	/* 2. calls from a thread: inline and buffer payloads */
+	uint32_t bad = 0, calls = 2000;
+	uint64_t t0 = zb_now_ns();
+	for (uint32_t i = 0; i < calls; i++)
+		if (echo_call(id.echo, i * 7919u, 2000000000ull, &back) || back != i * 7919u)
+			bad++;
+	uint64_t dcall = zb_now_ns() - t0;
+	check(bad == 0, "%u remote calls from a thread, replies match (bad=%u)", calls, bad);
+	static struct sbuf big;
+	uint32_t bad_buf = 0;
+	for (uint32_t i = 0; i < 50; i++) {
+		uint32_t len = 100 + i * 397;   /* 100 .. 19553: both paths */
+		len = len > BUF_BYTES ? BUF_BYTES - i : len;
+		atomic_store(&big.busy, 1);
+		atomic_store(&big.b.refs, 1);
+		big.b.data = big.data;
+		big.b.len = len;
+		big.b.release = sbuf_release;
+		big.b.ctx = &big;
+		fill(big.data, 60, i, len);
+		struct act_msg *q = act_msg_alloc(rt), *re = NULL;
+		act_msg_set_buf(q, &big.b, 0, len);
+		q->tag = T_ECHO;
+		if (act_call(rt, id.echo, q, 2000000000ull, &re) != 0) {
+			bad_buf++;
+			continue;
+		}
+		uint8_t want[BUF_BYTES];
+		fill(want, 60, i, len);
+		if (re->kind != ACT_PL_BUF || re->u.buf.len != len ||
+		    memcmp((uint8_t *)re->u.buf.buf->data + re->u.buf.off, want, len))
+			bad_buf++;
+		act_msg_free(rt, re);
+		for (int w = 0; w < 2000 && atomic_load(&big.busy); w++)
+			msleep(1);   /* the transport dropped its reference */
+		if (atomic_load(&big.busy))
+			bad_buf++;
+	}
+	check(bad_buf == 0, "50 calls with buffer payloads (100 B .. 4 KiB) echoed intact, sender buffers released (bad=%u)",
+	      bad_buf);
+
+	/* 3. timeouts: a thread's call, then an actor's call_async; the late
+	 * replies are discarded */
+	struct zbra_stats zs0, zs1;
+	struct act_stats as0, as1;
+	zbra_get_stats(&zs0);
+	act_get_stats(rt, &as0);
+	struct act_msg *q = act_msg_alloc(rt), *re = NULL;
+	q->tag = T_HOLD;
+	t0 = zb_now_ns();
+	rc = act_call(rt, id.hole, q, 200000000ull, &re);
+	uint64_t waited = zb_now_ns() - t0;
+	check(rc == ZB_ERR_TIMEOUT && waited >= 200000000ull,
+	      "call to an actor that never replies times out (%s after %lu ms)",
+	      zb_strerror(rc), (unsigned long)(waited / 1000000));
+	if (re)
+		act_msg_free(rt, re);
+	static struct pinger pg;
+	memset(&pg, 0, sizeof(pg));
+	pg.to = id.hole;
+	pg.tag = T_HOLD;
+	pg.timeout_ns = 200000000ull;
+	act_id pid;
+	act_spawn(rt, &pinger_beh, &pg, &pid);
+	act_tell(rt, pid, T_GO, NULL, 0);
+	check(wait_flag(&pg.finished, 5000) && atomic_load(&pg.timeouts) == 1,
+	      "call_async from an actor gets ACT_TAG_TIMEOUT");
+	act_tell(rt, id.hole, T_FLUSH, NULL, 0);   /* now both late replies come */
+	end = zb_now_ns() + 5000000000ull;
+	do {
+		msleep(5);
+		zbra_get_stats(&zs1);
+		act_get_stats(rt, &as1);
+	} while ((zs1.stale == zs0.stale || as1.late_replies == as0.late_replies) &&
+		 zb_now_ns() < end);
+	msleep(50);
+	zbra_get_stats(&zs1);
+	act_get_stats(rt, &as1);
+	check(zs1.stale - zs0.stale == 1,
+	      "the thread call's late reply found its port gone: discarded (stale +%lu)",
+	      (unsigned long)(zs1.stale - zs0.stale));
+	check(as1.late_replies - as0.late_replies == 1 && atomic_load(&pg.replies) == 0 &&
+		      atomic_load(&pg.other) == 0,
+	      "the actor's late reply was discarded, not delivered (late +%lu, seen %lu)",
+	      (unsigned long)(as1.late_replies - as0.late_replies),
+	      (unsigned long)atomic_load(&pg.replies));
+	act_exit_signal(rt, pid, ACT_KILL);
+
+	/* 4. remote mailbox full: backpressure, not loss */
+	uint32_t n2 = 3000;
+	dt = run_senders(id.slow, INLINE_ONLY_FROM, 2, n2, &rep, &full, &sum);
+	check(dt && rep.received == 2ull * n2 && rep.order == 0 && rep.bad == 0 &&
+		      rep.sum == sum,
+	      "slow remote actor: all %u messages, in order, intact (received=%lu order=%u bad=%u)",
+	      2 * n2, (unsigned long)rep.received, rep.order, rep.bad);
+	printf("# slow round: %.3f s\n", dt / 1e9);
+	check(rep.deferred > 0 && full > 0,
+	      "its full mailbox held the stream (deferred deliveries %u) and pushed back on the senders (%lu full)",
+	      rep.deferred, (unsigned long)full);
+
+	/* 5. unknown node */
+	uint16_t unknown = 0;
+	while (unknown < CFG_MAX_NODES && (cfg.peers[unknown].present || unknown == cfg.node.id))
+		unknown++;
+	rc = act_tell(rt, act_id_make(unknown, 1, 1), T_DATA, NULL, 0);
+	check(rc == -EHOSTUNREACH, "send to a node not in the config fails at once (%s)",
+	      zb_strerror(rc));
+
+	/* figures */
+	if (bench_s) {
+		memset(&pg, 0, sizeof(pg));
+		pg.to = id.echo;
+		pg.tag = T_PING;
+		pg.timeout_ns = 1000000000ull;
+		pg.until_ns = zb_now_ns() + bench_s * 1000000000ull;
+		act_spawn(rt, &pinger_beh, &pg, &pid);
+		t0 = zb_now_ns();
+		act_tell(rt, pid, T_GO, NULL, 0);
+		wait_flag(&pg.finished, bench_s * 1000 + 5000);
+		uint64_t d = zb_now_ns() - t0;
+		printf("FIGURE actor call_async round trips: %lu in %.2f s = %.0f/s (%.1f us each)\n",
+		       (unsigned long)pg.trips, d / 1e9, pg.trips / (d / 1e9),
+		       d / 1e3 / (pg.trips ? pg.trips : 1));
+		act_exit_signal(rt, pid, ACT_KILL);
+		printf("FIGURE thread act_call round trips: %u in %.2f s = %.0f/s\n", calls,
+		       dcall / 1e9, calls / (dcall / 1e9));
+		uint32_t nb = 20000;
+		dt = run_senders(id.sink, 24, k, nb, &rep, &full, &sum);
+		printf("FIGURE one-way messages (mixed, 1/5 buffers up to 4 KiB): %u in %.2f s = %.0f/s (ok=%d)\n",
+		       k * nb, dt / 1e9, k * nb / (dt / 1e9),
+		       rep.received == (uint64_t)k * nb && rep.order == 0);
+	}
+	struct zbra_stats zs;
+	zbra_get_stats(&zs);
+	printf("# stats routed=%lu sent=%lu zc_sent=%lu received=%lu zc_received=%lu failed=%lu deferred=%lu stale=%lu bad=%lu ring_full=%lu\n",
+	       (unsigned long)zs.routed, (unsigned long)zs.sent, (unsigned long)zs.zc_sent,
+	       (unsigned long)zs.received, (unsigned long)zs.zc_received,
+	       (unsigned long)zs.failed, (unsigned long)zs.deferred,
+	       (unsigned long)zs.stale, (unsigned long)zs.bad, (unsigned long)zs.ring_full);
+	const struct tp_stats *ts = tp_stats(dp_transport(0));   /* racy: diagnostics */
+	printf("# lane0 retransmits=%lu window_stalls=%lu tx_busy=%lu no_buffer_drops=%lu msgs_sent=%lu\n",
+	       (unsigned long)ts->retransmits, (unsigned long)ts->window_stalls,
+	       (unsigned long)ts->tx_busy, (unsigned long)ts->no_buffer_drops,
+	       (unsigned long)ts->msgs_sent);
+	check(zs.zc_sent > 0 && zs.zc_received > 0,
+	      "buffers sent by reference (%lu) and received as arena references (%lu)",
+	      (unsigned long)zs.zc_sent, (unsigned long)zs.zc_received);
+
+	if (!down_flag)
+		return;
+	/* 6. the serving node stops */
+	printf("PHASE down\n");
+	fflush(stdout);
+	while (access(down_flag, F_OK) != 0 && !stop)
+		msleep(20);
+	memset(&pg, 0, sizeof(pg));
+	pg.to = id.sink;
+	pg.tag = T_DATA;
+	act_spawn(rt, &pinger_beh, &pg, &pid);
+	act_tell(rt, pid, T_GO, NULL, 0);   /* a plain send from an actor */
+	t0 = zb_now_ns();
+	rc = echo_call(id.echo, 7, 30000000000ull, &back);
+	waited = zb_now_ns() - t0;
+	check(rc == ZB_ERR_PEER_DOWN, "call to the stopped node returns an error (%s after %lu ms)",
+	      zb_strerror(rc), (unsigned long)(waited / 1000000));
+	check(wait_flag(&pg.finished, 10000) && atomic_load(&pg.undelivered) == 1 &&
+		      pg.reason == ZB_ERR_PEER_DOWN,
+	      "an actor's plain send to it comes back as ACT_TAG_UNDELIVERED (%s)",
+	      zb_strerror(pg.reason));
+	rc = act_tell(rt, id.echo, T_DATA, NULL, 0);
+	check(rc == ZB_ERR_PEER_DOWN, "then sends to it fail at once (%s)", zb_strerror(rc));
+	act_exit_signal(rt, pid, ACT_KILL);
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static unsigned actors_poll(void *arg, unsigned index, uint64_t now_tsc)
+{
+	(void)now_tsc;
+	return (unsigned)act_worker_poll(arg, index, cfg.actors.reductions);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+	dp_node_request_stop();
+}
+
+static int serve(const char *ids_path)
+{
+	act_id sink, slow, echo, hole;
+	slow_st.delay_us = 50;
+	if (act_spawn(rt, &sink_beh, &sink_st, &sink) ||
+	    act_spawn(rt, &sink_beh, &slow_st, &slow) ||
+	    act_spawn(rt, &echo_beh, NULL, &echo) ||
+	    act_spawn(rt, &hole_beh, NULL, &hole))
+		return -ENOBUFS;
+	act_register(rt, "sink", sink);
+	act_register(rt, "slow", slow);
+	act_register(rt, "echo", echo);
+	act_register(rt, "hole", hole);
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", ids_path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	static const char *const names[] = {"sink", "slow", "echo", "hole"};
+	for (int i = 0; i < 4; i++)
+		fprintf(f, "%s=0x%016llx\n", names[i],
+			(unsigned long long)act_whereis(rt, names[i]));
+	fprintf(f, "end\n");
+	fclose(f);
+	return rename(tmp, ids_path) ? -errno : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"serve", required_argument, NULL, 's'},
+		{"drive", required_argument, NULL, 'd'},
+		{"down-flag", required_argument, NULL, 'f'},
+		{"senders", required_argument, NULL, 'k'},
+		{"count", required_argument, NULL, 'n'},
+		{"bench", required_argument, NULL, 'b'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *path = NULL, *serve_ids = NULL, *drive_ids = NULL, *down = NULL;
+	uint32_t k = 4, n = 5000;
+	unsigned bench_s = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': path = optarg; break;
+		case 's': serve_ids = optarg; break;
+		case 'd': drive_ids = optarg; break;
+		case 'f': down = optarg; break;
+		case 'k': k = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'n': n = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'b': bench_s = (unsigned)strtoul(optarg, NULL, 0); break;
+		default: return 2;
+		}
+	}
+	struct cfg_error cerr;
+	if (!path || !serve_ids == !drive_ids || k == 0 || k > 24 || n == 0 ||
+	    cfg_load_file(&cfg, path, &cerr) != 0) {
+		fprintf(stderr, "usage: helper_remote -c NODE.ini --serve IDS | --drive IDS [--down-flag F] [--senders K<=24] [--count N] [--bench S]%s%s\n",
+			path ? ": " : "", path ? cerr.msg : "");
+		return 2;
+	}
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	struct dp_err err;
+	if (dp_node_init(&cfg, &err) != 0) {
+		fprintf(stderr, "helper_remote: %s\n", err.msg);
+		return 1;
+	}
+	struct act_params p;
+	act_params_default(&p);
+	p.node = cfg.node.id;
+	p.max_actors = cfg.actors.max_actors;
+	p.mailbox_capacity = cfg.actors.mailbox_capacity;
+	p.reductions = cfg.actors.reductions;
+	p.message_pool = cfg.actors.message_pool;
+	p.timers = cfg.actors.timers;
+	p.workers = dp_lcore_count();
+	p.pin = false;
+	int rc = act_runtime_create(&p, &rt);
+	if (rc == 0)
+		rc = dp_set_actor_hook(actors_poll, rt);
+	if (rc == 0)
+		rc = zbra_attach(rt, &cfg);
+	if (rc == 0 && dp_node_launch(&err) != 0)
+		rc = -EIO;
+	if (rc) {
+		fprintf(stderr, "helper_remote: start: %s %s\n", zb_strerror(rc), err.msg);
+		dp_node_fini();
+		return 1;
+	}
+	unsigned first, ns = zbra_streams(&first);
+	printf("READY node=%u lanes=%u streams=%u..%u\n", cfg.node.id, dp_lcore_count(),
+	       first, first + ns - 1);
+	fflush(stdout);
+	if (serve_ids) {
+		rc = serve(serve_ids);
+		if (rc)
+			fprintf(stderr, "helper_remote: serve: %s\n", zb_strerror(rc));
+		sigset_t wait_mask = old;
+		sigdelset(&wait_mask, SIGINT);
+		sigdelset(&wait_mask, SIGTERM);
+		while (!stop && rc == 0)
+			sigsuspend(&wait_mask);
+	} else {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		drive(drive_ids, down, k, n, bench_s);
+		printf("DONE failures=%d\n", failures);
+		fflush(stdout);
+	}
+	dp_node_request_stop();
+	dp_node_stop();
+	struct zbra_stats zs;
+	zbra_get_stats(&zs);
+	act_runtime_destroy(rt);
+	zbra_detach();
+	dp_node_fini();
+	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu\n", cfg.node.id,
+	       (unsigned long)zs.received, (unsigned long)zs.deferred,
+	       (unsigned long)zs.stale, (unsigned long)zs.bad);
+	return rc || failures ? 1 : 0;
+}
