@@ -104,6 +104,10 @@ static struct zbra {
 	uint16_t first_stream, nstreams;
 	uint64_t max_message;
 	bool known[CFG_MAX_NODES];
+	/* lanes whose transport has reported the node down and heard nothing
+	 * since: > 0 makes the node down for every sender (a lane that had no
+	 * traffic for it would only find out after peer_timeout) */
+	_Atomic uint32_t down_lanes[CFG_MAX_NODES];
 	struct zbra_lane *lanes;
 	_Atomic int detached;
 } Z;
@@ -134,8 +138,8 @@ static int zbra_route(void *ctx, struct act_msg *m)
 		return -EHOSTUNREACH;
 	}
 	struct zbra_lane *l = &z->lanes[pair_hash(m->from, m->to) % z->nlanes];
-	if (ZB_UNLIKELY(atomic_load_explicit(&l->peer_state[node],
-					     memory_order_relaxed) == PS_DOWN)) {
+	if (ZB_UNLIKELY(atomic_load_explicit(&z->down_lanes[node],
+					     memory_order_relaxed) != 0)) {
 		atomic_fetch_add_explicit(&l->rc.refused, 1, memory_order_relaxed);
 		return ZB_ERR_PEER_DOWN;
 	}
@@ -580,9 +584,13 @@ static void zbra_peer_event(void *arg, unsigned index, uint16_t peer,
 	struct zbra_lane *l = &Z.lanes[index];
 	if (peer >= CFG_MAX_NODES)
 		return;
-	atomic_store_explicit(&l->peer_state[peer],
-			      ev == TP_PEER_DOWN ? PS_DOWN : PS_UNKNOWN,
-			      memory_order_relaxed);
+	uint8_t now = ev == TP_PEER_DOWN ? PS_DOWN : PS_UNKNOWN;
+	uint8_t was = atomic_exchange_explicit(&l->peer_state[peer], now,
+					       memory_order_relaxed);
+	if (was != PS_DOWN && now == PS_DOWN)
+		atomic_fetch_add_explicit(&Z.down_lanes[peer], 1, memory_order_relaxed);
+	else if (was == PS_DOWN && now != PS_DOWN)
+		atomic_fetch_sub_explicit(&Z.down_lanes[peer], 1, memory_order_relaxed);
 	if (ev != TP_PEER_UP && !atomic_load_explicit(&Z.detached, memory_order_acquire))
 		rxpend_clear(l, peer);   /* a half-received message is gone */
 }

@@ -39,8 +39,9 @@
  *
  * Errors: see act_send (zbmd/actors.h). The router returns, synchronously:
  *   -EHOSTUNREACH        the node is not in the configuration (no [peer.N])
- *   ZB_ERR_PEER_DOWN     the lane's transport reported the peer down and has
- *                        heard nothing from it since
+ *   ZB_ERR_PEER_DOWN     a lane's transport reported the node down (data
+ *                        unacknowledged for peer_timeout_ms) and has heard
+ *                        nothing from it since
  *   ZB_ERR_MAILBOX_FULL  the lane's ring is full (backpressure: retry later)
  *   -EMSGSIZE            a BUF payload larger than [transport] max_message
  * A message accepted by the router and then not delivered (the peer went

@@ -14,47 +14,53 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 TAG=zbra$$
-CL="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAG --dir $T/cl"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
-trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 24
+CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
+trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; cleanup_lib' EXIT
+plan 48
 
-# small mailboxes so that the slow actor's fills quickly; a peer that stops
-# answering is declared down after 1 s
-ZBN_EXTRA_INI=$'[actors]\nmailbox_capacity = 64' $CL up 2 >/dev/null
-ok $? "memif cluster configs written"
-sed -i '/^\[transport\]/a peer_timeout_ms = 1000' "$T/cl/node1.ini" "$T/cl/node2.ini"
-
-# node 1 (the memif server) drives, node 2 (its client) serves the actors
-"$H" -c "$T/cl/node1.ini" --drive "$T/ids" --down-flag "$T/down" \
-	--senders 4 --count 5000 --bench "${ZBRA_BENCH:-0}" >"$T/drive.log" 2>&1 &
-D=$!; PIDS+=($D)
-wait_for "$T/drive.log" '^READY' 30
-"$H" -c "$T/cl/node2.ini" --serve "$T/ids" >"$T/serve.log" 2>&1 &
-S=$!; PIDS+=($S)
-wait_for "$T/serve.log" '^READY' 30
-ok $? "both nodes up (actors hosted, remote routing attached)" ||
-	{ diag "$(tail -5 "$T/drive.log")"; diag "$(tail -5 "$T/serve.log")"; }
-
-wait_for "$T/drive.log" '^(PHASE down|DONE)' 150 ||
-	diag "driver did not reach the down phase: $(tail -3 "$T/drive.log")"
-kill -TERM $S 2>/dev/null; wait_exit $S 30; wait $S; rs=$?
-ok $([ $rs -eq 0 ]; echo $?) "serving node stopped cleanly (exit $rs)"
-touch "$T/down"
-wait_exit $D 60 || kill -KILL $D 2>/dev/null
-wait $D; rd=$?
-
-# every CHECK line of the driver is one test (20 expected)
-n=0
-while IFS= read -r line; do
-	n=$((n + 1))
-	case $line in
-	"CHECK ok "*) ok 0 "${line#CHECK ok }" ;;
-	*) ok 1 "${line#CHECK fail }" ;;
-	esac
-done < <(grep '^CHECK ' "$T/drive.log")
-while [ $n -lt 20 ]; do n=$((n + 1)); ok 1 "driver check $n missing"; done
-grep '^FIGURE' "$T/drive.log" | while IFS= read -r l; do diag "$l"; done
-[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$T/drive.log" | grep -v "^EAL\|^memif" | tail -12)"
-ok $([ $rd -eq 0 ]; echo $?) "driver exits 0 (exit $rd)"
+# one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
+# stolen across two workers, pairs hashed to two transport instances)
+round() {
+	local lc=$1 lanes=$2 dir=$T/r$2 cl="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAG$2 --dir $T/r$2/cl"
+	mkdir -p "$dir"
+	# small mailboxes so that the slow actor's fills quickly; a peer that
+	# stops answering is declared down after 1 s
+	ZBN_LCORES=$lc ZBN_EXTRA_INI=$'[actors]\nmailbox_capacity = 64' $cl up 2 >/dev/null
+	ok $? "[$lanes lane(s)] memif cluster configs written"
+	sed -i '/^\[transport\]/a peer_timeout_ms = 1000' "$dir/cl/node1.ini" "$dir/cl/node2.ini"
+	# node 1 (the memif server) drives, node 2 (its client) serves the actors
+	"$H" -c "$dir/cl/node1.ini" --drive "$dir/ids" --down-flag "$dir/down" \
+		--senders 4 --count 5000 --bench "${ZBRA_BENCH:-0}" >"$dir/drive.log" 2>&1 &
+	local d=$! s rs rd n=0 line
+	PIDS+=($d)
+	wait_for "$dir/drive.log" '^READY' 30
+	"$H" -c "$dir/cl/node2.ini" --serve "$dir/ids" >"$dir/serve.log" 2>&1 &
+	s=$!; PIDS+=($s)
+	wait_for "$dir/serve.log" '^READY' 30 && grep -q "^READY node=1 lanes=$lanes " "$dir/drive.log"
+	ok $? "[$lanes lane(s)] both nodes up (actors hosted, remote routing attached)" ||
+		{ diag "$(tail -5 "$dir/drive.log")"; diag "$(tail -5 "$dir/serve.log")"; }
+	wait_for "$dir/drive.log" '^(PHASE down|DONE)' 150 ||
+		diag "driver did not reach the down phase: $(tail -3 "$dir/drive.log")"
+	kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+	ok $([ $rs -eq 0 ]; echo $?) "[$lanes lane(s)] serving node stopped cleanly (exit $rs)"
+	touch "$dir/down"
+	wait_exit $d 60 || kill -KILL $d 2>/dev/null
+	wait $d; rd=$?
+	# every CHECK line of the driver is one test (20 expected)
+	while IFS= read -r line; do
+		n=$((n + 1))
+		case $line in
+		"CHECK ok "*) ok 0 "[$lanes lane(s)] ${line#CHECK ok }" ;;
+		*) ok 1 "[$lanes lane(s)] ${line#CHECK fail }" ;;
+		esac
+	done < <(grep '^CHECK ' "$dir/drive.log")
+	while [ $n -lt 20 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
+	grep '^FIGURE' "$dir/drive.log" | while IFS= read -r l; do diag "[$lanes lane(s)] $l"; done
+	[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$dir/drive.log" | grep -v "^EAL\|^memif" | tail -12)"
+	ok $([ $rd -eq 0 ]; echo $?) "[$lanes lane(s)] driver exits 0 (exit $rd)"
+	$cl down >/dev/null 2>&1
+}
+round 0-1 1
+round 0-2 2
 done_testing
