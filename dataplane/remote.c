@@ -23,6 +23,7 @@
 #include "zbmd/transport.h"
 
 #include <endian.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,10 @@ struct zbra_hdr {
 			       * RDMA: addr, len, node<<32|rkey */
 };
 _Static_assert(sizeof(struct zbra_hdr) == ZBRA_HDR_LEN, "wire header size");
+_Static_assert(offsetof(struct zbra_hdr, tag) == 8 &&
+	       offsetof(struct zbra_hdr, from) == 16 &&
+	       offsetof(struct zbra_hdr, to) == 24 &&
+	       offsetof(struct zbra_hdr, d0) == 48, "wire layout (docs/remote.md)");
 
 struct zbra_slot {
 	struct tp_ref ref;          /* first: the payload's reference */

@@ -25,7 +25,7 @@
  * Every node must run the same number of dataplane lcores (lane L talks to
  * lane L).
  *
- * Wire (docs/wire.md, "remote actor messages"): one transport message = a
+ * Wire (docs/remote.md): one transport message = a
  * 72-byte little-endian header (magic, payload kind, from, to, tag, flags,
  * ref, ts_ns, descriptor words) followed by the inline bytes, or by the bytes
  * of a small ACT_PL_BUF (header + bytes <= 256). A larger ACT_PL_BUF is two

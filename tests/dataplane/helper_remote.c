@@ -24,6 +24,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/remote.h"
+#include "zbmd/transport.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -105,6 +106,7 @@ static struct sink sink_st, slow_st;
 struct report {
 	uint64_t received, sum;
 	uint32_t order, bad, bufs, deferred;
+	uint32_t malformed;   /* the serving node's zbra_stats.bad */
 };
 
 static int sink_init(struct act_ctx *ctx, void *arg)
@@ -121,7 +123,7 @@ static int sink_handle(struct act_ctx *ctx, struct act_msg *m)
 		struct zbra_stats zs;
 		zbra_get_stats(&zs);
 		struct report rep = {k->received, k->sum, k->order, k->bad,
-				     k->bufs, (uint32_t)zs.deferred};
+				     k->bufs, (uint32_t)zs.deferred, (uint32_t)zs.bad};
 		struct act_msg *re = act_msg_alloc(r);
 		if (re) {
 			act_msg_set_bytes(re, &rep, sizeof(rep));
@@ -438,6 +440,52 @@ static const struct act_behaviour pinger_beh = {
 	.init = pinger_init, .handle = pinger_handle,
 };
 
+/* ---- malformed input: raw transport messages on the remote streams ---------- */
+
+static _Atomic int inject_go, inject_done;
+static uint16_t inject_peer;
+
+/* Lane 0's poller: when asked, sends one of each malformed message to the
+ * peer (the transport is lane 0's: only from its lcore). */
+static unsigned injector(void *arg, uint64_t now_tsc)
+{
+	(void)arg;
+	if (!atomic_load_explicit(&inject_go, memory_order_acquire) ||
+	    atomic_load(&inject_done))
+		return 0;
+	static uint8_t msgs[8][ZBRA_HDR_LEN + 8];
+	static const uint32_t lens[8] = {10, ZBRA_HDR_LEN, ZBRA_HDR_LEN,
+					 ZBRA_HDR_LEN + 4, ZBRA_HDR_LEN,
+					 ZBRA_HDR_LEN, ZBRA_HDR_LEN, ZBRA_HDR_LEN + 8};
+	/* a valid header to node 2's slot 1 (kind NONE), then broken copies */
+	uint8_t good[ZBRA_HDR_LEN] = {0};
+	uint32_t magic = 0x5a425241u, tag = 1;
+	uint64_t to = act_id_make(inject_peer, 1, 1);
+	memcpy(good, &magic, 4);
+	good[4] = 1;                       /* version */
+	memcpy(good + 8, &tag, 4);
+	memcpy(good + 24, &to, 8);     /* struct zbra_hdr: to at 24 */
+	for (int i = 0; i < 8; i++)
+		memcpy(msgs[i], good, sizeof(good));
+	msgs[1][0] ^= 0xff;                /* bad magic */
+	msgs[2][5] = 9;                    /* unknown payload kind */
+	msgs[3][5] = ACT_PL_INLINE;        /* inline length 0, 4 bytes follow */
+	msgs[4][4] = 7;                    /* unknown version */
+	uint64_t other = act_id_make((uint16_t)(inject_peer + 1), 1, 1);
+	memcpy(msgs[5] + 24, &other, 8);   /* not for this node */
+	uint32_t sys = ACT_TAG_EXIT;
+	memcpy(msgs[6] + 8, &sys, 4);      /* a reserved tag */
+	msgs[7][5] = ACT_PL_NONE;          /* NONE with 8 trailing bytes */
+	unsigned first, ns = zbra_streams(&first);
+	(void)ns;
+	for (int i = 0; i < 8; i++)
+		if (tp_send(dp_transport(0), inject_peer, (uint16_t)first, msgs[i],
+			    lens[i], NULL, 0, dp_now_ns(now_tsc)) != 0)
+			return 0;   /* retried whole next time: not reached in tests */
+	atomic_store(&inject_done, 1);
+	return 8;
+}
+
 /* ---- driver ------------------------------------------------------------------ */
 
 static void check(bool cond, const char *fmt, ...)
@@ -737,6 +785,23 @@ static void drive(const char *ids_path, const char *down_flag, uint32_t k,
 	check(rc == -EHOSTUNREACH, "send to a node not in the config fails at once (%s)",
 	      zb_strerror(rc));
 
+	/* 6. malformed messages on the remote streams: counted, dropped */
+	struct report r0, r1;
+	rc = call_report(id.sink, &r0);
+	inject_peer = act_id_node(id.sink);
+	atomic_store_explicit(&inject_go, 1, memory_order_release);
+	end = zb_now_ns() + 5000000000ull;
+	do {
+		msleep(5);
+		rc = call_report(id.sink, &r1);
+	} while (rc == 0 && r1.malformed - r0.malformed < 8 && zb_now_ns() < end);
+	check(rc == 0 && r1.malformed - r0.malformed == 8,
+	      "8 malformed remote messages counted and dropped by the receiver (+%u)",
+	      r1.malformed - r0.malformed);
+	back = 0;
+	rc = echo_call(id.echo, 99, 2000000000ull, &back);
+	check(rc == 0 && back == 99, "calls still work after them (%s)", zb_strerror(rc));
+
 	/* figures */
 	if (bench_s) {
 		memset(&pg, 0, sizeof(pg));
@@ -909,6 +974,8 @@ int main(int argc, char **argv)
 		rc = dp_set_actor_hook(actors_poll, rt);
 	if (rc == 0)
 		rc = zbra_attach(rt, &cfg);
+	if (rc == 0 && drive_ids)
+		rc = dp_register_poller(0, injector, NULL);
 	if (rc == 0 && dp_node_launch(&err) != 0)
 		rc = -EIO;
 	if (rc) {
