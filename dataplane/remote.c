@@ -1,5 +1,5 @@
 /* dataplane/remote.c — remote actors over the reliable transport (zbra_).
- * Contract and wire layout: zbmd/remote.h; docs/wire.md.
+ * Contract and wire layout: zbmd/remote.h; docs/remote.md.
  *
  * Per lane (= dataplane lcore = transport instance):
  *   txq    MPSC rte_ring of act_msg *: the router (any thread) enqueues,
