@@ -825,6 +825,12 @@ static void drive(const char *ids_path, const char *down_flag, uint32_t k,
 		printf("FIGURE one-way messages (mixed, 1/5 buffers up to 4 KiB): %u in %.2f s = %.0f/s (ok=%d)\n",
 		       k * nb, dt / 1e9, k * nb / (dt / 1e9),
 		       rep.received == (uint64_t)k * nb && rep.order == 0);
+		uint32_t ki = k > 12 ? 12 : k;
+		nb = 50000;
+		dt = run_senders(id.sink, INLINE_ONLY_FROM + 4, ki, nb, &rep, &full, &sum);
+		printf("FIGURE one-way messages (inline 16..40 B): %u in %.2f s = %.0f/s (ok=%d)\n",
+		       ki * nb, dt / 1e9, ki * nb / (dt / 1e9),
+		       rep.received == (uint64_t)ki * nb && rep.order == 0);
 	}
 	struct zbra_stats zs;
 	zbra_get_stats(&zs);
@@ -833,11 +839,16 @@ static void drive(const char *ids_path, const char *down_flag, uint32_t k,
 	       (unsigned long)zs.received, (unsigned long)zs.zc_received,
 	       (unsigned long)zs.failed, (unsigned long)zs.deferred,
 	       (unsigned long)zs.stale, (unsigned long)zs.bad, (unsigned long)zs.ring_full);
-	const struct tp_stats *ts = tp_stats(dp_transport(0));   /* racy: diagnostics */
-	printf("# lane0 retransmits=%lu window_stalls=%lu tx_busy=%lu no_buffer_drops=%lu msgs_sent=%lu\n",
-	       (unsigned long)ts->retransmits, (unsigned long)ts->window_stalls,
-	       (unsigned long)ts->tx_busy, (unsigned long)ts->no_buffer_drops,
-	       (unsigned long)ts->msgs_sent);
+	for (unsigned i = 0; i < dp_lcore_count(); i++) {
+		const struct tp_stats *ts = tp_stats(dp_transport(i));   /* racy: diagnostics */
+		struct dp_lcore_stats ls;
+		dp_lcore_stats(i, &ls);
+		printf("# lane%u retransmits=%lu window_stalls=%lu no_buffer_drops=%lu msgs_sent=%lu peer_downs=%lu lane_fwd=%lu lane_drops=%lu sleeps=%lu\n",
+		       i, (unsigned long)ts->retransmits, (unsigned long)ts->window_stalls,
+		       (unsigned long)ts->no_buffer_drops, (unsigned long)ts->msgs_sent,
+		       (unsigned long)ts->peer_downs, (unsigned long)ls.lane_fwd,
+		       (unsigned long)ls.lane_drops, (unsigned long)ls.sleeps);
+	}
 	check(zs.zc_sent > 0 && zs.zc_received > 0,
 	      "buffers sent by reference (%lu) and received as arena references (%lu)",
 	      (unsigned long)zs.zc_sent, (unsigned long)zs.zc_received);

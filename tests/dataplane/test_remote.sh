@@ -25,10 +25,12 @@ round() {
 	local lc=$1 lanes=$2 dir=$T/r$2 cl="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAG$2 --dir $T/r$2/cl"
 	mkdir -p "$dir"
 	# small mailboxes so that the slow actor's fills quickly; a peer that
-	# stops answering is declared down after 1 s
+	# stops answering is declared down after 2 s (1 s is too short when other
+	# jobs load this machine: a starved lcore looks like a dead peer)
 	ZBN_LCORES=$lc ZBN_EXTRA_INI=$'[actors]\nmailbox_capacity = 64' $cl up 2 >/dev/null
 	ok $? "[$lanes lane(s)] memif cluster configs written"
-	sed -i '/^\[transport\]/a peer_timeout_ms = 1000' "$dir/cl/node1.ini" "$dir/cl/node2.ini"
+	sed -i '/^\[transport\]/a peer_timeout_ms = 2000' "$dir/cl/node1.ini" "$dir/cl/node2.ini"
+	[ -n "${ZBRA_SPIN_US:-}" ] && sed -i "/^\\[dataplane\\]/a idle_spin_us = $ZBRA_SPIN_US" "$dir/cl/node1.ini" "$dir/cl/node2.ini"
 	# node 1 (the memif server) drives, node 2 (its client) serves the actors
 	"$H" -c "$dir/cl/node1.ini" --drive "$dir/ids" --down-flag "$dir/down" \
 		--senders 4 --count 5000 --bench "${ZBRA_BENCH:-0}" >"$dir/drive.log" 2>&1 &
