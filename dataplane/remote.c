@@ -37,6 +37,13 @@
 #define ZBRA_WRAPS 1024u         /* received BUF payloads held by actors */
 #define ZBRA_BURST 32u
 #define ZBRA_STREAMS_MAX 8u
+#define ZBRA_BATCH_BYTES 1024u   /* records coalesced into one transport message */
+#define ZBRA_BATCH_RECS 16u
+/* send_done cookies: magic << 40 | part << 32 | slot index. Others on the
+ * lane (a raw tp_send by a test, say) are not ours and are ignored. */
+#define ZBRA_COOKIE_MAGIC 0x7a6272ull
+#define ZBRA_COOKIE(slot, part) \
+	(ZBRA_COOKIE_MAGIC << 40 | (uint64_t)(part) << 32 | (uint32_t)(slot))
 
 enum { PS_UNKNOWN = 0, PS_DOWN = 1 };
 
@@ -58,18 +65,31 @@ _Static_assert(offsetof(struct zbra_hdr, tag) == 8 &&
 	       offsetof(struct zbra_hdr, to) == 24 &&
 	       offsetof(struct zbra_hdr, d0) == 48, "wire layout (docs/remote.md)");
 
+/* What a failure report needs of one record. */
+struct zbra_meta {
+	act_id from, to;
+	uint64_t ref;
+	uint32_t flags;
+};
+
 struct zbra_slot {
 	struct tp_ref ref;          /* first: the payload's reference */
 	struct zbra_lane *lane;
 	struct act_msg *msg;        /* two-part only: holds the buffer ref */
-	act_id from, to;
-	uint64_t ref_id;
-	uint32_t flags;
 	uint16_t peer, stream;
 	uint16_t len;               /* serialised bytes in buf */
 	uint8_t split, notified;
+	uint8_t nrec;               /* records in buf (1 for two-part) */
 	_Atomic uint32_t left;      /* completions before the slot is free */
-	uint8_t buf[ZBRA_SMALL_MAX] __attribute__((aligned(64)));
+	struct zbra_meta rec[ZBRA_BATCH_RECS];
+	uint8_t buf[ZBRA_BATCH_BYTES] __attribute__((aligned(64)));
+};
+
+/* Receive side of a batch the transport is retrying (deliver -EAGAIN after
+ * some of its records went into mailboxes): those are skipped next time. */
+struct zbra_resume {
+	uint32_t msg_id, epoch, done;
+	uint8_t valid;
 };
 
 struct zbra_wrap {
@@ -95,10 +115,11 @@ struct zbra_lane {
 	unsigned bk_i, bk_n;
 	struct zbra_slot *cur;      /* head message half sent (split, payload next) */
 	struct act_msg *rxpend[CFG_MAX_NODES][ZBRA_STREAMS_MAX];
+	struct zbra_resume resume[CFG_MAX_NODES][ZBRA_STREAMS_MAX];
 	_Atomic uint8_t peer_state[CFG_MAX_NODES];
 	struct zbra_ctr rc;
 	/* lane-side counters: written by the lane only */
-	uint64_t sent, zc_sent, failed, notified, notify_lost, received,
+	uint64_t sent, batches, zc_sent, failed, notified, notify_lost, received,
 		zc_received, deferred, stale, bad;
 } ZB_ALIGNED_CL;
 
@@ -227,7 +248,9 @@ static void fail_slot(struct zbra_lane *l, struct zbra_slot *s, int status)
 	if (s->notified)
 		return;
 	s->notified = 1;
-	report_failure(l, s->from, s->to, s->ref_id, s->flags, status);
+	for (unsigned i = 0; i < s->nrec; i++)
+		report_failure(l, s->rec[i].from, s->rec[i].to, s->rec[i].ref,
+			       s->rec[i].flags, status);
 }
 
 static void zbra_send_done(void *arg, unsigned index, uint64_t cookie, int status)
@@ -236,17 +259,36 @@ static void zbra_send_done(void *arg, unsigned index, uint64_t cookie, int statu
 	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
 	struct zbra_lane *l = &Z.lanes[index];
 	uint32_t i = (uint32_t)cookie;
-	ZB_ASSERT(i < ZBRA_SLOTS);
+	if ((cookie >> 40) != ZBRA_COOKIE_MAGIC || i >= ZBRA_SLOTS)
+		return;   /* not one of ours */
 	struct zbra_slot *s = &l->slots[i];
 	if (status != 0)
 		fail_slot(l, s, status);
-	else if ((cookie >> 32) == 0)
-		l->sent++;
+	else if (((cookie >> 32) & 0xff) == 0)
+		l->sent += s->nrec;
 	slot_done(s);
 }
 
-/* Serialise m into s->buf; returns the byte count. */
-static uint16_t serialise(struct zbra_slot *s, const struct act_msg *m)
+/* True when m goes as two transport messages (header, then payload). */
+static inline bool is_split(const struct act_msg *m)
+{
+	return m->kind == ACT_PL_BUF &&
+	       ZBRA_HDR_LEN + m->u.buf.len > ZBRA_SMALL_MAX;
+}
+
+/* Serialised size of a one-message record. */
+static inline size_t rec_len(const struct act_msg *m)
+{
+	if (m->kind == ACT_PL_INLINE)
+		return ZBRA_HDR_LEN + m->len;
+	if (m->kind == ACT_PL_BUF && !is_split(m))
+		return ZBRA_HDR_LEN + m->u.buf.len;
+	return ZBRA_HDR_LEN;
+}
+
+/* Serialise m at dst (room for rec_len(m)); returns the byte count and
+ * whether it is the header of a two-part message. */
+static uint16_t serialise(uint8_t *dst, const struct act_msg *m, uint8_t *split)
 {
 	struct zbra_hdr h;
 	memset(&h, 0, sizeof(h));
@@ -289,62 +331,88 @@ static uint16_t serialise(struct zbra_slot *s, const struct act_msg *m)
 	default:
 		break;
 	}
-	memcpy(s->buf, &h, sizeof(h));
+	memcpy(dst, &h, sizeof(h));
 	if (extra)
-		memcpy(s->buf + sizeof(h), src, extra);
-	s->split = h.split;
+		memcpy(dst + sizeof(h), src, extra);
+	*split = h.split;
 	return (uint16_t)(sizeof(h) + extra);
 }
 
-/* Sends the head message m. 0: done with m (sent, or failed and reported);
- * -EAGAIN: keep it at the head and retry later. */
-static int tx_one(struct zbra_lane *l, struct act_msg *m, uint64_t now)
+static inline uint16_t stream_of(act_id from, act_id to)
 {
+	return (uint16_t)(Z.first_stream + (pair_hash(from, to) >> 32) % Z.nstreams);
+}
+
+/* Sends the backlog's head message, coalescing the messages after it that go
+ * to the same (peer, stream) as one-message records (no buffer payloads)
+ * into the same transport message, up to ZBRA_BATCH_BYTES. Returns the
+ * backlog entries consumed (sent, or failed and reported), 0 when the
+ * transport is full (the head waits). */
+static unsigned tx_head(struct zbra_lane *l, uint64_t now)
+{
+	struct act_msg *m = l->bk[l->bk_i];
 	struct zbra_slot *s = l->cur;
 	int rc;
 	if (!s) {
 		void *p;
 		if (rte_ring_sc_dequeue(l->slotq, &p) != 0)
-			return -EAGAIN;
+			return 0;
 		s = p;
-		uint64_t h = pair_hash(m->from, m->to);
-		s->from = m->from;
-		s->to = m->to;
-		s->ref_id = m->ref;
-		s->flags = m->flags;
 		s->peer = act_id_node(m->to);
-		s->stream = (uint16_t)(Z.first_stream + (h >> 32) % Z.nstreams);
+		s->stream = stream_of(m->from, m->to);
 		s->notified = 0;
 		s->msg = NULL;
-		s->len = serialise(s, m);
+		s->rec[0] = (struct zbra_meta){m->from, m->to, m->ref, m->flags};
+		s->nrec = 1;
+		s->len = serialise(s->buf, m, &s->split);
+		if (!s->split && m->kind != ACT_PL_BUF) {
+			for (unsigned j = l->bk_i + 1; j < l->bk_n &&
+						       s->nrec < ZBRA_BATCH_RECS; j++) {
+				const struct act_msg *n = l->bk[j];
+				uint8_t sp;
+				if (n->kind == ACT_PL_BUF || act_id_node(n->to) != s->peer ||
+				    stream_of(n->from, n->to) != s->stream ||
+				    s->len + rec_len(n) > ZBRA_BATCH_BYTES)
+					break;
+				s->rec[s->nrec++] = (struct zbra_meta){n->from, n->to,
+								       n->ref, n->flags};
+				s->len += serialise(s->buf + s->len, n, &sp);
+			}
+		}
 		atomic_store_explicit(&s->left, s->split ? 3 : 1, memory_order_relaxed);
 		rc = tp_send(l->tp, s->peer, s->stream, s->buf, s->len, NULL,
-			     (uint64_t)(s - l->slots), now);
+			     ZBRA_COOKIE(s - l->slots, 0), now);
 		if (rc == -EAGAIN) {
 			slot_put(s);
-			return -EAGAIN;
+			return 0;
 		}
+		unsigned n = s->nrec;
 		if (rc != 0) {
-			report_failure(l, s->from, s->to, s->ref_id, s->flags, rc);
+			for (unsigned i = 0; i < n; i++)
+				report_failure(l, s->rec[i].from, s->rec[i].to,
+					       s->rec[i].ref, s->rec[i].flags, rc);
 			slot_put(s);
-			act_msg_free(Z.rt, m);
-			return 0;
+		} else if (!s->split) {
+			l->batches += n > 1;
+		} else {
+			s->msg = m;              /* keeps the payload's buffer ref */
+			l->cur = s;
 		}
-		if (!s->split) {
-			act_msg_free(Z.rt, m);   /* serialised: the runtime's again */
-			return 0;
+		if (!l->cur) {
+			/* serialised (or failed): the messages are the runtime's again */
+			for (unsigned i = 0; i < n; i++)
+				act_msg_free(Z.rt, l->bk[l->bk_i + i]);
+			return n;
 		}
-		s->msg = m;                  /* keeps the payload's buffer ref */
-		l->cur = s;
 	}
 	/* the payload of a two-part message, by reference */
 	ZB_DASSERT(s->msg == m && m->kind == ACT_PL_BUF);
 	tp_ref_init(&s->ref, payload_free);
 	rc = tp_send(l->tp, s->peer, s->stream,
 		     (const uint8_t *)m->u.buf.buf->data + m->u.buf.off,
-		     m->u.buf.len, &s->ref, (uint64_t)(s - l->slots) | 1ull << 32, now);
+		     m->u.buf.len, &s->ref, ZBRA_COOKIE(s - l->slots, 1), now);
 	if (rc == -EAGAIN)
-		return -EAGAIN;
+		return 0;
 	l->cur = NULL;
 	if (rc != 0) {
 		/* never accepted: no send_done for it. The header's session
@@ -355,7 +423,7 @@ static int tx_one(struct zbra_lane *l, struct act_msg *m, uint64_t now)
 		l->zc_sent++;
 	}
 	tp_ref_put(&s->ref);                 /* the owner's reference */
-	return 0;
+	return 1;
 }
 
 /* ---- receive (lane) ----------------------------------------------------------- */
@@ -442,12 +510,115 @@ static int deliver_local(struct zbra_lane *l, struct act_msg *m,
 static void rxpend_clear(struct zbra_lane *l, uint16_t peer)
 {
 	for (unsigned s = 0; s < ZBRA_STREAMS_MAX; s++) {
+		l->resume[peer][s].valid = 0;
 		if (l->rxpend[peer][s]) {
 			act_msg_free(Z.rt, l->rxpend[peer][s]);
 			l->rxpend[peer][s] = NULL;
 			l->failed++;
 		}
 	}
+}
+
+/* Parses the record at *off of tm and delivers it (or only steps over it:
+ * skip). 0: done, *off moved past it; -EAGAIN: hold tm (nothing of this
+ * record was delivered); 1: malformed (stop). A buffer payload (its bytes, or
+ * the header of a two-part message) is only valid as the sole record; its
+ * wrapper then owns tm (*wrapped) or the header waits in *pend. */
+static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
+		     bool skip, size_t *off, struct act_msg **pend, bool *wrapped)
+{
+	struct zbra_hdr h;
+	if (ZB_UNLIKELY(tm->len - at < sizeof(h)))
+		return 1;
+	memcpy(&h, tm->data + at, sizeof(h));
+	size_t room = tm->len - at - sizeof(h), extra = 0;
+	uint64_t d1 = le64toh(h.d1);
+	bool ok = le32toh(h.magic) == ZBRA_MAGIC && h.version == ZBRA_VERSION &&
+		  !(h.split && h.kind != ACT_PL_BUF);
+	switch (h.kind) {
+	case ACT_PL_NONE:
+	case ACT_PL_GPU:
+	case ACT_PL_RDMA:
+		break;
+	case ACT_PL_INLINE:
+		ok = ok && h.ilen <= ACT_INLINE_MAX;
+		extra = h.ilen;
+		break;
+	case ACT_PL_BUF:
+		ok = ok && at == 0 &&
+		     (h.split ? room == 0 && d1 > ZBRA_SMALL_MAX - ZBRA_HDR_LEN
+			      : room == d1);
+		extra = h.split ? 0 : d1;
+		break;
+	default:
+		ok = false;
+	}
+	act_id to = le64toh(h.to);
+	ok = ok && extra <= room && act_id_node(to) == Z.self &&
+	     le32toh(h.tag) <= ACT_TAG_USER_MAX;
+	if (ZB_UNLIKELY(!ok))
+		return 1;
+	if (skip) {
+		*off = at + sizeof(h) + extra;
+		return 0;
+	}
+	struct act_msg *m = act_msg_alloc(Z.rt);
+	if (ZB_UNLIKELY(!m)) {
+		l->deferred++;
+		return -EAGAIN;
+	}
+	m->from = le64toh(h.from);
+	m->to = to;
+	m->tag = le32toh(h.tag);
+	m->flags = le32toh(h.flags);
+	m->ref = le64toh(h.ref);
+	m->ts_ns = le64toh(h.ts_ns);
+	struct zbra_wrap *w = NULL;
+	switch (h.kind) {
+	case ACT_PL_INLINE:
+		act_msg_set_bytes(m, tm->data + at + sizeof(h), h.ilen);
+		break;
+	case ACT_PL_BUF:
+		if (h.split) {
+			/* header now, payload next on this stream */
+			m->kind = ACT_PL_NONE;   /* no buffer yet: free is safe */
+			m->u.buf.buf = NULL;
+			m->u.buf.off = 0;
+			m->u.buf.len = d1;
+			*pend = m;
+			*off = tm->len;
+			return 0;
+		}
+		if (!(w = wrap_get(l, tm))) {
+			act_msg_free(Z.rt, m);
+			l->deferred++;
+			return -EAGAIN;
+		}
+		act_msg_set_buf(m, &w->b, sizeof(h), d1);
+		break;
+	case ACT_PL_GPU: {
+		uint64_t d2 = le64toh(h.d2);
+		act_msg_set_gpu(m, (uint32_t)(d2 >> 32), (uint32_t)d2,
+				(void *)(uintptr_t)le64toh(h.d0), d1);
+		break;
+	}
+	case ACT_PL_RDMA: {
+		uint64_t d2 = le64toh(h.d2);
+		act_msg_set_rdma(m, (uint16_t)(d2 >> 32), le64toh(h.d0),
+				 (uint32_t)d2, d1);
+		break;
+	}
+	default:
+		break;
+	}
+	int rc = deliver_local(l, m, w);
+	if (rc == -EAGAIN) {
+		act_msg_free(Z.rt, m);
+		return -EAGAIN;
+	}
+	*wrapped = w != NULL;
+	*off = at + sizeof(h) + extra;
+	return 0;
 }
 
 static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
@@ -488,94 +659,26 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 			*pend = NULL;
 		return rc;
 	}
-	struct zbra_hdr h;
-	if (ZB_UNLIKELY(tm->len < sizeof(h))) {
-		l->bad++;
-		tp_msg_release(l->tp, tm);
-		return 0;
-	}
-	memcpy(&h, tm->data, sizeof(h));
-	size_t extra = tm->len - sizeof(h);
-	uint64_t d1 = le64toh(h.d1);
-	bool ok = le32toh(h.magic) == ZBRA_MAGIC && h.version == ZBRA_VERSION;
-	switch (h.kind) {
-	case ACT_PL_NONE:
-	case ACT_PL_GPU:
-	case ACT_PL_RDMA:
-		ok = ok && extra == 0 && !h.split;
-		break;
-	case ACT_PL_INLINE:
-		ok = ok && !h.split && h.ilen <= ACT_INLINE_MAX && extra == h.ilen;
-		break;
-	case ACT_PL_BUF:
-		ok = ok && (h.split ? extra == 0 && d1 > ZBRA_SMALL_MAX - ZBRA_HDR_LEN
-				    : extra == d1);
-		break;
-	default:
-		ok = false;
-	}
-	act_id to = le64toh(h.to);
-	ok = ok && act_id_node(to) == Z.self && le32toh(h.tag) <= ACT_TAG_USER_MAX;
-	if (ZB_UNLIKELY(!ok)) {
-		l->bad++;
-		tp_msg_release(l->tp, tm);
-		return 0;
-	}
-	struct act_msg *m = act_msg_alloc(Z.rt);
-	if (ZB_UNLIKELY(!m)) {
-		l->deferred++;
-		return -EAGAIN;
-	}
-	m->from = le64toh(h.from);
-	m->to = to;
-	m->tag = le32toh(h.tag);
-	m->flags = le32toh(h.flags);
-	m->ref = le64toh(h.ref);
-	m->ts_ns = le64toh(h.ts_ns);
-	w = NULL;
-	switch (h.kind) {
-	case ACT_PL_INLINE:
-		act_msg_set_bytes(m, tm->data + sizeof(h), h.ilen);
-		break;
-	case ACT_PL_BUF:
-		if (h.split) {
-			/* header now, payload next on this stream */
-			m->kind = ACT_PL_NONE;   /* no buffer yet: free is safe */
-			m->u.buf.buf = NULL;
-			m->u.buf.off = 0;
-			m->u.buf.len = d1;
-			*pend = m;
-			tp_msg_release(l->tp, tm);
-			return 0;
-		}
-		if (!(w = wrap_get(l, tm))) {
-			act_msg_free(Z.rt, m);
-			l->deferred++;
+	/* one or more records; a batch the transport retries after a full
+	 * mailbox skips the records already delivered */
+	struct zbra_resume *rs = &l->resume[tm->peer][s];
+	uint32_t skip = rs->valid && rs->msg_id == tm->msg_id &&
+				rs->epoch == tm->epoch ? rs->done : 0;
+	size_t off = 0;
+	uint32_t idx = 0;
+	bool wrapped = false;
+	rs->valid = 0;
+	do {
+		rc = rx_record(l, tm, off, idx < skip, &off, pend, &wrapped);
+		if (rc == -EAGAIN) {
+			*rs = (struct zbra_resume){tm->msg_id, tm->epoch, idx, 1};
 			return -EAGAIN;
 		}
-		act_msg_set_buf(m, &w->b, sizeof(h), d1);
-		break;
-	case ACT_PL_GPU: {
-		uint64_t d2 = le64toh(h.d2);
-		act_msg_set_gpu(m, (uint32_t)(d2 >> 32), (uint32_t)d2,
-				(void *)(uintptr_t)le64toh(h.d0), d1);
-		break;
-	}
-	case ACT_PL_RDMA: {
-		uint64_t d2 = le64toh(h.d2);
-		act_msg_set_rdma(m, (uint16_t)(d2 >> 32), le64toh(h.d0),
-				 (uint32_t)d2, d1);
-		break;
-	}
-	default:
-		break;
-	}
-	rc = deliver_local(l, m, w);
-	if (rc == -EAGAIN) {
-		act_msg_free(Z.rt, m);
-		return -EAGAIN;
-	}
-	if (!w)
+		idx++;
+	} while (rc == 0 && off < tm->len);
+	if (rc > 0)
+		l->bad++;   /* the rest of the message is dropped */
+	if (!wrapped)
 		tp_msg_release(l->tp, tm);
 	return 0;
 }
@@ -627,10 +730,11 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 			if (l->bk_n == 0)
 				break;
 		}
-		if (tx_one(l, l->bk[l->bk_i], now) != 0)
+		unsigned used = tx_head(l, now);
+		if (used == 0)
 			break;   /* the transport is full: the head waits */
-		l->bk_i++;
-		work++;
+		l->bk_i += used;
+		work += used;
 	}
 	return work;
 }
@@ -766,6 +870,7 @@ void zbra_get_stats(struct zbra_stats *out)
 		out->ring_full += atomic_load_explicit(&l->rc.ring_full, memory_order_relaxed);
 		out->refused += atomic_load_explicit(&l->rc.refused, memory_order_relaxed);
 		out->sent += l->sent;
+		out->batches += l->batches;
 		out->zc_sent += l->zc_sent;
 		out->failed += l->failed;
 		out->notified += l->notified;

@@ -25,10 +25,14 @@
  * Every node must run the same number of dataplane lcores (lane L talks to
  * lane L).
  *
- * Wire (docs/remote.md): one transport message = a
- * 72-byte little-endian header (magic, payload kind, from, to, tag, flags,
- * ref, ts_ns, descriptor words) followed by the inline bytes, or by the bytes
- * of a small ACT_PL_BUF (header + bytes <= 256). A larger ACT_PL_BUF is two
+ * Wire (docs/remote.md): a record = a 72-byte little-endian header (magic,
+ * payload kind, from, to, tag, flags, ref, ts_ns, descriptor words) followed
+ * by the inline bytes. Consecutive messages of the lane's queue for the same
+ * (peer, stream) without a buffer payload are coalesced: one transport
+ * message carries up to 16 records (1 KiB); a receiver whose mailbox fills
+ * in the middle of one holds it and resumes after the records it delivered.
+ * An ACT_PL_BUF travels alone: its header and bytes in one message when
+ * header + bytes <= 256, else as two
  * consecutive messages on the same stream: the header, then the payload sent
  * by reference (zero-copy: the transport/link attach the caller's buffer;
  * the sender's act_buf reference is dropped only when the transport and the
@@ -94,6 +98,7 @@ struct zbra_stats {
 	uint64_t ring_full;     /* router: lane ring full (backpressure) */
 	uint64_t refused;       /* router: unknown node / peer down / too big */
 	uint64_t sent;          /* messages acknowledged by the peer */
+	uint64_t batches;       /* transport messages carrying > 1 record */
 	uint64_t zc_sent;       /* of which BUF payloads sent by reference */
 	uint64_t failed;        /* accepted, then not delivered */
 	uint64_t notified;      /* ACT_TAG_UNDELIVERED messages sent */

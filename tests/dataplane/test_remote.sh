@@ -17,7 +17,7 @@ TAG=zbra$$
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
 trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 52
+plan 56
 
 # one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
 # stolen across two workers, pairs hashed to two transport instances)
@@ -29,7 +29,7 @@ round() {
 	# jobs load this machine: a starved lcore looks like a dead peer)
 	ZBN_LCORES=$lc ZBN_EXTRA_INI=$'[actors]\nmailbox_capacity = 64' $cl up 2 >/dev/null
 	ok $? "[$lanes lane(s)] memif cluster configs written"
-	sed -i '/^\[transport\]/a peer_timeout_ms = 2000' "$dir/cl/node1.ini" "$dir/cl/node2.ini"
+	sed -i '/^\[transport\]/a peer_timeout_ms = 2000\nwindow = 64' "$dir/cl/node1.ini" "$dir/cl/node2.ini"
 	[ -n "${ZBRA_SPIN_US:-}" ] && sed -i "/^\\[dataplane\\]/a idle_spin_us = $ZBRA_SPIN_US" "$dir/cl/node1.ini" "$dir/cl/node2.ini"
 	# node 1 (the memif server) drives, node 2 (its client) serves the actors
 	"$H" -c "$dir/cl/node1.ini" --drive "$dir/ids" --down-flag "$dir/down" \
@@ -49,7 +49,7 @@ round() {
 	touch "$dir/down"
 	wait_exit $d 60 || kill -KILL $d 2>/dev/null
 	wait $d; rd=$?
-	# every CHECK line of the driver is one test (22 expected)
+	# every CHECK line of the driver is one test (24 expected)
 	while IFS= read -r line; do
 		n=$((n + 1))
 		case $line in
@@ -57,7 +57,7 @@ round() {
 		*) ok 1 "[$lanes lane(s)] ${line#CHECK fail }" ;;
 		esac
 	done < <(grep '^CHECK ' "$dir/drive.log")
-	while [ $n -lt 22 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
+	while [ $n -lt 24 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
 	grep '^FIGURE' "$dir/drive.log" | while IFS= read -r l; do diag "[$lanes lane(s)] $l"; done
 	[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$dir/drive.log" | grep -v "^EAL\|^memif" | tail -12)"
 	ok $([ $rd -eq 0 ]; echo $?) "[$lanes lane(s)] driver exits 0 (exit $rd)"
