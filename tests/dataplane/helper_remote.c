@@ -839,7 +839,7 @@ static void drive(const char *ids_path, const char *down_flag, uint32_t k,
 		       k * nb, dt / 1e9, k * nb / (dt / 1e9),
 		       rep.received == (uint64_t)k * nb && rep.order == 0);
 		uint32_t ki = k > 4 ? 4 : k;
-		nb = 50000;
+		nb = 250000;
 		dt = run_senders(id.sink, INLINE_ONLY_FROM + 4, ki, nb, &rep, &full, &sum);
 		printf("FIGURE one-way messages (inline 16..40 B): %u in %.2f s = %.0f/s (ok=%d)\n",
 		       ki * nb, dt / 1e9, ki * nb / (dt / 1e9),
