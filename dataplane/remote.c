@@ -849,6 +849,11 @@ void zbra_detach(void)
 	atomic_store_explicit(&Z.detached, 1, memory_order_release);
 	for (unsigned i = 0; i < Z.nlanes; i++) {
 		struct zbra_lane *l = &Z.lanes[i];
+		bool held = false;
+		for (unsigned k = 0; k < ZBRA_WRAPS; k++)
+			held |= l->wraps[k].in_use;
+		if (!held)
+			continue;   /* touches no ring: may run after dp_node_fini */
 		void *p;
 		while (rte_ring_sc_dequeue(l->relq, &p) == 0)
 			;
