@@ -197,6 +197,9 @@ static int echo_handle(struct act_ctx *ctx, struct act_msg *m)
 	} else if (m->kind == ACT_PL_RDMA) {
 		act_msg_set_rdma(re, m->u.rdma.node, m->u.rdma.addr,
 				 m->u.rdma.rkey, m->u.rdma.len);
+	} else if (m->kind == ACT_PL_GPU) {
+		act_msg_set_gpu(re, m->u.gpu.backend, m->u.gpu.device,
+				m->u.gpu.ptr, m->u.gpu.len);
 	}
 	if (act_reply(r, m, re))
 		act_msg_free(r, re);
@@ -727,6 +730,32 @@ static void drive(const char *ids_path, const char *down_flag, uint32_t k,
 	}
 	check(bad_buf == 0, "50 calls with buffer payloads (100 B .. 4 KiB) echoed intact, sender buffers released (bad=%u)",
 	      bad_buf);
+
+	/* descriptors: an RDMA region and a GPU buffer travel as descriptions */
+	uint32_t bad_desc = 0;
+	for (int kind = 0; kind < 2; kind++) {
+		struct act_msg *q = act_msg_alloc(rt), *re = NULL;
+		q->tag = T_ECHO;
+		if (kind == 0)
+			act_msg_set_rdma(q, 3, 0x7f0012345000ull, 0xabcdef12u, 1ull << 33);
+		else
+			act_msg_set_gpu(q, 2, 5, (void *)(uintptr_t)0x7e00deadbe00ull, 12345678);
+		if (act_call(rt, id.echo, q, 2000000000ull, &re) != 0) {
+			bad_desc++;
+			continue;
+		}
+		if (kind == 0 && (re->kind != ACT_PL_RDMA || re->u.rdma.node != 3 ||
+				  re->u.rdma.addr != 0x7f0012345000ull ||
+				  re->u.rdma.rkey != 0xabcdef12u || re->u.rdma.len != 1ull << 33))
+			bad_desc++;
+		if (kind == 1 && (re->kind != ACT_PL_GPU || re->u.gpu.backend != 2 ||
+				  re->u.gpu.device != 5 || re->u.gpu.len != 12345678 ||
+				  re->u.gpu.ptr != (void *)(uintptr_t)0x7e00deadbe00ull))
+			bad_desc++;
+		act_msg_free(rt, re);
+	}
+	check(bad_desc == 0, "RDMA and GPU descriptors carried there and back intact (bad=%u)",
+	      bad_desc);
 
 	/* 3. timeouts: a thread's call, then an actor's call_async; the late
 	 * replies are discarded */

@@ -4,12 +4,15 @@
 # lcore as `zbmd run` does (tests/dataplane/helper_remote.c):
 #   remote sends from several actors: per-pair FIFO, exactly once, intact
 #   (content compared and checksummed), inline and buffer payloads (one- and
-#   two-message, zero-copy); remote calls from a thread and from an actor
-#   (inline and buffer payloads); a call timing out and its late reply
-#   discarded; a slow remote actor whose full mailbox holds the transport
-#   stream (backpressure, nothing lost); an unknown node refused at once;
-#   then the serving node is stopped: a call and an actor's plain send come
-#   back as ZB_ERR_PEER_DOWN, and later sends fail at once.
+#   two-message, zero-copy), inline runs coalesced; remote calls from a
+#   thread and from an actor (inline, buffer, RDMA and GPU descriptor
+#   payloads); a call timing out and its late reply discarded (thread and
+#   actor); a slow remote actor whose full mailbox holds the transport stream
+#   (backpressure, nothing lost); an unknown node refused at once; malformed
+#   messages counted and dropped; everything routed acknowledged; then the
+#   serving node is stopped: a call and an actor's plain send come back as
+#   ZB_ERR_PEER_DOWN, and later sends fail at once. Once with one lane, once
+#   with two (~12 s in all).
 # ZBRA_BENCH=S also prints figures (round trips/s, one-way messages/s).
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
@@ -17,7 +20,7 @@ TAG=zbra$$
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
 trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 56
+plan 58
 
 # one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
 # stolen across two workers, pairs hashed to two transport instances)
@@ -49,7 +52,7 @@ round() {
 	touch "$dir/down"
 	wait_exit $d 60 || kill -KILL $d 2>/dev/null
 	wait $d; rd=$?
-	# every CHECK line of the driver is one test (24 expected)
+	# every CHECK line of the driver is one test (25 expected)
 	while IFS= read -r line; do
 		n=$((n + 1))
 		case $line in
@@ -57,7 +60,7 @@ round() {
 		*) ok 1 "[$lanes lane(s)] ${line#CHECK fail }" ;;
 		esac
 	done < <(grep '^CHECK ' "$dir/drive.log")
-	while [ $n -lt 24 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
+	while [ $n -lt 25 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
 	grep '^FIGURE' "$dir/drive.log" | while IFS= read -r l; do diag "[$lanes lane(s)] $l"; done
 	[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$dir/drive.log" | grep -v "^EAL\|^memif" | tail -12)"
 	ok $([ $rd -eq 0 ]; echo $?) "[$lanes lane(s)] driver exits 0 (exit $rd)"
