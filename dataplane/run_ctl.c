@@ -5,7 +5,9 @@
  *  - each dataplane lcore runs lane_poll() (a dp poller): it applies the
  *    views the control thread queued on its SPSC ring (dp_cluster_apply) and
  *    every SNAP_US copies its transport lane's counters into its snapshot
- *    (relaxed atomic stores; no lock, no syscall, no allocation);
+ *    (relaxed atomic stores; no lock, no syscall, no allocation) and
+ *    reports peers its transport declared down (CTL_REQ_PEER_DOWN on the
+ *    control node's MPSC command ring);
  *  - the control thread (the dataplane's control hook) runs the control
  *    node's loop;
  *  - a scrape (the metrics HTTP thread) runs collect(): it reads the lcore
@@ -38,6 +40,8 @@ static_assert(sizeof(struct tp_stats) % sizeof(uint64_t) == 0,
 struct lane {
 	unsigned index;
 	struct ctl_ring *events;      /* set before launch; NULL: no control */
+	struct ctl_ring *commands;    /* to the control thread (MPSC) */
+	bool down[CFG_MAX_NODES];     /* transport said peer down (reported) */
 	uint64_t next_snap_tsc;
 	uint64_t snap_tsc;
 	uint64_t snap[TP_WORDS];      /* struct tp_stats, relaxed atomics */
@@ -64,6 +68,28 @@ static void view_of_event(const struct ctl_event *ev, struct dp_cluster_view *v)
 	memcpy(v->ring, ev->ring, sizeof(uint16_t) * v->n_members);
 }
 
+/* A peer the transport declared down (unacked for peer_timeout_ms) is
+ * reported to the control thread once per down period: it convicts the
+ * peer unless a heartbeat arrives within two heartbeat intervals. */
+static void report_down(struct lane *l, struct tp *tp)
+{
+	const struct zb_config *cfg = g.cfg;
+	struct tp_peer_info pi;
+
+	for (uint16_t id = 0; id < CFG_MAX_NODES; id++) {
+		if (!cfg->peers[id].present || id == cfg->node.id ||
+		    tp_peer_info(tp, id, &pi) != 0)
+			continue;
+		bool down = pi.state == 2;
+		if (down && !l->down[id]) {
+			struct ctl_command c = {.type = CTL_REQ_PEER_DOWN, .node = id};
+			if (ctl_ring_enqueue(l->commands, &c) != 0)
+				continue;   /* full: try again next period */
+		}
+		l->down[id] = down;
+	}
+}
+
 static unsigned lane_poll(void *arg, uint64_t now_tsc)
 {
 	struct lane *l = arg;
@@ -83,6 +109,8 @@ static unsigned lane_poll(void *arg, uint64_t now_tsc)
 			const uint64_t *src = (const uint64_t *)tp_stats(tp);
 			for (size_t i = 0; i < TP_WORDS; i++)
 				__atomic_store_n(&l->snap[i], src[i], __ATOMIC_RELAXED);
+			if (l->commands)
+				report_down(l, tp);
 		}
 		__atomic_store_n(&l->snap_tsc, now_tsc, __ATOMIC_RELAXED);
 		l->next_snap_tsc = now_tsc + rte_get_tsc_hz() / 1000000 * SNAP_US;
@@ -391,15 +419,17 @@ int dp__run_ctl_init(const struct zb_config *cfg, const struct ctl_opts *opts,
 	int rc = ctl_node_create(cfg, &o, &g.ctl, err, errlen);
 	if (rc)
 		return rc;
-	for (unsigned i = 0; i < g.n_lanes && i < o.event_consumers; i++)
+	for (unsigned i = 0; i < g.n_lanes && i < o.event_consumers; i++) {
 		g.lanes[i].events = ctl_node_events(g.ctl, i);
+		g.lanes[i].commands = ctl_node_commands(g.ctl);
+	}
 	g.ops.run = ops_run;
 	g.ops.stop = ops_stop;
 	rc = dp_set_control_hook(&g.ops, g.ctl);
 	if (rc) {
 		snprintf(err, errlen, "control hook: %s", zb_strerror(rc));
 		for (unsigned i = 0; i < g.n_lanes; i++)
-			g.lanes[i].events = NULL;
+			g.lanes[i].events = g.lanes[i].commands = NULL;
 		ctl_node_destroy(g.ctl);
 		g.ctl = NULL;
 	}
@@ -417,7 +447,7 @@ void dp__run_ctl_fini(void)
 		zb_metrics_remove_collector(g.collector);
 	g.collector = -1;
 	for (unsigned i = 0; i < g.n_lanes; i++)
-		g.lanes[i].events = NULL;
+		g.lanes[i].events = g.lanes[i].commands = NULL;
 	ctl_node_destroy(g.ctl);
 	g.ctl = NULL;
 }
