@@ -14,7 +14,7 @@ TAG=zbcirc$$
 D=$T/cl
 CL="$ZBMD_ROOT/scripts/cluster.sh --tag $TAG --dir $D"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 23
+plan 24
 
 # ---- single node, no cluster: the rules of [control] enabled (root ns) -----
 PFX=zbci-rc$$
@@ -99,7 +99,7 @@ L=$(field 1 leader)
 ok $? "node 4 is not a member and never applied an epoch (members: $(field 1 members))"
 rej=$(field "$L" auth_rejected_mac)
 [ "${rej:-0}" -gt 0 ]; ok $? "leader $L rejected and counted its messages (mac: $rej)"
-$CL stop 4 >/dev/null
+$CL stop 4 >/dev/null; ok $? "node 4 exits 0 on SIGTERM"
 
 # ---- kill -9 a node: convicted, new epoch ---------------------------------
 K=3; [ "$L" = 3 ] && K=2   # a follower
