@@ -8,7 +8,7 @@
 #   cluster.sh [--tag T] exec I CMD...              run CMD in node I's namespace
 #                                                   (I = probe / hub: those namespaces)
 #   cluster.sh [--tag T] netem "ARGS"|off           tc netem on every node link
-#   cluster.sh [--tag T] status
+#   cluster.sh [--tag T] status                     nodes: pid, Raft state, leader, epoch, members
 #   cluster.sh [--tag T] down                       stop nodes, delete everything
 #
 # veth mode (default): a hub namespace zbn-T-hub holds bridge br0; node I
@@ -303,7 +303,12 @@ cmd_status() {
 	echo "cluster $TAG: $n nodes ($(mode)), dir $DIR"
 	for ((i = 1; i <= n; i++)); do
 		local p; p=$(node_pid "$i")
-		if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then echo "node $i: running (pid $p)"
+		if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+			local pre=() c=""
+			[ "$(mode)" = veth ] && pre=(ip netns exec "$(ns "$i")")
+			c=$("${pre[@]}" "$ZBMD" status -c "$DIR/node$i.ini" 2>/dev/null |
+				awk '$1 ~ /^(state|leader|epoch|members|dataplane_epoch)$/ { k = $1; $1 = ""; printf "%s%s=%s", sep, k, substr($0, 2); sep = " " }')
+			echo "node $i: running (pid $p)${c:+ $c}"
 		else echo "node $i: stopped (exit $(cat "$DIR/node$i.rc" 2>/dev/null || echo -))"; fi
 	done
 }
