@@ -14,7 +14,7 @@ TAG=zbcirc$$
 D=$T/cl
 CL="$ZBMD_ROOT/scripts/cluster.sh --tag $TAG --dir $D"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 24
+plan 26
 
 # ---- single node, no cluster: the rules of [control] enabled (root ns) -----
 PFX=zbci-rc$$
@@ -26,6 +26,21 @@ wait_for "$T/solo.out" '^zbmd: ready' 60 &&
 	grep -q '^control: off: no control address for this node' "$T/solo.out" &&
 	grep -q '^control thread: none' "$T/solo.out"
 ok $? "no control address: the node runs without a control thread and says why"
+kill -TERM $P; wait $P; ok $? "... and exits 0 on SIGTERM"
+
+# auto + a concrete listen address: a one-member cluster with a random key
+# (a loopback address of its own: nothing else on this machine binds it)
+LO=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+cp "$T/solo.ini" "$T/auto.ini"
+printf '[control]\nlisten = %s:7400\nadmin_listen = %s:7401\nraft_dir = %s/raft-solo\n[metrics]\nlisten = %s:9464\n' \
+	"$LO" "$LO" "$T" "$LO" >>"$T/auto.ini"
+"$ZBMD" run -c "$T/auto.ini" >"$T/auto.out" 2>&1 & P=$!; PIDS+=($P)
+solo_ok() { "$ZBMD" status --admin "$LO:7401" 2>/dev/null >"$T/auto.st" &&
+	grep -q '^members 1$' "$T/auto.st" && grep -q '^epoch 1$' "$T/auto.st" &&
+	grep -q '^dataplane_epoch 1$' "$T/auto.st"; }
+wait_for "$T/auto.out" '^zbmd: ready' 60 && grep -q "^control: on (\[control\] listen = $LO:7400)" "$T/auto.out" &&
+	for _ in $(seq 50); do solo_ok && break; sleep 0.2; done && solo_ok
+ok $? "enabled = auto with a concrete listen: control runs, one member, epoch 1 applied by the lcore"
 kill -TERM $P; wait $P; ok $? "... and exits 0 on SIGTERM"
 
 printf '[control]\nenabled = on\n' >>"$T/solo.ini"
