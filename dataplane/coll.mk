@@ -1,6 +1,12 @@
 # coll: net provider registry, tcp provider, collectives. No DPDK.
 MODULES += coll
-coll_SRCS := $(wildcard dataplane/net.c dataplane/net_tcp*.c dataplane/coll*.c)
+# dataplane/coll_dpdk*.c host collectives on the DPDK lcores: they belong to
+# the dataplane module (module.mk's wildcard picks them up from there).
+coll_SRCS := $(filter-out dataplane/coll_dpdk%,$(wildcard dataplane/net.c dataplane/net_tcp*.c dataplane/coll*.c))
+# Pull coll_dpdk.o (its constructor registers the "dpdk" collective host)
+# into every binary that links the dataplane archive; harmless elsewhere (an
+# -u symbol that no archive defines stays undefined and unreferenced).
+coll_LDLIBS := -Wl,-u,coll_dpdk_anchor
 coll_DEPS := config gpu common
 # test_lanes runs channels on their own threads: worth ThreadSanitizer.
 TSAN_MODULES += coll

@@ -252,6 +252,51 @@ static inline uint64_t coll_plan_positions(const struct coll_plan *p)
 /* What happens at position pos (< coll_plan_positions). */
 void coll_plan_xfer(const struct coll_plan *p, uint64_t pos, struct coll_xfer *x);
 
+/* ---- hosts: communicators progressed by a provider's own threads ---------
+ * Some providers must be driven from particular threads: the dpdk provider's
+ * comms belong to the dataplane lcore of their lane. Such a provider comes
+ * with a host, registered by its module (the dataplane module does it from a
+ * constructor, so that coll never links DPDK): open() starts what the
+ * provider needs (the node's dataplane, in-process), creates one
+ * communicator per lane (threaded_channels: the lanes' loops call
+ * coll_progress_channel()), and run() calls fn on a thread that may own
+ * those communicators (coll_start/coll_wait on them). A caller splits each
+ * collective between the communicators (lane k takes part k of the buffer,
+ * coll_split()). close() stops the lanes, destroys the communicators and
+ * stops the node. */
+#define COLL_HOST_MAX_LANES 16
+
+/* What the lanes did (monotonic; read between collectives). */
+struct coll_host_stats {
+	uint32_t lanes;
+	uint64_t coll_ns;       /* inside coll_progress_channel() with work done */
+	uint64_t idle_ns;       /* loop iterations with nothing to do (sleeps too) */
+	uint64_t loop_ns;       /* every iteration (so loop - coll - idle = the
+				 * transport: rx/tx, reassembly, provider copies) */
+	uint64_t rx_packets, tx_packets;
+};
+
+struct coll_host_ops {
+	const char *provider;   /* the net provider this host drives ("dpdk") */
+	int (*open)(const struct coll_comm_args *a, void **host, char *err,
+		    size_t errlen);
+	/* The communicators, lane order; returns how many (<= max). */
+	unsigned (*comms)(void *host, struct coll_comm **out, unsigned max);
+	/* Run fn(arg) where it may own the communicators; returns fn's value. */
+	int (*run)(void *host, int (*fn)(void *arg), void *arg);
+	void (*stats)(void *host, struct coll_host_stats *out);
+	/* One line naming the node ("lcores 2, lanes 1, ports 3 (net_memif)"). */
+	void (*describe)(void *host, char *buf, size_t len);
+	void (*close)(void *host);
+};
+
+/* Register a host (before main, or before the first coll_host_find()).
+ * 0, -EINVAL (missing op), -EEXIST (that provider has one), -ENOSPC. */
+int coll_host_register(const struct coll_host_ops *ops);
+/* The host for provider `name`, or NULL (the provider runs on the caller's
+ * thread: tcp, rdma). */
+const struct coll_host_ops *coll_host_find(const char *name);
+
 /* ---- commands (cli/main.c) ------------------------------------------------ */
 int coll_bench_allreduce_main(int argc, char **argv);   /* zbmd bench allreduce */
 int coll_local_main(int argc, char **argv);             /* zbmd local */
