@@ -113,6 +113,16 @@ void coll_stats_reset(struct coll_comm *c)
 		memset(&c->ch[i].st, 0, sizeof(c->ch[i].st));
 }
 
+int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms)
+{
+	ZB_ASSERT(c != NULL);
+	ZB_ASSERT(c->q_len == 0);   /* between collectives: no lane reads it */
+	if (timeout_ms == 0)
+		return -EINVAL;
+	c->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
+	return 0;
+}
+
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank)
 {
 	ZB_ASSERT(rank < c->n);
@@ -945,7 +955,11 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 		if (++idle < COLL_IDLE_SPINS)
 			continue;
 		if (c->threaded) {
-			usleep(20);     /* the lanes do the work (or ack a failure) */
+			/* the lanes do the work (or ack a failure): sleep, backing
+			 * off 20 -> 160 us, so that an owner waiting on a long
+			 * collective leaves the (shared) cores to the lanes */
+			int k = (idle - COLL_IDLE_SPINS) / 16;
+			usleep(20u << (k < 3 ? k : 3));
 		} else if (c->ops->wait) {
 			uint64_t w0 = zb_now_ns();
 			(void)c->ops->wait(c->ctx, COLL_WAIT_MS);

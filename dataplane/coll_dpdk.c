@@ -11,6 +11,9 @@
  * several, the channels are spread over the lanes (at least one each): one
  * channel per lcore by default.
  *
+ * When the environment names ZBMD_READY_FILE, open() creates that file once
+ * the node's ports and lcores run (zbmd local's start-up order for memif).
+ *
  * run() calls fn on a thread that may own the communicators: the caller's,
  * or — when the main lcore is itself the dataplane lcore and must run the
  * loop (dp_node_wait) — a plain pthread, the main thread polling meanwhile.
@@ -26,6 +29,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -50,6 +54,8 @@ struct cd_lane {
 
 struct cd_host {
 	struct zb_config *cfg;
+	uint32_t timeout_ms, connect_timeout_ms;
+	uint16_t cfg_node;
 	unsigned nlanes;
 	bool launched;
 	struct cd_lane lane[COLL_HOST_MAX_LANES];
@@ -103,12 +109,29 @@ static void cd_close(void *h)
 
 	if (!H)
 		return;
+	if (H->launched && H->lane[0].comm && !coll_error(H->lane[0].comm)[0] &&
+	    coll_nranks(H->lane[0].comm) > 1) {
+		/* Nodes that finished together would close their memif links at
+		 * the same moment, and DPDK 22.11's memif driver can crash in the
+		 * interrupt thread when the peer's disconnect arrives while its
+		 * own ports are being closed (seen here: SIGSEGV in
+		 * eal-intr-thread during dp_node_fini). Leave in rank order,
+		 * the loops still running (so acks still flow). */
+		usleep(250000u * coll_rank(H->lane[0].comm));
+	}
 	if (H->launched) {
 		dp_node_request_stop();
 		dp_node_stop();
 	}
+	/* A communicator that failed may have sends the transport still holds
+	 * (unacked payloads, pinned by the provider's requests): destroying it
+	 * frees the provider's ctx (rte_free) under those references, which
+	 * dp_node_fini() then releases into freed memory. Such a communicator
+	 * is left to the process exit (its memory goes with the EAL's);
+	 * after a clean run every request has completed and it is destroyed. */
 	for (unsigned i = 0; i < H->nlanes; i++)
-		coll_comm_destroy(H->lane[i].comm);   /* the provider ctx: rte_free */
+		if (H->lane[i].comm && !coll_error(H->lane[i].comm)[0])
+			coll_comm_destroy(H->lane[i].comm);
 	dp_node_fini();
 	free(H);
 }
@@ -140,6 +163,15 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 		rc = ZB_ERR_UNAVAILABLE;
 		goto fail;
 	}
+	/* The dpdk provider connects at once: nothing waits for the other nodes
+	 * to start. The communicators begin with the connect timeout as their
+	 * no-progress bound, run() starts with a barrier (the rendezvous), and
+	 * then the bound drops to [coll] timeout_ms. */
+	H->cfg_node = a->cfg->node.id;
+	H->timeout_ms = a->timeout_ms ? a->timeout_ms
+			: (a->cfg->coll.timeout_ms ? a->cfg->coll.timeout_ms : 5000);
+	H->connect_timeout_ms = a->connect_timeout_ms ? a->connect_timeout_ms
+				: COLL_CONNECT_TIMEOUT_MS;
 	unsigned total = a->channels ? a->channels
 			 : (a->cfg->coll.channels ? a->cfg->coll.channels : 1);
 	for (unsigned i = 0; i < H->nlanes; i++) {
@@ -147,6 +179,7 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 		ln->index = i;
 		ln->args = *a;
 		ln->args.threaded_channels = true;
+		ln->args.timeout_ms = H->connect_timeout_ms;
 		ln->channels = (uint16_t)(H->nlanes == 1 ? total
 					  : (total / H->nlanes ? total / H->nlanes : 1));
 		ln->args.channels = ln->channels;
@@ -181,6 +214,14 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 			goto fail;
 		}
 	}
+	/* zbmd local starts memif nodes one after the other, each once the
+	 * previous one's ports are up: it names a file to create then. */
+	const char *ready = getenv("ZBMD_READY_FILE");
+	if (ready) {
+		int fd = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
 	*out = H;
 	return 0;
 fail:
@@ -200,28 +241,55 @@ static unsigned cd_comms(void *h, struct coll_comm **out, unsigned max)
 }
 
 struct cd_thread {
+	struct cd_host *H;
 	int (*fn)(void *);
 	void *arg;
 	int rc;
 };
 
+/* Every node's lanes are up: a barrier on each lane's communicator under the
+ * connect timeout, then the configured bound. 0 or the barrier's error. */
+static int cd_rendezvous(struct cd_host *H)
+{
+	for (unsigned i = 0; i < H->nlanes; i++) {
+		int rc = coll_barrier(H->lane[i].comm);
+		if (rc < 0)
+			return rc;
+		coll_set_timeout(H->lane[i].comm, H->timeout_ms);
+	}
+	return 0;
+}
+
+static int cd_call(struct cd_thread *t)
+{
+	int rc = cd_rendezvous(t->H);
+
+	if (rc < 0) {
+		fprintf(stderr, "zbmd: node %u: the other nodes did not join within "
+			"%u ms: %s\n", t->H->cfg_node, t->H->connect_timeout_ms,
+			coll_error(t->H->lane[0].comm));
+		return 1;
+	}
+	return t->fn(t->arg);
+}
+
 static void *cd_thread_main(void *p)
 {
 	struct cd_thread *t = p;
 
-	t->rc = t->fn(t->arg);
+	t->rc = cd_call(t);
 	dp_node_request_stop();   /* dp_node_wait() on the main thread returns */
 	return NULL;
 }
 
 static int cd_run(void *h, int (*fn)(void *), void *arg)
 {
-	(void)h;
-	ZB_ASSERT(fn != NULL);
+	struct cd_thread t = {.H = h, .fn = fn, .arg = arg, .rc = 1};
+
+	ZB_ASSERT(h != NULL && fn != NULL);
 	if (!dp_main_polls())
-		return fn(arg);
+		return cd_call(&t);
 	/* The main lcore runs the loop: fn gets a thread of its own. */
-	struct cd_thread t = {.fn = fn, .arg = arg, .rc = 1};
 	pthread_t tid;
 	if (pthread_create(&tid, NULL, cd_thread_main, &t) != 0)
 		return 1;

@@ -78,9 +78,11 @@ static const struct local_kv local_dpdk_defaults[] = {
 	{"coll", "channels", "2"},
 	{"coll", "chunk_kb", "256"},
 	/* a lost peer fails the ring within 5 s: 4 s of no progress, then
-	 * stopping the dataplane */
+	 * stopping the dataplane. The transport's own peer timeout is longer:
+	 * memif nodes start one after the other (seconds on a loaded machine)
+	 * and the first frames to a node not up yet must not fail the ring. */
 	{"coll", "timeout_ms", "4000"},
-	{"transport", "peer_timeout_ms", "4000"},
+	{"transport", "peer_timeout_ms", "30000"},
 };
 
 struct local_opts {
@@ -106,6 +108,7 @@ struct local_node {
 	bool exited;
 	uint64_t exit_ns;
 	char cfg[256], log[256], ns[64];
+	char ready[256];        /* memif: created by the node once its ports run */
 };
 
 static void local_usage(FILE *f)
@@ -562,6 +565,8 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 		}
 		close(fd);
 	}
+	if (nd->ready[0])
+		setenv("ZBMD_READY_FILE", nd->ready, 1);
 	if (i != 0) {
 		int fd = open(nd->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd >= 0) {
@@ -745,6 +750,8 @@ static int local_dpdk_prepare(struct local_run *L)
 		snprintf(nd->log, sizeof(nd->log), "%s/node%d.log", L->dir, i);
 		if (!memif)
 			snprintf(nd->ns, sizeof(nd->ns), "zbn-%s-%d", L->tag, i + 1);
+		else
+			snprintf(nd->ready, sizeof(nd->ready), "%s/node%d.ready", L->dir, i);
 		int rc = local_merge_ini(nd->cfg, kv, n);
 		if (rc < 0) {
 			fprintf(stderr, "zbmd local: writing %s: %s\n", nd->cfg,
@@ -755,30 +762,16 @@ static int local_dpdk_prepare(struct local_run *L)
 	return 0;
 }
 
-/* memif: node i connects to the servers of its pairs with every lower
- * node; wait until those listen (abstract sockets in /proc/net/unix), or
- * a node exits, or a signal comes. 0 when ready. */
+/* memif: node i connects (as the client) to every lower node, whose
+ * memif servers must be up first: wait until node i-1 (started only once
+ * every node before it was ready) created its ready file, or a node exits,
+ * or a signal comes. 0 when ready. */
 static int local_memif_ready(struct local_run *L, int i)
 {
 	uint64_t deadline = zb_now_ns() + LOCAL_READY_S * 1000000000ull;
 
 	while (!local_signal) {
-		int missing = 0;
-		char line[512], want[160];
-		FILE *f = fopen("/proc/net/unix", "r");
-		bool seen[LOCAL_MAX_NODES] = {0};
-		while (f && fgets(line, sizeof(line), f))
-			for (int a = 0; a < i; a++) {
-				snprintf(want, sizeof(want), "@%s/memif-%d-%d.sock",
-					 L->cldir, a + 1, i + 1);
-				if (strstr(line, want))
-					seen[a] = true;
-			}
-		if (f)
-			fclose(f);
-		for (int a = 0; a < i; a++)
-			missing += !seen[a];
-		if (!missing)
+		if (access(L->nd[i - 1].ready, F_OK) == 0)
 			return 0;
 		for (int a = 0; a < i; a++) {
 			int st;
@@ -792,8 +785,8 @@ static int local_memif_ready(struct local_run *L, int i)
 			}
 		}
 		if (zb_now_ns() > deadline) {
-			fprintf(stderr, "zbmd local: node %d: %d memif server(s) not "
-				"listening after %d s\n", i, missing, LOCAL_READY_S);
+			fprintf(stderr, "zbmd local: node %d: its dataplane was not up "
+				"after %d s\n", i - 1, LOCAL_READY_S);
 			return -ETIMEDOUT;
 		}
 		usleep(20000);
@@ -974,6 +967,8 @@ static void local_cleanup(struct local_run *L)
 		if (!L->o.dpdk)
 			unlink(L->nd[i].cfg);   /* dpdk: cluster.sh down removed them */
 		unlink(L->nd[i].log);
+		if (L->nd[i].ready[0])
+			unlink(L->nd[i].ready);
 	}
 	rmdir(L->dir);
 }

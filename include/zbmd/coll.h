@@ -78,6 +78,11 @@ uint32_t coll_chunk_bytes(const struct coll_comm *c);
 const char *coll_provider(const struct coll_comm *c);
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank);
 
+/* Change the no-progress bound ([coll] timeout_ms) between collectives
+ * (owner thread, nothing queued): e.g. a long one for a first barrier that
+ * waits for the other nodes to start. 0 or -EINVAL (0 ms). */
+int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms);
+
 /* Fail the communicator from outside: the control plane calls it when the
  * membership epoch changes (err = ZB_ERR_EPOCH) or the node shuts down
  * (ZB_ERR_SHUTDOWN). Queued and running collectives complete with err, the
