@@ -788,6 +788,16 @@ static void bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
 	printf("# Out of bounds values : %lld %s\n", wrong_total,
 	       wrong_total ? "FAILED" : "OK");
 	printf("# Avg bus bandwidth    : %g \n#\n", avg);
+	if (b->host && b->host->stats) {
+		struct coll_host_stats hs;
+		b->host->stats(b->hh, &hs);
+		printf("# transport (this node, whole run): %llu retransmits; fault "
+		       "injection: %llu dropped, %llu duplicated, %llu reordered\n#\n",
+		       (unsigned long long)hs.retransmits,
+		       (unsigned long long)hs.fault_drops,
+		       (unsigned long long)hs.fault_dups,
+		       (unsigned long long)hs.fault_reorders);
+	}
 	if (nrows)
 		bench_breakdown(&rows[nrows - 1], b->o->iters);
 	fflush(stdout);

@@ -49,6 +49,8 @@ struct cd_lane {
 	char err[256];
 	/* lane-written timing (relaxed atomics, read by the owner) */
 	_Atomic uint64_t coll_cyc, idle_cyc, loop_cyc;
+	/* copies of the lane transport's counters (tp_stats is lane-only) */
+	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
 	uint64_t last_tsc, last_idle;
 } __attribute__((aligned(64)));
 
@@ -80,6 +82,15 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		ln->last_idle = ls.idle_iterations;
 	}
 	ln->last_tsc = now_tsc;
+	const struct tp_stats *ts = dp_transport(ln->index) ?
+				    tp_stats(dp_transport(ln->index)) : NULL;
+	if (ts) {
+		atomic_store_explicit(&ln->retransmits, ts->retransmits, memory_order_relaxed);
+		atomic_store_explicit(&ln->fault_drops, ts->fault_drops, memory_order_relaxed);
+		atomic_store_explicit(&ln->fault_dups, ts->fault_dups, memory_order_relaxed);
+		atomic_store_explicit(&ln->fault_reorders, ts->fault_reorders,
+				      memory_order_relaxed);
+	}
 
 	int st = atomic_load_explicit(&ln->state, memory_order_acquire);
 	if (ZB_UNLIKELY(st == LANE_CREATE)) {
@@ -314,6 +325,11 @@ static void cd_stats(void *h, struct coll_host_stats *out)
 			&ln->idle_cyc, memory_order_relaxed));
 		out->loop_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
 			&ln->loop_cyc, memory_order_relaxed));
+		out->retransmits += atomic_load_explicit(&ln->retransmits, memory_order_relaxed);
+		out->fault_drops += atomic_load_explicit(&ln->fault_drops, memory_order_relaxed);
+		out->fault_dups += atomic_load_explicit(&ln->fault_dups, memory_order_relaxed);
+		out->fault_reorders += atomic_load_explicit(&ln->fault_reorders,
+							    memory_order_relaxed);
 		if (dp_lcore_stats(i, &ls) == 0) {
 			out->rx_packets += ls.rx_packets;
 			out->tx_packets += ls.tx_packets;

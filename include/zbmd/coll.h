@@ -279,6 +279,8 @@ struct coll_host_stats {
 	uint64_t loop_ns;       /* every iteration (so loop - coll - idle = the
 				 * transport: rx/tx, reassembly, provider copies) */
 	uint64_t rx_packets, tx_packets;
+	/* the lanes' transports (since start): recovery and fault injection */
+	uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
 };
 
 struct coll_host_ops {
