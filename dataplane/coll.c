@@ -102,6 +102,8 @@ void coll_stats_get(const struct coll_comm *c, struct coll_stats *out)
 		out->bytes_sent += c->ch[i].st.bytes_sent;
 		out->bytes_received += c->ch[i].st.bytes_received;
 		out->reduce_ns += c->ch[i].st.reduce_ns;
+		out->post_ns += c->ch[i].st.post_ns;
+		out->test_ns += c->ch[i].st.test_ns;
 	}
 }
 
@@ -634,7 +636,9 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 	while (ch->send_done < ch->send_post) {
 		void **rq = &ch->sreq[ch->send_done % COLL_WINDOW];
 		if (*rq) {
+			uint64_t t0 = zb_now_ns();
 			rc = o->test(*rq, &done, NULL);
+			ch->st.test_ns += zb_now_ns() - t0;
 			if (rc < 0) {
 				*rq = NULL;
 				return chan_fail(c, ch, rc, "send to node %u on "
@@ -654,7 +658,9 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 		void **rq = &ch->rreq[ch->recv_done % COLL_WINDOW];
 		if (*rq) {
 			got = 0;
+			uint64_t t0 = zb_now_ns();
 			rc = o->test(*rq, &done, &got);
+			ch->st.test_ns += zb_now_ns() - t0;
 			if (rc < 0) {
 				*rq = NULL;
 				return chan_fail(c, ch, rc, "receive from node %u on "
@@ -739,7 +745,9 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 				buf = (const char *)a->recvbuf + x.send_off;
 				mh = ch->recv_smh;
 			}
+			uint64_t t0 = zb_now_ns();
 			rc = o->isend(ch->scomm, buf, x.send_bytes, op->tag, mh, &req);
+			ch->st.post_ns += zb_now_ns() - t0;
 			if (rc == -EAGAIN)
 				break;
 			if (rc < 0)

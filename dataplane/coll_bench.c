@@ -58,7 +58,9 @@ static void bench_usage(FILE *f)
 "  -o, --op OP          sum prod min max avg, or all\n"
 "  -N, --counts LIST    element counts (comma list) instead of -b/-e/-f\n"
 "      --channels N     override [coll] channels; --chunk-kb N, --timeout-ms N\n"
-"      --provider NAME  net provider (default: [transport] kind)\n"
+"      --provider NAME  net provider (default: [transport] kind): tcp, or dpdk\n"
+"                       (starts this node's dataplane in-process from the config:\n"
+"                       EAL, ports, one communicator per lcore lane)\n"
 "      --json FILE      write the figures as JSON\n"
 "      --plot FILE.png  draw busbw against size (gnuplot)\n");
 }
@@ -409,6 +411,8 @@ static void bench_stats_get(struct bench_ctx *b, struct coll_stats *out)
 		out->reduce_ns += s.reduce_ns;
 		out->copy_ns += s.copy_ns;
 		out->wait_ns += s.wait_ns;
+		out->post_ns += s.post_ns;
+		out->test_ns += s.test_ns;
 		if (s.blocking_ns > out->blocking_ns)
 			out->blocking_ns = s.blocking_ns;
 	}
@@ -561,19 +565,25 @@ static void bench_breakdown(const struct bench_row *r, long iters)
 		double co = (double)h->coll_ns / 1e3 / it, id = (double)h->idle_ns / 1e3 / it;
 		double tp = lt - co - id;
 		double wall = r->loop_ns / 1e3 / it;
+		double ps = (double)s->post_ns / 1e3 / it;
+		double ts = (double)s->test_ns / 1e3 / it;
 		if (lt <= 0)
 			return;
 		printf("# Where the time goes at %zu B (rank 0, out-of-place, per all-reduce, "
 		       "%.0f us wall; %u lane(s), %.0f us of lcore time):\n"
-		       "#   collectives on the lcores %.0f us (%.0f%%): reductions %.0f us, "
-		       "local copies %.0f us, posting/completing %.0f us\n"
+		       "#   collectives on the lcores (polls that did work) %.0f us (%.0f%%): "
+		       "reductions %.0f us, "
+		       "local copies %.0f us\n#     (over all polls, idle ones too) provider "
+		       "isend %.0f us + test %.0f us: tp_send framing the chunks into "
+		       "frames, zero-copy; test() hands over payloads the window held back\n"
 		       "#   transport + provider on the lcores %.0f us (%.0f%%): rx/tx bursts, "
 		       "reassembly, copies into the receive buffers, acks\n"
 		       "#   idle (waiting for the peers' data, sleeps included) %.0f us (%.0f%%)\n"
 		       "#   %.1f MB sent, %.1f MB received, %.0f messages, %.0f frames out, "
 		       "%.0f frames in per all-reduce\n#\n",
 		       r->bytes, wall, h->lanes, lt, co, 100 * co / lt,
-		       red, cp, co - red - cp > 0 ? co - red - cp : 0, tp, 100 * tp / lt,
+		       red, cp, ps, ts,
+		       tp, 100 * tp / lt,
 		       id, 100 * id / lt,
 		       (double)s->bytes_sent / 1e6 / it, (double)s->bytes_received / 1e6 / it,
 		       (double)s->messages / it, (double)h->tx_packets / it,

@@ -103,13 +103,14 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 	}
 	if (st != LANE_READY)
 		return 0;
+	uint64_t t0 = rte_rdtsc();
 	for (uint16_t ch = 0; ch < ln->channels; ch++) {
 		int rc = coll_progress_channel(ln->comm, ch);
 		if (rc > 0)
 			ev += (unsigned)rc;
 	}
 	if (ev)
-		atomic_fetch_add_explicit(&ln->coll_cyc, rte_rdtsc() - now_tsc,
+		atomic_fetch_add_explicit(&ln->coll_cyc, rte_rdtsc() - t0,
 					  memory_order_relaxed);
 	return ev;
 }

@@ -188,6 +188,11 @@ struct coll_stats {
 	uint64_t copy_ns;               /* local copies (own all-gather block,
 					 * broadcast root, single rank) */
 	uint64_t wait_ns;               /* asleep in the provider's wait() */
+	uint64_t post_ns;               /* inside the provider's isend() (dpdk:
+					 * tp_send framing the message) */
+	uint64_t test_ns;               /* inside the provider's test() (dpdk: a
+					 * payload held back by the window is
+					 * handed to tp_send from there) */
 	uint64_t blocking_ns;           /* inside coll_wait() altogether */
 };
 void coll_stats_get(const struct coll_comm *c, struct coll_stats *out);
