@@ -713,10 +713,13 @@ static int local_dpdk_prepare(struct local_run *L)
 	}
 	if (o->netem && local_cluster(L, out, sizeof(out), "netem '%s'", o->netem) < 0) {
 		if (strstr(out, "nknown") || strstr(out, "netem"))
+			{
+			out[strcspn(out, "\n")] = '\0';
 			fprintf(stderr, "zbmd local: --netem: `tc qdisc ... netem %s` "
-				"failed: this kernel lacks sch_netem (tc: %s)"
+				"failed: this kernel lacks sch_netem (tc: %s)\n"
 				"zbmd local: use --fault \"drop=0.02,reorder=0.05\" (the "
 				"transport's own injection) instead\n", o->netem, out);
+		}
 		else
 			fprintf(stderr, "zbmd local: --netem '%s' failed:\n%s", o->netem,
 				out);
@@ -959,7 +962,8 @@ static void local_cleanup(struct local_run *L)
 		local_ns_teardown(&L->o, L->pid);
 	if (L->o.dpdk)
 		local_dpdk_teardown(L);
-	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns)) {
+	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns && !L->usage_err &&
+			  L->t0)) {
 		fprintf(stderr, "zbmd local: configs and logs kept in %s\n", L->dir);
 		return;
 	}

@@ -15,7 +15,9 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 need_netns
-trap 'cleanup_lib' EXIT
+# zbmd local keeps the logs of a failed run (and says where): drop them
+drop_kept() { for f in "$@"; do sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$f"; done | xargs -r rm -rf; }
+trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
 plan 29
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
