@@ -58,8 +58,9 @@ static const char *const idle_names[] = {"poll", "adaptive", NULL};
 static const char *const transport_names[] = {"dpdk", "tcp", "rdma", NULL};
 static const char *const gpu_names[] = {"auto", "cpu", "cuda", "hip",
 					"vulkan", NULL};
+static const char *const control_mode_names[] = {"auto", "on", "off", NULL};
 static_assert(CFG_IDLE_ADAPTIVE == 1 && CFG_TRANSPORT_RDMA == 2 &&
-		      CFG_GPU_VULKAN == 4,
+		      CFG_GPU_VULKAN == 4 && CFG_CONTROL_OFF == 2,
 	      "enum names follow the enum values");
 
 #define FSZ(T, f) sizeof(((T *)0)->f)
@@ -281,6 +282,13 @@ const struct cfg__key cfg__keys[] = {
 	KEY(S_CONTROL, "admin_listen", CFG__HOSTPORT, 0, 0, "127.0.0.1:7401",
 	    control.admin_listen, CFG__EMPTY_OK,
 	    "TCP address of the admin API (status, bench); \"\" = off."),
+	ENUM(S_CONTROL, "enabled", control_mode_names, "auto", control.enabled,
+	     "Whether `zbmd run` starts the control thread: `on` always "
+	     "(refuse to start when it cannot), `off` never (the dataplane "
+	     "alone: no membership, epoch, /metrics or admin API), `auto` "
+	     "when this node has a concrete control address: `listen` is not "
+	     "the wildcard 0.0.0.0, or [peer.<node id>] control names one. "
+	     "`zbmd control` ignores it."),
 
 	/* [metrics] */
 	KEY(S_METRICS, "listen", CFG__HOSTPORT, 0, 0, "", metrics.listen,

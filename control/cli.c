@@ -216,12 +216,38 @@ int ctl_cmd_status(int argc, char **argv)
 	free(body);
 	if (json)
 		return ZB_EXIT_OK;
-	/* Port counters, when the dataplane registered them. */
+	/* The dataplane's view and counters, when the node is a `zbmd run`
+	 * node (the dataplane registered them on /metrics): the epoch every
+	 * lcore applied (the lowest one: "dataplane_epoch"), then the port,
+	 * loop, transport and actor counters as "port ..." / "dataplane ...". */
 	char *m = http_get(addr, "/metrics");
 	if (m) {
-		for (char *line = strtok(m, "\n"); line; line = strtok(NULL, "\n"))
+		long long low = -1;
+		unsigned lcores = 0;
+		char *m2 = strdup(m);
+		for (char *line = strtok(m, "\n"); line; line = strtok(NULL, "\n")) {
+			if (strncmp(line, "zbmd_dp_epoch{", 14) == 0) {
+				const char *sp = strrchr(line, ' ');
+				long long e = sp ? atoll(sp + 1) : 0;
+				low = low < 0 || e < low ? e : low;
+				lcores++;
+			}
+		}
+		free(m);
+		m = m2;
+		if (lcores)
+			printf("dataplane_epoch %lld\ndataplane_lcores %u\n", low, lcores);
+		for (char *line = m ? strtok(m, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+			size_t len = strlen(line);
 			if (strncmp(line, "zbmd_port", 9) == 0)
 				printf("port %s\n", line);
+			else if ((strncmp(line, "zbmd_dp_", 8) == 0 ||
+				  strncmp(line, "zbmd_transport_", 15) == 0 ||
+				  strncmp(line, "zbmd_actors_", 12) == 0) &&
+				 !(strstr(line, "_by_reason_") && len > 2 &&
+				   strcmp(line + len - 2, " 0") == 0))
+				printf("dataplane %s\n", line);
+		}
 		free(m);
 	}
 	return ZB_EXIT_OK;

@@ -59,6 +59,7 @@ struct ctl_node {
 	uv_async_t wake;
 	pthread_t thread;
 	bool loop_ok, udp_ok, tick_ok, wake_ok, raft_inited, thread_ok;
+	bool ran;                     /* the loop ran (own thread or ctl_node_run) */
 	bool stop_req, leave_req;     /* under status_lock */
 	bool closing;
 
@@ -683,15 +684,37 @@ static void *loop_main(void *arg)
 
 /* ---- start / stop ---------------------------------------------------------- */
 
+/* mkdir -p: missing parents are created 0700 too. 0 or -errno. */
+static int mkdir_p(const char *path)
+{
+	char buf[CFG_STR];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
 {
 	const struct zb_config *c = &n->cfg;
 	raft_id id = (raft_id)n->self + 1;
 	int rc;
 
-	if (mkdir(c->control.raft_dir, 0700) != 0 && errno != EEXIST) {
-		rc = -errno;
-		snprintf(err, errlen, "raft_dir %s: %s", c->control.raft_dir, strerror(errno));
+	rc = mkdir_p(c->control.raft_dir);
+	if (rc != 0) {
+		snprintf(err, errlen, "raft_dir %s: %s", c->control.raft_dir, strerror(-rc));
 		return rc;
 	}
 	rc = ctl__tcp_auth_create(&n->tcp, &n->loop, c->cluster.id, n->auth.key,
@@ -859,8 +882,8 @@ static void node_free(struct ctl_node *n)
 	free(n);
 }
 
-int ctl_node_start(const struct zb_config *cfg, const struct ctl_opts *opts,
-		   struct ctl_node **out, char *err, size_t errlen)
+int ctl_node_create(const struct zb_config *cfg, const struct ctl_opts *opts,
+		    struct ctl_node **out, char *err, size_t errlen)
 {
 	static const struct ctl_opts none;
 	struct ctl_node *n;
@@ -932,14 +955,6 @@ int ctl_node_start(const struct zb_config *cfg, const struct ctl_opts *opts,
 	ctl__collector_add(n);
 	n->next_hb_ns = zb_now_ns();
 	uv_timer_start(&n->tick, on_tick, TICK_MS, TICK_MS);
-	rc = pthread_create(&n->thread, NULL, loop_main, n);
-	if (rc != 0) {
-		rc = -rc;
-		snprintf(err, errlen, "pthread_create: %s", strerror(-rc));
-		ctl__collector_remove(n);
-		goto fail_http;
-	}
-	n->thread_ok = true;
 	logf_(n, CTL_LOG_INFO, "started on %s (cluster %u)", n->adv,
 	      cfg->cluster.id);
 	if (!cfg->cluster.psk_file[0])
@@ -955,6 +970,63 @@ fail:
 	return rc;
 }
 
+int ctl_node_run(struct ctl_node *n)
+{
+	ZB_ASSERT(n != NULL);
+	ZB_ASSERT(!n->ran);
+	n->ran = true;
+	loop_main(n);
+	return 0;
+}
+
+void ctl_node_request_stop(struct ctl_node *n, bool leave)
+{
+	ZB_ASSERT(n != NULL);
+	pthread_mutex_lock(&n->status_lock);
+	n->stop_req = true;
+	n->leave_req = n->leave_req || leave;
+	pthread_mutex_unlock(&n->status_lock);
+	uv_async_send(&n->wake);
+}
+
+void ctl_node_destroy(struct ctl_node *n)
+{
+	if (!n)
+		return;
+	/* No request can reach the node once the servers are gone. */
+	ctl__http_stop(n->http_admin);
+	ctl__http_stop(n->http_metrics);
+	n->http_admin = n->http_metrics = NULL;
+	ctl__collector_remove(n);
+	if (n->thread_ok) {
+		ctl_node_request_stop(n, false);
+		pthread_join(n->thread, NULL);
+		n->thread_ok = false;
+	}
+	node_free(n);
+}
+
+int ctl_node_start(const struct zb_config *cfg, const struct ctl_opts *opts,
+		   struct ctl_node **out, char *err, size_t errlen)
+{
+	struct ctl_node *n;
+	int rc = ctl_node_create(cfg, opts, &n, err, errlen);
+
+	if (rc != 0)
+		return rc;
+	n->ran = true;
+	rc = pthread_create(&n->thread, NULL, loop_main, n);
+	if (rc != 0) {
+		snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+		n->ran = false;
+		ctl_node_destroy(n);
+		return -rc;
+	}
+	n->thread_ok = true;
+	*out = n;
+	return 0;
+}
+
 void ctl_node_stop(struct ctl_node *n, bool leave)
 {
 	if (!n)
@@ -962,12 +1034,9 @@ void ctl_node_stop(struct ctl_node *n, bool leave)
 	ZB_ASSERT(n->thread_ok);
 	ctl__http_stop(n->http_admin);
 	ctl__http_stop(n->http_metrics);
+	n->http_admin = n->http_metrics = NULL;
 	ctl__collector_remove(n);
-	pthread_mutex_lock(&n->status_lock);
-	n->stop_req = true;
-	n->leave_req = n->leave_req || leave;
-	pthread_mutex_unlock(&n->status_lock);
-	uv_async_send(&n->wake);
+	ctl_node_request_stop(n, leave);
 	pthread_join(n->thread, NULL);
 	n->thread_ok = false;
 	node_free(n);

@@ -33,11 +33,15 @@ static inline uint16_t port_index(const struct dp_port *p)
 #define NEIGH_KNOWN (1ull << 63)
 #define ARP_RETRY_MS 200
 
-static uint64_t mac_word(const struct rte_ether_addr *a)
+/* Wire headers may sit at any byte offset in an mbuf (some virtual devices
+ * deliver frames 2-byte misaligned), so MACs in them are read and written
+ * as bytes (memcpy), never through struct rte_ether_addr lvalues. */
+static uint64_t mac_word(const void *mac)
 {
+	const uint8_t *b = mac;
 	uint64_t w = 0;
-	for (int i = 0; i < 6; i++)
-		w = (w << 8) | a->addr_bytes[i];
+	for (int i = 0; i < RTE_ETHER_ADDR_LEN; i++)
+		w = (w << 8) | b[i];
 	return w;
 }
 
@@ -46,15 +50,17 @@ static uint64_t mac_word(const struct rte_ether_addr *a)
 static void arp_learn(struct dp_lcore *lc, const struct rte_arp_ipv4 *d)
 {
 	const struct zb_config *cfg = dp__node.cfg;
-	if (d->arp_sip == 0 || rte_is_zero_ether_addr(&d->arp_sha) ||
-	    !rte_is_unicast_ether_addr(&d->arp_sha))
+	struct rte_ether_addr sha;
+	memcpy(&sha, &d->arp_sha, RTE_ETHER_ADDR_LEN);
+	if (d->arp_sip == 0 || rte_is_zero_ether_addr(&sha) ||
+	    !rte_is_unicast_ether_addr(&sha))
 		return;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
 		const struct cfg_peer *pe = &cfg->peers[i];
 		if (!pe->present || pe->ip != d->arp_sip ||
 		    !rte_is_zero_ether_addr((const struct rte_ether_addr *)pe->mac))
 			continue;
-		uint64_t w = NEIGH_KNOWN | mac_word(&d->arp_sha);
+		uint64_t w = NEIGH_KNOWN | mac_word(&sha);
 		if (__atomic_load_n(&dp__node.neigh[i], __ATOMIC_RELAXED) != w) {
 			__atomic_store_n(&dp__node.neigh[i], w, __ATOMIC_RELEASE);
 			DP_STAT_ADD(lc, arp_learned, 1);
@@ -80,12 +86,12 @@ static int arp_input(struct dp_lcore *lc, const struct dp_port *p,
 	}
 
 	struct rte_arp_ipv4 *d = &arp->arp_data;
-	rte_ether_addr_copy(&d->arp_sha, &eth->dst_addr);
-	rte_ether_addr_copy(&p->mac, &eth->src_addr);
+	memcpy(&eth->dst_addr, &d->arp_sha, RTE_ETHER_ADDR_LEN);
+	memcpy(&eth->src_addr, &p->mac, RTE_ETHER_ADDR_LEN);
 	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
-	rte_ether_addr_copy(&d->arp_sha, &d->arp_tha);
+	memcpy(&d->arp_tha, &d->arp_sha, RTE_ETHER_ADDR_LEN);
 	d->arp_tip = d->arp_sip;
-	rte_ether_addr_copy(&p->mac, &d->arp_sha);
+	memcpy(&d->arp_sha, &p->mac, RTE_ETHER_ADDR_LEN);
 	d->arp_sip = p->ip;
 	DP_STAT_ADD(lc, arp_replies, 1);
 	dp_tx(port_index(p), m);
@@ -105,9 +111,9 @@ static int icmp_input(struct dp_lcore *lc, const struct dp_port *p,
 		return drop(lc, m);
 
 	struct rte_ether_addr tmp;
-	rte_ether_addr_copy(&eth->src_addr, &tmp);
-	rte_ether_addr_copy(&p->mac, &eth->src_addr);
-	rte_ether_addr_copy(&tmp, &eth->dst_addr);
+	memcpy(&tmp, &eth->src_addr, RTE_ETHER_ADDR_LEN);
+	memcpy(&eth->src_addr, &p->mac, RTE_ETHER_ADDR_LEN);
+	memcpy(&eth->dst_addr, &tmp, RTE_ETHER_ADDR_LEN);
 	ip->dst_addr = ip->src_addr;
 	ip->src_addr = p->ip;
 	ip->time_to_live = 64;
@@ -178,7 +184,7 @@ void dp__neigh_init(struct dp_node *n)
 		if (pe->present &&
 		    !rte_is_zero_ether_addr((const struct rte_ether_addr *)pe->mac))
 			n->neigh[i] = NEIGH_KNOWN |
-				      mac_word((const struct rte_ether_addr *)pe->mac);
+				      mac_word(pe->mac);
 	}
 	n->neigh_next_tsc = 0;
 }
@@ -190,17 +196,20 @@ static struct rte_mbuf *arp_request(const struct dp_port *p, uint32_t tip)
 		return NULL;
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)rte_pktmbuf_append(
 		m, sizeof(*eth) + sizeof(struct rte_arp_hdr));
-	ZB_DASSERT(eth != NULL);
+	if (unlikely(eth == NULL)) {   /* data room smaller than an ARP frame */
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
 	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
 	memset(&eth->dst_addr, 0xff, RTE_ETHER_ADDR_LEN);
-	rte_ether_addr_copy(&p->mac, &eth->src_addr);
+	memcpy(&eth->src_addr, &p->mac, RTE_ETHER_ADDR_LEN);
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
 	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
 	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	arp->arp_hlen = RTE_ETHER_ADDR_LEN;
 	arp->arp_plen = 4;
 	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
-	rte_ether_addr_copy(&p->mac, &arp->arp_data.arp_sha);
+	memcpy(&arp->arp_data.arp_sha, &p->mac, RTE_ETHER_ADDR_LEN);
 	arp->arp_data.arp_sip = p->ip;
 	memset(&arp->arp_data.arp_tha, 0, RTE_ETHER_ADDR_LEN);
 	arp->arp_data.arp_tip = tip;

@@ -10,12 +10,14 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "../cli/cli.h"
+#include "run_ctl.h"
 
 #include <pthread.h>
 
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t stop_signal, dump_requested;
@@ -67,6 +69,57 @@ static void actors_unhost(void)
 	zbra_detach();   /* received buffers back to the transport */
 }
 #endif
+
+/* The control thread's log lines (any thread): one line each, with time. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ctl_log(void *arg, int level, const char *msg)
+{
+	struct timespec ts;
+	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pthread_mutex_lock(&log_lock);
+	printf("%ld.%03ld %s %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000,
+	       level <= CTL_LOG_ERR ? "error" : level <= CTL_LOG_WARN ? "warn" : "info",
+	       msg);
+	fflush(stdout);
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* The control plane ([cluster], [control], [metrics]) as the dataplane's
+ * control hook, and the dataplane's counters on /metrics. Returns 0, or the
+ * exit status when the node must not start. */
+static int control_host(const struct zb_config *cfg, void *actors_rt)
+{
+	char why[384], err[512] = "";
+	bool want = dp__run_ctl_wanted(cfg, why, sizeof(why));
+	int rc = dp__run_metrics_init(cfg, actors_rt);
+
+	if (rc) {
+		fprintf(stderr, "zbmd run: dataplane metrics: %s\n", zb_strerror(rc));
+		return ZB_EXIT_FAIL;
+	}
+	if (!want) {
+		printf("control: off: %s\n", why);
+		return 0;
+	}
+	struct ctl_opts opts = {.log = ctl_log};
+	rc = dp__run_ctl_init(cfg, &opts, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "zbmd run: control plane (%s): %s\n", why,
+			err[0] ? err : zb_strerror(rc));
+		return rc == ZB_ERR_CONFIG ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
+	}
+	printf("control: on (%s): cluster %u, listen %s, admin %s, metrics %s, "
+	       "raft_dir %s, %u member seed(s), %s\n", why, cfg->cluster.id,
+	       cfg->control.listen,
+	       cfg->control.admin_listen[0] ? cfg->control.admin_listen : "off",
+	       cfg->metrics.listen[0] ? cfg->metrics.listen : "off",
+	       cfg->control.raft_dir, cfg->cluster.seed_count,
+	       cfg->cluster.psk_file[0] ? "PSK-authenticated" :
+	       "no psk_file: a single-node cluster with a random key");
+	return 0;
+}
 
 static void on_stop(int sig)
 {
@@ -195,14 +248,26 @@ int dp_cmd_run(int argc, char **argv)
 		return ZB_EXIT_FAIL;
 	}
 #endif
-	rc = dp_node_launch(&err);
-	if (rc) {
-		fprintf(stderr, "zbmd run: %s\n", err.msg);
+#ifdef DP_HOST_ACTORS
+	st = control_host(&cfg, actors);
+#else
+	st = control_host(&cfg, NULL);
+#endif
+	if (st == 0) {
+		rc = dp_node_launch(&err);
+		if (rc) {
+			fprintf(stderr, "zbmd run: %s\n", err.msg);
+			st = ZB_EXIT_FAIL;
+		}
+	}
+	if (st) {
+		dp_node_stop();
+		dp__run_ctl_fini();
 		dp_node_fini();
 #ifdef DP_HOST_ACTORS
 		actors_unhost();
 #endif
-		return ZB_EXIT_FAIL;
+		return st;
 	}
 	dp_node_describe(stdout);
 	printf("zbmd: ready\n");
@@ -215,7 +280,8 @@ int dp_cmd_run(int argc, char **argv)
 		wait_for_stop(&old);
 	}
 	printf("zbmd: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
-	dp_node_stop();
+	dp_node_stop();   /* the control thread leaves the cluster, then the loops quit */
+	dp__run_ctl_fini();
 	dp_stats_dump(stdout);
 #ifdef DP_HOST_ACTORS
 	actors_unhost();   /* the loops that drove it have stopped */

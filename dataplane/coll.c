@@ -102,6 +102,8 @@ void coll_stats_get(const struct coll_comm *c, struct coll_stats *out)
 		out->bytes_sent += c->ch[i].st.bytes_sent;
 		out->bytes_received += c->ch[i].st.bytes_received;
 		out->reduce_ns += c->ch[i].st.reduce_ns;
+		out->post_ns += c->ch[i].st.post_ns;
+		out->test_ns += c->ch[i].st.test_ns;
 	}
 }
 
@@ -111,6 +113,16 @@ void coll_stats_reset(struct coll_comm *c)
 	memset(&c->st, 0, sizeof(c->st));
 	for (uint16_t i = 0; i < c->nch; i++)
 		memset(&c->ch[i].st, 0, sizeof(c->ch[i].st));
+}
+
+int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms)
+{
+	ZB_ASSERT(c != NULL);
+	ZB_ASSERT(c->q_len == 0);   /* between collectives: no lane reads it */
+	if (timeout_ms == 0)
+		return -EINVAL;
+	c->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
+	return 0;
 }
 
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank)
@@ -624,7 +636,9 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 	while (ch->send_done < ch->send_post) {
 		void **rq = &ch->sreq[ch->send_done % COLL_WINDOW];
 		if (*rq) {
+			uint64_t t0 = zb_now_ns();
 			rc = o->test(*rq, &done, NULL);
+			ch->st.test_ns += zb_now_ns() - t0;
 			if (rc < 0) {
 				*rq = NULL;
 				return chan_fail(c, ch, rc, "send to node %u on "
@@ -644,7 +658,9 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 		void **rq = &ch->rreq[ch->recv_done % COLL_WINDOW];
 		if (*rq) {
 			got = 0;
+			uint64_t t0 = zb_now_ns();
 			rc = o->test(*rq, &done, &got);
+			ch->st.test_ns += zb_now_ns() - t0;
 			if (rc < 0) {
 				*rq = NULL;
 				return chan_fail(c, ch, rc, "receive from node %u on "
@@ -729,7 +745,9 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 				buf = (const char *)a->recvbuf + x.send_off;
 				mh = ch->recv_smh;
 			}
+			uint64_t t0 = zb_now_ns();
 			rc = o->isend(ch->scomm, buf, x.send_bytes, op->tag, mh, &req);
+			ch->st.post_ns += zb_now_ns() - t0;
 			if (rc == -EAGAIN)
 				break;
 			if (rc < 0)
@@ -945,7 +963,11 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 		if (++idle < COLL_IDLE_SPINS)
 			continue;
 		if (c->threaded) {
-			usleep(20);     /* the lanes do the work (or ack a failure) */
+			/* the lanes do the work (or ack a failure): sleep, backing
+			 * off 20 -> 160 us, so that an owner waiting on a long
+			 * collective leaves the (shared) cores to the lanes */
+			int k = (idle - COLL_IDLE_SPINS) / 16;
+			usleep(20u << (k < 3 ? k : 3));
 		} else if (c->ops->wait) {
 			uint64_t w0 = zb_now_ns();
 			(void)c->ops->wait(c->ctx, COLL_WAIT_MS);

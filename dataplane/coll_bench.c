@@ -36,6 +36,8 @@ struct bench_row {
 	double us[2], algbw[2], busbw[2];
 	long long wrong[2];
 	struct coll_stats st;   /* rank 0's timed out-of-place loop */
+	struct coll_host_stats hs;  /* ... the lanes' share of it (hosts) */
+	double loop_ns;         /* ... wall time of that loop */
 };
 
 #define BENCH_MAX_ROWS 4096
@@ -56,7 +58,9 @@ static void bench_usage(FILE *f)
 "  -o, --op OP          sum prod min max avg, or all\n"
 "  -N, --counts LIST    element counts (comma list) instead of -b/-e/-f\n"
 "      --channels N     override [coll] channels; --chunk-kb N, --timeout-ms N\n"
-"      --provider NAME  net provider (default: [transport] kind)\n"
+"      --provider NAME  net provider (default: [transport] kind): tcp, or dpdk\n"
+"                       (starts this node's dataplane in-process from the config:\n"
+"                       EAL, ports, one communicator per lcore lane)\n"
 "      --json FILE      write the figures as JSON\n"
 "      --plot FILE.png  draw busbw against size (gnuplot)\n");
 }
@@ -335,11 +339,92 @@ static long long bench_check(const void *buf, enum zb_dtype dt, enum zb_redop op
 /* ---- running one size ---------------------------------------------------- */
 
 struct bench_ctx {
-	struct coll_comm *comm;
+	struct coll_comm *comm;         /* comms[0]: names, rank, errors */
+	struct coll_comm *comms[COLL_HOST_MAX_LANES];
+	unsigned ncomm;                 /* > 1: one per dataplane lane */
+	const struct coll_host_ops *host;
+	void *hh;                       /* the host's handle */
 	const struct bench_opts *o;
+	const struct zb_config *cfg;
 	void *sbuf, *rbuf;
 	uint32_t n, rank;
+	struct bench_row *rows;
+	int nrows, status;
 };
+
+/* One all-reduce over every communicator: lane k reduces part k. */
+static int bench_allreduce(struct bench_ctx *b, const void *src, void *dst,
+			   size_t count, enum zb_dtype dt, enum zb_redop op)
+{
+	struct coll_op *ops[COLL_HOST_MAX_LANES];
+	size_t es = zb_dtype_size(dt);
+	int rc = 0, started = 0;
+
+	if (b->ncomm == 1)
+		return coll_allreduce(b->comm, src, dst, count, dt, op);
+	for (unsigned k = 0; k < b->ncomm; k++) {
+		size_t lo = coll_split(count, b->ncomm, k);
+		size_t hi = coll_split(count, b->ncomm, k + 1);
+		struct coll_args a = {.kind = COLL_ALLREDUCE,
+				      .sendbuf = (const char *)src + lo * es,
+				      .recvbuf = (char *)dst + lo * es,
+				      .count = hi - lo, .dtype = dt, .op = op};
+		if ((rc = coll_start(b->comms[k], &a, &ops[k])) < 0)
+			break;
+		started++;
+	}
+	for (int k = 0; k < started; k++) {
+		int st = coll_wait(b->comms[k], ops[k]);
+		if (st < 0 && rc == 0)
+			rc = st;
+	}
+	return rc;
+}
+
+static int bench_barrier(struct bench_ctx *b)
+{
+	for (unsigned k = 0; k < b->ncomm; k++) {
+		int rc = coll_barrier(b->comms[k]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void bench_stats_reset(struct bench_ctx *b)
+{
+	for (unsigned k = 0; k < b->ncomm; k++)
+		coll_stats_reset(b->comms[k]);
+}
+
+/* Sum over the lanes' communicators (they run side by side). */
+static void bench_stats_get(struct bench_ctx *b, struct coll_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned k = 0; k < b->ncomm; k++) {
+		struct coll_stats s;
+		coll_stats_get(b->comms[k], &s);
+		out->collectives += s.collectives;
+		out->messages += s.messages;
+		out->bytes_sent += s.bytes_sent;
+		out->bytes_received += s.bytes_received;
+		out->reduce_ns += s.reduce_ns;
+		out->copy_ns += s.copy_ns;
+		out->wait_ns += s.wait_ns;
+		out->post_ns += s.post_ns;
+		out->test_ns += s.test_ns;
+		if (s.blocking_ns > out->blocking_ns)
+			out->blocking_ns = s.blocking_ns;
+	}
+}
+
+static const char *bench_error(const struct bench_ctx *b)
+{
+	for (unsigned k = 0; k < b->ncomm; k++)
+		if (coll_error(b->comms[k])[0])
+			return coll_error(b->comms[k]);
+	return "failed (no error recorded)";
+}
 
 /* One measurement: in-place or out-of-place. Returns 0 or a coll error. */
 static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
@@ -352,29 +437,47 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 	int64_t w64;
 	int rc;
 
+	struct coll_host_stats hs0 = {0};
+
 	bench_init(src, row->dt, row->op, b->rank, b->n, count);
 	for (long it = 0; it < b->o->warmup; it++)
-		if ((rc = coll_allreduce(b->comm, src, dst, count, row->dt, row->op)) < 0)
+		if ((rc = bench_allreduce(b, src, dst, count, row->dt, row->op)) < 0)
 			return rc;
-	if ((rc = coll_barrier(b->comm)) < 0)
+	if ((rc = bench_barrier(b)) < 0)
 		return rc;
-	coll_stats_reset(b->comm);
+	bench_stats_reset(b);
+	if (b->host && b->host->stats)
+		b->host->stats(b->hh, &hs0);
 	t0 = zb_now_ns();
 	for (long it = 0; it < b->o->iters; it++)
-		if ((rc = coll_allreduce(b->comm, src, dst, count, row->dt, row->op)) < 0)
+		if ((rc = bench_allreduce(b, src, dst, count, row->dt, row->op)) < 0)
 			return rc;
-	us = (double)(zb_now_ns() - t0) / 1e3 / (double)b->o->iters;
-	if (!ip)
-		coll_stats_get(b->comm, &row->st);
+	double loop_ns = (double)(zb_now_ns() - t0);
+	us = loop_ns / 1e3 / (double)b->o->iters;
+	if (!ip) {
+		row->loop_ns = loop_ns;
+		bench_stats_get(b, &row->st);
+		if (b->host && b->host->stats) {
+			struct coll_host_stats hs1;
+			b->host->stats(b->hh, &hs1);
+			row->hs = (struct coll_host_stats){
+				.lanes = hs1.lanes,
+				.coll_ns = hs1.coll_ns - hs0.coll_ns,
+				.idle_ns = hs1.idle_ns - hs0.idle_ns,
+				.loop_ns = hs1.loop_ns - hs0.loop_ns,
+				.rx_packets = hs1.rx_packets - hs0.rx_packets,
+				.tx_packets = hs1.tx_packets - hs0.tx_packets};
+		}
+	}
 	if (b->o->check) {
 		bench_init(src, row->dt, row->op, b->rank, b->n, count);
 		if (!ip)
 			memset(dst, 0xa5, count * zb_dtype_size(row->dt));
-		if ((rc = coll_allreduce(b->comm, src, dst, count, row->dt, row->op)) < 0)
+		if ((rc = bench_allreduce(b, src, dst, count, row->dt, row->op)) < 0)
 			return rc;
 		wrong = bench_check(dst, row->dt, row->op, b->n, count);
 	}
-	/* Figures agreed by all ranks: mean time, total wrong. */
+	/* Figures agreed by all ranks: mean time, total wrong (on lane 0). */
 	if ((rc = coll_allreduce(b->comm, &us, &sum_us, 1, ZB_F64, ZB_AVG)) < 0)
 		return rc;
 	w64 = wrong;
@@ -402,6 +505,14 @@ static void bench_print_row(const struct bench_row *r)
 	fflush(stdout);
 }
 
+static unsigned bench_channels(const struct bench_ctx *b)
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k < b->ncomm; k++)
+		n += coll_channels(b->comms[k]);
+	return n;
+}
+
 static void bench_header(const struct bench_ctx *b, const struct zb_config *cfg)
 {
 	const struct bench_opts *o = b->o;
@@ -409,8 +520,13 @@ static void bench_header(const struct bench_ctx *b, const struct zb_config *cfg)
 	       "transport %s, lcores %u, channels %u, chunk %u KiB, timeout %u ms\n",
 	       cfg->cluster.id, b->n, b->rank, cfg->node.id, coll_provider(b->comm),
 	       cfg->eal.lcore_count ? cfg->eal.lcore_count : 1,
-	       coll_channels(b->comm), coll_chunk_bytes(b->comm) / 1024,
+	       bench_channels(b), coll_chunk_bytes(b->comm) / 1024,
 	       o->timeout_ms ? o->timeout_ms : cfg->coll.timeout_ms);
+	if (b->host && b->host->describe) {
+		char d[256];
+		b->host->describe(b->hh, d, sizeof(d));
+		printf("# %s\n", d);
+	}
 	if (o->ncounts)
 		printf("# counts: %d given (-N)", o->ncounts);
 	else
@@ -441,6 +557,39 @@ static void bench_breakdown(const struct bench_row *r, long iters)
 	double wt = (double)s->wait_ns / 1e3 / (double)iters;
 	double rest = tot - red - cp - wt;
 
+	if (r->hs.lanes && r->hs.loop_ns) {
+		/* Hosted (dpdk): the collectives run on the lanes' lcores; the
+		 * caller only waits. Split the lanes' time instead. */
+		const struct coll_host_stats *h = &r->hs;
+		double it = (double)iters, lt = (double)h->loop_ns / 1e3 / it;
+		double co = (double)h->coll_ns / 1e3 / it, id = (double)h->idle_ns / 1e3 / it;
+		double tp = lt - co - id;
+		double wall = r->loop_ns / 1e3 / it;
+		double ps = (double)s->post_ns / 1e3 / it;
+		double ts = (double)s->test_ns / 1e3 / it;
+		if (lt <= 0)
+			return;
+		printf("# Where the time goes at %zu B (rank 0, out-of-place, per all-reduce, "
+		       "%.0f us wall; %u lane(s), %.0f us of lcore time):\n"
+		       "#   collectives on the lcores (polls that did work) %.0f us (%.0f%%): "
+		       "reductions %.0f us, "
+		       "local copies %.0f us\n#     (over all polls, idle ones too) provider "
+		       "isend %.0f us + test %.0f us: tp_send framing the chunks into "
+		       "frames, zero-copy; test() hands over payloads the window held back\n"
+		       "#   transport + provider on the lcores %.0f us (%.0f%%): rx/tx bursts, "
+		       "reassembly, copies into the receive buffers, acks\n"
+		       "#   idle (waiting for the peers' data, sleeps included) %.0f us (%.0f%%)\n"
+		       "#   %.1f MB sent, %.1f MB received, %.0f messages, %.0f frames out, "
+		       "%.0f frames in per all-reduce\n#\n",
+		       r->bytes, wall, h->lanes, lt, co, 100 * co / lt,
+		       red, cp, ps, ts,
+		       tp, 100 * tp / lt,
+		       id, 100 * id / lt,
+		       (double)s->bytes_sent / 1e6 / it, (double)s->bytes_received / 1e6 / it,
+		       (double)s->messages / it, (double)h->tx_packets / it,
+		       (double)h->rx_packets / it);
+		return;
+	}
 	if (tot <= 0 || !s->messages)
 		return;
 	printf("# Where the time goes at %zu B (rank 0, out-of-place, per all-reduce, "
@@ -469,7 +618,7 @@ static int bench_write_json(const char *path, const struct bench_ctx *b,
 		"  \"iters\": %ld, \"warmup_iters\": %ld, \"check\": %d,\n"
 		"  \"results\": [\n", cfg->cluster.id, b->n, b->rank, cfg->node.id,
 		coll_provider(b->comm), cfg->eal.lcore_count ? cfg->eal.lcore_count : 1,
-		coll_channels(b->comm), coll_chunk_bytes(b->comm), b->o->iters,
+		bench_channels(b), coll_chunk_bytes(b->comm), b->o->iters,
 		b->o->warmup, b->o->check);
 	for (int i = 0; i < nrows; i++) {
 		const struct bench_row *r = &rows[i];
@@ -517,7 +666,7 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 		"set title 'zbmd ring all-reduce: %u nodes over %s, %u channels'\n"
 		"plot '%s' using 1:2 with linespoints title 'out-of-place', "
 		"'%s' using 1:3 with linespoints title 'in-place'\n",
-		png, b->n, coll_provider(b->comm), coll_channels(b->comm), dat, dat);
+		png, b->n, coll_provider(b->comm), bench_channels(b), dat, dat);
 	if (pclose(g) != 0)
 		rc = -EIO;
 	unlink(dat);
@@ -623,8 +772,8 @@ static int bench_sweep(struct bench_ctx *b, struct bench_row *rows, int nrows,
 			if (rc < 0) {
 				if (prog && tty)
 					fprintf(stderr, "\n");
-				fprintf(stderr, "zbmd bench allreduce: %s\n",
-					coll_error(b->comm));
+				fprintf(stderr, "zbmd bench allreduce: node %u: %s\n",
+					b->cfg->node.id, bench_error(b));
 				return rc;
 			}
 			if (rows[i].wrong[ip] > 0)
@@ -649,6 +798,16 @@ static void bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
 	printf("# Out of bounds values : %lld %s\n", wrong_total,
 	       wrong_total ? "FAILED" : "OK");
 	printf("# Avg bus bandwidth    : %g \n#\n", avg);
+	if (b->host && b->host->stats) {
+		struct coll_host_stats hs;
+		b->host->stats(b->hh, &hs);
+		printf("# transport (this node, whole run): %llu retransmits; fault "
+		       "injection: %llu dropped, %llu duplicated, %llu reordered\n#\n",
+		       (unsigned long long)hs.retransmits,
+		       (unsigned long long)hs.fault_drops,
+		       (unsigned long long)hs.fault_dups,
+		       (unsigned long long)hs.fault_reorders);
+	}
 	if (nrows)
 		bench_breakdown(&rows[nrows - 1], b->o->iters);
 	fflush(stdout);
@@ -673,17 +832,44 @@ static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
 	return rc;
 }
 
+static const char *bench_provider(const struct bench_opts *o,
+				  const struct zb_config *cfg)
+{
+	if (o->provider)
+		return o->provider;
+	switch (cfg->transport.kind) {
+	case CFG_TRANSPORT_TCP: return "tcp";
+	case CFG_TRANSPORT_RDMA: return "rdma";
+	default: return "dpdk";
+	}
+}
+
+/* The sweep and rank 0's report, on a thread that owns the communicators. */
+static int bench_body(void *arg)
+{
+	struct bench_ctx *b = arg;
+	long long wrong_total = 0;
+	double bw_sum = 0;
+
+	if (b->rank == 0)
+		bench_header(b, b->cfg);
+	if (bench_sweep(b, b->rows, b->nrows, &wrong_total, &bw_sum) < 0)
+		return 1;
+	if (b->rank == 0)
+		bench_report(b, b->cfg, b->rows, b->nrows, wrong_total,
+			     b->nrows ? bw_sum / (2.0 * b->nrows) : 0);
+	return wrong_total ? 1 : 0;
+}
+
 int coll_bench_allreduce_main(int argc, char **argv)
 {
 	struct bench_opts o;
 	struct zb_config *cfg = calloc(1, sizeof(*cfg));
 	struct bench_row *rows = calloc(BENCH_MAX_ROWS, sizeof(*rows));
-	struct bench_ctx b = {.o = &o};
-	long long wrong_total = 0;
-	double bw_sum = 0;
+	struct bench_ctx b = {.o = &o, .cfg = cfg, .rows = rows};
 	size_t maxbytes;
 	char err[512];
-	int rc, status = 1, nrows;
+	int rc, status = 1;
 
 	if (!cfg || !rows)
 		goto out;
@@ -695,17 +881,12 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	struct coll_comm_args ca = {.cfg = cfg, .provider = o.provider,
+	const char *pname = bench_provider(&o, cfg);
+	struct coll_comm_args ca = {.cfg = cfg, .provider = pname,
 				    .channels = (uint16_t)o.channels,
 				    .chunk_bytes = o.chunk_kb * 1024u,
 				    .timeout_ms = o.timeout_ms};
-	if (coll_comm_create(&ca, &b.comm, err, sizeof(err)) < 0) {
-		fprintf(stderr, "zbmd bench allreduce: node %u: %s\n", cfg->node.id, err);
-		goto out;
-	}
-	b.n = coll_nranks(b.comm);
-	b.rank = coll_rank(b.comm);
-	nrows = bench_plan_rows(&o, rows, &maxbytes);
+	b.nrows = bench_plan_rows(&o, rows, &maxbytes);
 	b.sbuf = aligned_alloc(64, maxbytes + 64);
 	b.rbuf = aligned_alloc(64, maxbytes + 64);
 	if (!b.sbuf || !b.rbuf) {
@@ -713,16 +894,34 @@ int coll_bench_allreduce_main(int argc, char **argv)
 			maxbytes);
 		goto out;
 	}
-	if (b.rank == 0)
-		bench_header(&b, cfg);
-	if (bench_sweep(&b, rows, nrows, &wrong_total, &bw_sum) < 0)
-		goto out;
-	if (b.rank == 0)
-		bench_report(&b, cfg, rows, nrows, wrong_total,
-			     nrows ? bw_sum / (2.0 * nrows) : 0);
-	status = wrong_total ? 1 : 0;
+	b.host = coll_host_find(pname);
+	if (b.host) {
+		/* e.g. dpdk: start this node's dataplane, comms on its lcores */
+		if (b.host->open(&ca, &b.hh, err, sizeof(err)) < 0) {
+			fprintf(stderr, "zbmd bench allreduce: node %u: %s\n",
+				cfg->node.id, err);
+			b.host = NULL;
+			goto out;
+		}
+		b.ncomm = b.host->comms(b.hh, b.comms, COLL_HOST_MAX_LANES);
+	} else {
+		if (coll_comm_create(&ca, &b.comms[0], err, sizeof(err)) < 0) {
+			fprintf(stderr, "zbmd bench allreduce: node %u: %s\n",
+				cfg->node.id, err);
+			goto out;
+		}
+		b.ncomm = 1;
+	}
+	ZB_ASSERT(b.ncomm >= 1);
+	b.comm = b.comms[0];
+	b.n = coll_nranks(b.comm);
+	b.rank = coll_rank(b.comm);
+	status = b.host ? b.host->run(b.hh, bench_body, &b) : bench_body(&b);
 out:
-	coll_comm_destroy(b.comm);
+	if (b.host)
+		b.host->close(b.hh);
+	else
+		coll_comm_destroy(b.comms[0]);
 	free(b.sbuf);
 	free(b.rbuf);
 	free(rows);

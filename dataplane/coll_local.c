@@ -22,8 +22,18 @@
  *          namespace (zbcoll-PID-hub); --qdisc SPEC (any tc qdisc; --netem
  *          SPEC is --qdisc "netem SPEC") goes on every node's
  *          egress.
- *   veth, memif  need the dpdk net provider, which has not landed yet:
- *          refused with a clear message rather than faked.
+ *   veth   DPDK nodes in network namespaces (scripts/cluster.sh: a bridge
+ *          in a hub namespace, net_af_packet on each node's veth); --netem
+ *          SPEC goes on every node's hub-side veth (cluster.sh netem).
+ *   memif  DPDK nodes joined pairwise by net_memif (scripts/cluster-memif.sh),
+ *          started in node order, each once the memif servers it connects
+ *          to listen (their abstract sockets show in /proc/net/unix).
+ *   Both: the scripts generate the node configs (node ids 1..N: rank 0 is
+ *   node 1); the embedded defaults below for the dpdk links, --set and
+ *   --fault are merged into them; every node's DPDK file-prefix is
+ *   zbloc<pid>-<node> and its runtime directory is removed at teardown.
+ *   --fault "drop=0.02,reorder=0.05,dup=0.01,seed=7" sets the transport's
+ *   [fault] injection on every node (the kernel here has no sch_netem).
  */
 #include "zbmd/coll.h"
 
@@ -40,6 +50,8 @@
 
 #define LOCAL_MAX_NODES 16
 #define LOCAL_MAX_SETS 32
+#define LOCAL_MEMIF_MAX 9       /* cluster-memif.sh: 8 ports per node */
+#define LOCAL_READY_S 30        /* a memif server must listen by then */
 
 static volatile sig_atomic_t local_signal;
 
@@ -60,13 +72,30 @@ static const struct local_kv local_defaults[] = {
 	{"dataplane", "idle", "adaptive"},
 };
 
+/* Defaults for the dpdk links, merged into the scripts' configs. */
+static const struct local_kv local_dpdk_defaults[] = {
+	{"transport", "kind", "dpdk"},
+	{"coll", "channels", "2"},
+	{"coll", "chunk_kb", "256"},
+	/* a lost peer fails the ring within 5 s: 4 s of no progress, then
+	 * stopping the dataplane. The transport's own peer timeout is longer:
+	 * memif nodes start one after the other (seconds on a loaded machine)
+	 * and the first frames to a node not up yet must not fail the ring. */
+	{"coll", "timeout_ms", "4000"},
+	{"transport", "peer_timeout_ms", "30000"},
+};
+
 struct local_opts {
 	int nodes;
+	bool dpdk;                      /* --link veth|memif */
+	const char *fault;
 	const char *link, *netem, *qdisc;
 	char qdisc_buf[256];
 	bool ns, keep;
 	struct local_kv kv[ZB_ARRAY_LEN(local_defaults) + LOCAL_MAX_SETS];
 	int nkv;
+	struct local_kv dkv[ZB_ARRAY_LEN(local_dpdk_defaults) + LOCAL_MAX_SETS + 8];
+	int ndkv;
 	int kill_node, linkdown_node;
 	long kill_ms, linkdown_ms;
 	char **cmd;
@@ -79,6 +108,7 @@ struct local_node {
 	bool exited;
 	uint64_t exit_ns;
 	char cfg[256], log[256], ns[64];
+	char ready[256];        /* memif: created by the node once its ports run */
 };
 
 static void local_usage(FILE *f)
@@ -91,13 +121,69 @@ static void local_usage(FILE *f)
 "`zbmd COMMAND ARGS --config nodeI.ini` on every node (a COMMAND with a '/'\n"
 "is run as a program), prints node 0's output and tears everything down.\n"
 "  --link tcp        kernel TCP (default; loopback, or namespaces with --ns/--netem)\n"
+"  --link memif      DPDK nodes joined by net_memif (scripts/cluster-memif.sh)\n"
+"  --link veth       DPDK nodes in namespaces on veth + net_af_packet (scripts/cluster.sh)\n"
 "  --netem SPEC      tc netem on every node's link, e.g. \"loss 2%% reorder 25%%\"\n"
+"                    (tcp, veth; needs sch_netem in the kernel)\n"
+"  --fault SPEC      dpdk transport fault injection on every node (memif, veth):\n"
+"                    \"drop=0.02,reorder=0.05,dup=0.01,seed=7\"\n"
 "  --qdisc SPEC      any tc qdisc on every node's link, e.g. \"tbf rate 300mbit\n"
 "                    burst 16kb limit 16kb\" (a tiny queue: real drops)\n"
 "  --set S.K=V       override a key of the embedded config\n"
 "  --kill N@MS       kill -9 node N after MS ms (fault test)\n"
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces)\n"
 "  --keep            keep the configs and logs directory\n");
+}
+
+static int local_kv_put(struct local_kv *arr, int *n, int max,
+			const struct local_kv *kv)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(arr[i].sec, kv->sec) && !strcmp(arr[i].key, kv->key)) {
+			arr[i] = *kv;
+			return 0;
+		}
+	if (*n == max)
+		return -ENOSPC;
+	arr[(*n)++] = *kv;
+	return 0;
+}
+
+/* --fault "drop=0.02,reorder=0.05,dup=0.01,seed=7" -> [fault] keys */
+static int local_fault(struct local_opts *o, const char *spec)
+{
+	char buf[256], *save = NULL;
+
+	if (strlen(spec) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, spec);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '='), *end;
+		struct local_kv kv = {.sec = "fault"};
+		if (!eq)
+			return -EINVAL;
+		*eq = '\0';
+		const char *v = eq + 1;
+		errno = 0;
+		if (!strcmp(t, "seed")) {
+			(void)strtoull(v, &end, 10);
+			snprintf(kv.key, sizeof(kv.key), "seed");
+		} else {
+			double d = strtod(v, &end);
+			if (d < 0 || d > 1)
+				return -EINVAL;
+			if (!strcmp(t, "drop") || !strcmp(t, "dup") || !strcmp(t, "reorder"))
+				snprintf(kv.key, sizeof(kv.key), "%s_rate", t);
+			else
+				return -EINVAL;
+		}
+		if (errno || end == v || *end || strlen(v) >= sizeof(kv.val))
+			return -EINVAL;
+		strcpy(kv.val, v);
+		if (local_kv_put(o->dkv, &o->ndkv, (int)ZB_ARRAY_LEN(o->dkv), &kv) < 0)
+			return -ENOSPC;
+	}
+	return 0;
 }
 
 static int local_set(struct local_opts *o, const char *spec)
@@ -112,6 +198,8 @@ static int local_set(struct local_opts *o, const char *spec)
 	memcpy(kv.sec, spec, (size_t)(dot - spec));
 	memcpy(kv.key, dot + 1, (size_t)(eq - dot - 1));
 	strcpy(kv.val, eq + 1);
+	if (local_kv_put(o->dkv, &o->ndkv, (int)ZB_ARRAY_LEN(o->dkv), &kv) < 0)
+		return -ENOSPC;
 	for (int i = 0; i < o->nkv; i++)
 		if (!strcmp(o->kv[i].sec, kv.sec) && !strcmp(o->kv[i].key, kv.key)) {
 			o->kv[i] = kv;
@@ -149,6 +237,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		{"kill", required_argument, 0, 'k'},
 		{"linkdown", required_argument, 0, 'd'},
 		{"keep", no_argument, 0, 'K'},
+		{"fault", required_argument, 0, 'F'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0}};
 	int c;
@@ -159,6 +248,8 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 	o->kill_node = o->linkdown_node = -1;
 	for (size_t i = 0; i < ZB_ARRAY_LEN(local_defaults); i++)
 		o->kv[o->nkv++] = local_defaults[i];
+	for (size_t i = 0; i < ZB_ARRAY_LEN(local_dpdk_defaults); i++)
+		o->dkv[o->ndkv++] = local_dpdk_defaults[i];
 	/* Loopback nodes listen on 127.77.(pid % 250).i; the port comes from
 	 * the rest of the pid, so two runs at once never share ip:port. */
 	char port[16];
@@ -185,6 +276,15 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		case 'e': o->netem = optarg; break;
 		case 'q': o->qdisc = optarg; break;
 		case 'N': o->ns = true; break;
+		case 'F':
+			o->fault = optarg;
+			if (local_fault(o, optarg) < 0) {
+				fprintf(stderr, "zbmd local: bad --fault '%s' (want e.g. "
+					"\"drop=0.02,reorder=0.05,dup=0.01,seed=7\": rates "
+					"0..1)\n", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'K': o->keep = true; break;
 		case 's':
 			if (local_set(o, optarg) < 0) {
@@ -217,14 +317,31 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			"allreduce ...)\n");
 		return -EINVAL;
 	}
-	if (strcmp(o->link, "tcp") != 0) {
-		if (!strcmp(o->link, "veth") || !strcmp(o->link, "memif"))
-			fprintf(stderr, "zbmd local: --link %s is not available yet: it "
-				"needs the dpdk net provider, which this build does not "
-				"have; use --link tcp\n", o->link);
-		else
-			fprintf(stderr, "zbmd local: unknown --link '%s' (tcp, veth, "
-				"memif)\n", o->link);
+	if (!strcmp(o->link, "veth") || !strcmp(o->link, "memif")) {
+		o->dpdk = true;
+		if (o->qdisc || o->ns || o->linkdown_node >= 0) {
+			fprintf(stderr, "zbmd local: --qdisc/--ns/--linkdown are for "
+				"--link tcp\n");
+			return -EINVAL;
+		}
+		if (o->netem && !strcmp(o->link, "memif")) {
+			fprintf(stderr, "zbmd local: --netem needs kernel links (--link "
+				"veth or tcp); memif links bypass the kernel: use --fault\n");
+			return -EINVAL;
+		}
+		if (!strcmp(o->link, "memif") && o->nodes > LOCAL_MEMIF_MAX) {
+			fprintf(stderr, "zbmd local: --link memif: at most %d nodes\n",
+				LOCAL_MEMIF_MAX);
+			return -EINVAL;
+		}
+	} else if (strcmp(o->link, "tcp") != 0) {
+		fprintf(stderr, "zbmd local: unknown --link '%s' (tcp, veth, "
+			"memif)\n", o->link);
+		return -EINVAL;
+	} else if (o->fault) {
+		fprintf(stderr, "zbmd local: --fault is the dpdk transport's injection: "
+			"it needs --link memif or veth (for tcp use --netem/--qdisc "
+			"where the kernel has them)\n");
 		return -EINVAL;
 	}
 	if (o->netem && o->qdisc) {
@@ -232,11 +349,11 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			"qdisc; give one\n");
 		return -EINVAL;
 	}
-	if (o->netem) {
+	if (o->netem && !o->dpdk) {
 		snprintf(o->qdisc_buf, sizeof(o->qdisc_buf), "netem %s", o->netem);
 		o->qdisc = o->qdisc_buf;
 	}
-	if (o->qdisc || o->linkdown_node >= 0)
+	if (!o->dpdk && (o->qdisc || o->linkdown_node >= 0))
 		o->ns = true;
 	if ((o->kill_node >= o->nodes) || (o->linkdown_node >= o->nodes)) {
 		fprintf(stderr, "zbmd local: --kill/--linkdown node out of range\n");
@@ -327,6 +444,99 @@ static int local_ns_setup(const struct local_opts *o, int pid, int x)
 	return 0;
 }
 
+/* ---- dpdk links: the cluster scripts ------------------------------------- */
+
+/* Apply kvs to the INI file at path: a key present in its section is
+ * replaced, a missing one is added at the end of its section, a missing
+ * section is appended. Returns 0 or -errno. */
+static int local_merge_ini(const char *path, const struct local_kv *kv, int nkv)
+{
+	char *lines[512], line[512], cur[32] = "";
+	int n = 0, rc = 0;
+	bool done[ZB_ARRAY_LEN(((struct local_opts *)0)->dkv) + 1] = {0};
+	FILE *f = fopen(path, "r");
+
+	ZB_ASSERT(nkv <= (int)ZB_ARRAY_LEN(done));
+	if (!f)
+		return -errno;
+	while (n < 512 && fgets(line, sizeof(line), f))
+		lines[n++] = strdup(line);
+	fclose(f);
+	if (!(f = fopen(path, "w"))) {
+		rc = -errno;
+		goto out;
+	}
+	for (int i = 0; i <= n; i++) {
+		char sec[32];
+		bool hdr = i < n && sscanf(lines[i], " [%31[^]]]", sec) == 1;
+		if (i == n || hdr) {    /* end of section cur: add its missing keys */
+			for (int k = 0; k < nkv; k++)
+				if (!done[k] && cur[0] && !strcmp(kv[k].sec, cur)) {
+					fprintf(f, "%s = %s\n", kv[k].key, kv[k].val);
+					done[k] = true;
+				}
+			if (i == n)
+				break;
+			snprintf(cur, sizeof(cur), "%s", sec);
+			fputs(lines[i], f);
+			continue;
+		}
+		char key[64];
+		int k = -1;
+		if (cur[0] && sscanf(lines[i], " %63[^= 	]", key) == 1)
+			for (int j = 0; j < nkv; j++)
+				if (!strcmp(kv[j].sec, cur) && !strcmp(kv[j].key, key))
+					k = j;
+		if (k >= 0) {
+			fprintf(f, "%s = %s\n", kv[k].key, kv[k].val);
+			done[k] = true;
+		} else {
+			fputs(lines[i], f);
+		}
+	}
+	for (int k = 0; k < nkv; k++) {   /* sections the file lacks */
+		if (done[k])
+			continue;
+		fprintf(f, "\n[%s]\n", kv[k].sec);
+		for (int j = k; j < nkv; j++)
+			if (!done[j] && !strcmp(kv[j].sec, kv[k].sec)) {
+				fprintf(f, "%s = %s\n", kv[j].key, kv[j].val);
+				done[j] = true;
+			}
+	}
+	if (fclose(f) != 0)
+		rc = -errno;
+out:
+	for (int i = 0; i < n; i++)
+		free(lines[i]);
+	return rc;
+}
+
+/* scripts/ of this build: $ZBMD_ROOT/scripts, else beside the binary
+ * (build/bin/zbmd -> ../../scripts). */
+static int local_scripts(char *out, size_t len)
+{
+	const char *root = getenv("ZBMD_ROOT");
+	char exe[512];
+	ssize_t n;
+
+	if (root && snprintf(out, len, "%s/scripts", root) < (int)len &&
+	    access(out, X_OK) == 0)
+		return 0;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *sl = strrchr(exe, '/');
+		if (sl) {
+			*sl = '\0';
+			if (snprintf(out, len, "%s/../../scripts", exe) < (int)len &&
+			    access(out, X_OK) == 0)
+				return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* ---- processes ---------------------------------------------------------- */
 
 static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
@@ -355,6 +565,8 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 		}
 		close(fd);
 	}
+	if (nd->ready[0])
+		setenv("ZBMD_READY_FILE", nd->ready, 1);
 	if (i != 0) {
 		int fd = open(nd->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd >= 0) {
@@ -422,12 +634,173 @@ struct local_run {
 	char dir[32];
 	int pid, x;
 	pid_t pgid;
-	bool ns_up, failed;
+	bool ns_up, failed, usage_err;
+	/* dpdk links: the cluster made by scripts/cluster.sh */
+	bool cl_up;
+	char tag[32], cldir[64], scripts[400];
 	uint64_t t0, fault_ns;
 };
 
+/* Run scripts/cluster.sh with the run's tag and dir; output to stderr
+ * (or, with out, into that buffer). 0 when it exited 0. */
+static int local_cluster(struct local_run *L, char *out, size_t outlen,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int local_cluster(struct local_run *L, char *out, size_t outlen,
+			 const char *fmt, ...)
+{
+	char args[512], cmd[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "'%s/cluster.sh' --tag %s --dir '%s' %s 2>&1",
+		 L->scripts, L->tag, L->cldir, args);
+	FILE *p = popen(cmd, "r");
+	size_t used = 0;
+	char buf[256];
+	if (!p)
+		return -1;
+	while (fgets(buf, sizeof(buf), p)) {
+		if (out && used + strlen(buf) < outlen) {
+			strcpy(out + used, buf);
+			used += strlen(buf);
+		} else if (!out) {
+			fputs(buf, stderr);
+		}
+	}
+	int rc = pclose(p);
+	return (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) ? 0 : -1;
+}
+
+static void local_dpdk_teardown(struct local_run *L)
+{
+	char out[1024];
+
+	if (L->cl_up && local_cluster(L, out, sizeof(out), "down") < 0)
+		fprintf(stderr, "zbmd local: cluster.sh down failed:\n%s", out);
+	L->cl_up = false;
+	for (int i = 0; i < L->o.nodes; i++)
+		local_sh("rm -rf /var/run/dpdk/zbloc%d-%d \"${XDG_RUNTIME_DIR:-/tmp}"
+			 "/dpdk/zbloc%d-%d\"", L->pid, i + 1, L->pid, i + 1);
+}
+
+/* veth / memif: the scripts make the links and configs; merge ours in. */
+static int local_dpdk_prepare(struct local_run *L)
+{
+	const struct local_opts *o = &L->o;
+	bool memif = !strcmp(o->link, "memif");
+	char out[2048];
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "zbmd local: --link %s needs root (DPDK, %s)\n",
+			o->link, memif ? "memif sockets" : "network namespaces");
+		return -EPERM;
+	}
+	if (local_scripts(L->scripts, sizeof(L->scripts)) < 0) {
+		fprintf(stderr, "zbmd local: cannot find scripts/cluster.sh (set "
+			"ZBMD_ROOT to the source tree)\n");
+		return -ENOENT;
+	}
+	snprintf(L->tag, sizeof(L->tag), "zbloc%d", L->pid);
+	snprintf(L->cldir, sizeof(L->cldir), "%s/cluster", L->dir);
+	L->cl_up = true;   /* down is safe even when up failed half-way */
+	if (local_cluster(L, out, sizeof(out), "up %d%s", o->nodes,
+			  memif ? " --memif" : "") < 0) {
+		fprintf(stderr, "zbmd local: creating the %s cluster failed:\n%s",
+			o->link, out);
+		return -EIO;
+	}
+	if (o->netem && local_cluster(L, out, sizeof(out), "netem '%s'", o->netem) < 0) {
+		if (strstr(out, "nknown") || strstr(out, "netem"))
+			{
+			out[strcspn(out, "\n")] = '\0';
+			fprintf(stderr, "zbmd local: --netem: `tc qdisc ... netem %s` "
+				"failed: this kernel lacks sch_netem (tc: %s)\n"
+				"zbmd local: use --fault \"drop=0.02,reorder=0.05\" (the "
+				"transport's own injection) instead\n", o->netem, out);
+		}
+		else
+			fprintf(stderr, "zbmd local: --netem '%s' failed:\n%s", o->netem,
+				out);
+		L->usage_err = true;
+		return -EINVAL;
+	}
+	bool user_extra = false;
+	for (int k = 0; k < o->ndkv; k++)
+		user_extra |= !strcmp(o->dkv[k].sec, "eal") &&
+			      !strcmp(o->dkv[k].key, "extra_args");
+	for (int i = 0; i < o->nodes; i++) {
+		struct local_node *nd = &L->nd[i];
+		struct local_kv kv[ZB_ARRAY_LEN(o->dkv)];
+		int n = 0;
+		for (int k = 0; k < o->ndkv && n < (int)ZB_ARRAY_LEN(kv) - 3; k++) {
+			kv[n] = o->dkv[k];
+			if (!strcmp(kv[n].sec, "fault") && !strcmp(kv[n].key, "seed"))
+				snprintf(kv[n].val, sizeof(kv[n].val), "%llu",
+					 strtoull(o->dkv[k].val, NULL, 10) + 1000ull * (unsigned)i);
+			n++;
+		}
+		kv[n++] = (struct local_kv){"eal", "file_prefix", ""};
+		snprintf(kv[n - 1].val, sizeof(kv[n - 1].val), "zbloc%d-%d", L->pid, i + 1);
+		/* two nodes' dataplane lcores never share a CPU when there are
+		 * two: odd nodes keep main lcore 0 (dataplane on 1), even nodes
+		 * take main lcore 1 (dataplane on 0) */
+		const char *lc = getenv("ZBN_LCORES");
+		if (!user_extra && (!lc || !strcmp(lc, "0-1")) && i % 2 == 1)
+			kv[n++] = (struct local_kv){"eal", "extra_args", "--main-lcore 1"};
+		snprintf(nd->cfg, sizeof(nd->cfg), "%s/node%d.ini", L->cldir, i + 1);
+		snprintf(nd->log, sizeof(nd->log), "%s/node%d.log", L->dir, i);
+		if (!memif)
+			snprintf(nd->ns, sizeof(nd->ns), "zbn-%s-%d", L->tag, i + 1);
+		else
+			snprintf(nd->ready, sizeof(nd->ready), "%s/node%d.ready", L->dir, i);
+		int rc = local_merge_ini(nd->cfg, kv, n);
+		if (rc < 0) {
+			fprintf(stderr, "zbmd local: writing %s: %s\n", nd->cfg,
+				strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* memif: node i connects (as the client) to every lower node, whose
+ * memif servers must be up first: wait until node i-1 (started only once
+ * every node before it was ready) created its ready file, or a node exits,
+ * or a signal comes. 0 when ready. */
+static int local_memif_ready(struct local_run *L, int i)
+{
+	uint64_t deadline = zb_now_ns() + LOCAL_READY_S * 1000000000ull;
+
+	while (!local_signal) {
+		if (access(L->nd[i - 1].ready, F_OK) == 0)
+			return 0;
+		for (int a = 0; a < i; a++) {
+			int st;
+			if (waitpid(L->nd[a].pid, &st, WNOHANG) == L->nd[a].pid) {
+				L->nd[a].exited = true;
+				L->nd[a].status = st;
+				L->nd[a].exit_ns = zb_now_ns();
+				fprintf(stderr, "zbmd local: node %d exited before node %d "
+					"could connect to it\n", a, i);
+				return -ESRCH;
+			}
+		}
+		if (zb_now_ns() > deadline) {
+			fprintf(stderr, "zbmd local: node %d: its dataplane was not up "
+				"after %d s\n", i - 1, LOCAL_READY_S);
+			return -ETIMEDOUT;
+		}
+		usleep(20000);
+	}
+	return -EINTR;
+}
+
 static int local_prepare(struct local_run *L)
 {
+	if (L->o.dpdk)
+		return local_dpdk_prepare(L);
 	if (L->o.ns) {
 		if (geteuid() != 0) {
 			fprintf(stderr, "zbmd local: namespaces (--ns/--netem/--qdisc/--linkdown) "
@@ -491,7 +864,12 @@ static void local_supervise(struct local_run *L)
 
 	fflush(NULL);
 	L->t0 = zb_now_ns();
+	bool memif = L->o.dpdk && !strcmp(L->o.link, "memif");
 	for (int i = 0; i < L->o.nodes; i++) {
+		if (memif && i > 0 && local_memif_ready(L, i) < 0) {
+			L->failed = true;
+			return;
+		}
 		L->nd[i].pid = local_spawn(&L->o, &L->nd[i], i, L->pgid);
 		if (L->nd[i].pid < 0) {
 			fprintf(stderr, "zbmd local: fork: %s\n", strerror(errno));
@@ -501,7 +879,10 @@ static void local_supervise(struct local_run *L)
 		if (!L->pgid)
 			L->pgid = L->nd[i].pid;
 	}
-	for (left = L->o.nodes; left > 0 && !local_signal;) {
+	left = 0;
+	for (int i = 0; i < L->o.nodes; i++)
+		left += !L->nd[i].exited;
+	while (left > 0 && !local_signal) {
 		int st;
 		local_faults(L, zb_now_ns(), &killed, &downed);
 		pid_t p = waitpid(-L->pgid, &st, WNOHANG);
@@ -512,7 +893,7 @@ static void local_supervise(struct local_run *L)
 			continue;
 		}
 		for (int i = 0; i < L->o.nodes; i++)
-			if (L->nd[i].pid == p) {
+			if (L->nd[i].pid == p && !L->nd[i].exited) {
 				L->nd[i].exited = true;
 				L->nd[i].status = st;
 				L->nd[i].exit_ns = zb_now_ns();
@@ -579,13 +960,19 @@ static void local_cleanup(struct local_run *L)
 		local_qdisc_stats(L);
 	if (L->ns_up)
 		local_ns_teardown(&L->o, L->pid);
-	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns)) {
+	if (L->o.dpdk)
+		local_dpdk_teardown(L);
+	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns && !L->usage_err &&
+			  L->t0)) {
 		fprintf(stderr, "zbmd local: configs and logs kept in %s\n", L->dir);
 		return;
 	}
 	for (int i = 0; i < L->o.nodes; i++) {
-		unlink(L->nd[i].cfg);
+		if (!L->o.dpdk)
+			unlink(L->nd[i].cfg);   /* dpdk: cluster.sh down removed them */
 		unlink(L->nd[i].log);
+		if (L->nd[i].ready[0])
+			unlink(L->nd[i].ready);
 	}
 	rmdir(L->dir);
 }
@@ -629,7 +1016,7 @@ int coll_local_main(int argc, char **argv)
 						local_tail(L.nd[i].log);
 				}
 	}
-	status = local_signal ? 130 : L.failed ? 1 : 0;
+	status = local_signal ? 130 : L.usage_err ? 2 : L.failed ? 1 : 0;
 	local_cleanup(&L);
 	sigaction(SIGINT, &old[0], NULL);
 	sigaction(SIGTERM, &old[1], NULL);

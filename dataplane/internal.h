@@ -122,7 +122,9 @@ int dp__eal_start(const struct zb_config *cfg, struct dp_err *err);
 
 /* port.c */
 int dp__ports_init(struct dp_node *n, struct dp_err *err);
-void dp__ports_fini(struct dp_node *n);
+/* Stop and close every port, free the pools. Returns true when memif ports
+ * were among them (see dp_node_fini). */
+bool dp__ports_fini(struct dp_node *n);
 
 /* lcore.c */
 int dp__lcores_init(struct dp_node *n, struct dp_err *err);

@@ -12,8 +12,12 @@
 
 #include <string.h>
 
+#include <rte_alarm.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ether.h>
+
+#define DP_MEMIF_FINI_WAIT_MS 5000  /* see dp__ports_fini */
 
 /* ethdev id of a configured port, or -ENODEV. */
 static int find_port(const struct cfg_port *cp, uint16_t *port_id)
@@ -229,25 +233,86 @@ int dp__ports_init(struct dp_node *n, struct dp_err *err)
 	return 0;
 }
 
-void dp__ports_fini(struct dp_node *n)
+static bool is_memif(const struct dp_port *p)
 {
-	ZB_ASSERT(n != NULL);
-	ZB_ASSERT(n->nb_ports <= CFG_MAX_PORTS);
+	return strstr(p->driver, "memif") != NULL;
+}
+
+/* Stop, then close, the ports whose memif-ness equals `memif`. */
+static void ports_stop_close(struct dp_node *n, bool memif)
+{
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		struct dp_port *p = &n->ports[k];
+		if (is_memif(p) != memif)
+			continue;
 		if (p->started)
 			rte_eth_dev_stop(p->port_id);
 		p->started = false;
 	}
-	/* Close every port before freeing pools: closed drivers release the
-	 * mbufs their rings held. */
 	for (uint16_t k = 0; k < n->nb_ports; k++)
-		rte_eth_dev_close(n->ports[k].port_id);
+		if (is_memif(&n->ports[k]) == memif)
+			rte_eth_dev_close(n->ports[k].port_id);
+}
+
+struct memif_fini_job {
+	struct dp_node *n;
+	int done;   /* set (release) by the interrupt thread */
+};
+
+static void memif_fini_alarm(void *arg)
+{
+	struct memif_fini_job *job = arg;
+	ports_stop_close(job->n, true);
+	__atomic_store_n(&job->done, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * DPDK 22.11's memif driver runs its control channel (the peer's messages,
+ * its hang-up) in the EAL interrupt thread, and its disconnect path has no
+ * lock: when the peer hangs up while this thread stops or closes the port,
+ * both threads free the same shared-memory regions and the process faults
+ * (seen when both ends of a link stop together). EAL alarms run in that same
+ * interrupt thread, so memif ports are stopped and closed from an alarm:
+ * serialised with the driver's own callbacks. Other ports stop here.
+ */
+bool dp__ports_fini(struct dp_node *n)
+{
+	ZB_ASSERT(n != NULL);
+	ZB_ASSERT(n->nb_ports <= CFG_MAX_PORTS);
+	bool any_memif = false;
+	for (uint16_t k = 0; k < n->nb_ports; k++)
+		any_memif |= is_memif(&n->ports[k]);
+	if (any_memif) {
+		struct memif_fini_job job = {.n = n, .done = 0};
+		bool ran = false;
+		if (rte_eal_alarm_set(1, memif_fini_alarm, &job) == 0) {
+			for (unsigned ms = 0; ms < DP_MEMIF_FINI_WAIT_MS; ms++) {
+				if (__atomic_load_n(&job.done, __ATOMIC_ACQUIRE)) {
+					ran = true;
+					break;
+				}
+				rte_delay_us_sleep(1000);
+			}
+			/* not run in time (interrupt thread stuck): take it back */
+			if (!ran && rte_eal_alarm_cancel(memif_fini_alarm, &job) > 0)
+				ran = false;
+			else if (!ran) {
+				while (!__atomic_load_n(&job.done, __ATOMIC_ACQUIRE))
+					rte_delay_us_sleep(1000);  /* it is running now */
+				ran = true;
+			}
+		}
+		if (!ran)
+			ports_stop_close(n, true);
+	}
+	ports_stop_close(n, false);
+	/* Pools last: closed drivers release the mbufs their rings held. */
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		rte_mempool_free(n->ports[k].pool);
 		n->ports[k].pool = NULL;
 	}
 	n->nb_ports = 0;
+	return any_memif;
 }
 
 /* ---- public accessors ----------------------------------------------------- */

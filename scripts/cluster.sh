@@ -8,7 +8,7 @@
 #   cluster.sh [--tag T] exec I CMD...              run CMD in node I's namespace
 #                                                   (I = probe / hub: those namespaces)
 #   cluster.sh [--tag T] netem "ARGS"|off           tc netem on every node link
-#   cluster.sh [--tag T] status
+#   cluster.sh [--tag T] status                     nodes: pid, Raft state, leader, epoch, members
 #   cluster.sh [--tag T] down                       stop nodes, delete everything
 #
 # veth mode (default): a hub namespace zbn-T-hub holds bridge br0; node I
@@ -27,6 +27,17 @@
 # one net_memif link, I the server, J the client, socket D/memif-I-J.sock.
 # Node I has one port per peer, all with IP 10.78.0.I and MAC 02:7a:63:00:00:I.
 #
+# Control plane: every node runs the control thread (Raft membership,
+# heartbeats, /metrics, admin API), authenticated with one pre-shared key
+# D/psk (mode 0600). veth mode: a second bridge br1 in the hub joins
+# interface ctl0 of every node namespace (10.76.0.I/24, kernel-owned), so
+# control traffic never crosses the dataplane port; node I listens on
+# 10.76.0.I:7400 (heartbeats, Raft), metrics on 10.76.0.I:9464, admin on
+# 127.0.0.1:7401 of its namespace. memif mode (one namespace): node I uses
+# the loopback address 127.A.B.I (A.B derived from the tag, so parallel
+# clusters do not collide) with the same ports. `zbmd status -c D/nodeI.ini`
+# (in the node's namespace) asks node I.
+#
 # Every name carries the tag (default: $ZBN_TAG or "default") so parallel
 # clusters never collide. Configs, logs, pid files: D (default /tmp/zbn-T).
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
@@ -34,7 +45,10 @@
 # ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096),
 # ZBN_RTO_US_MIN (5000), ZBN_EXTRA_INI (text appended to every node's config),
 # ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60), ZBN_PEER_MAC=arp
-# (leave peers' MACs out of the configs, to be resolved by ARP).
+# (leave peers' MACs out of the configs, to be resolved by ARP),
+# ZBN_CONTROL=off (no control thread: [control] enabled = off),
+# ZBN_ELECTION_MS (Raft election timeout, default 1000), ZBN_PSK (key file to
+# use instead of a fresh D/psk).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,6 +74,15 @@ HUB=$PFX-hub
 PROBE=$PFX-probe
 
 ns() { echo "$PFX-$1"; }
+# control address of node I (no port): veth 10.76.0.I, memif 127.A.B.I
+ctl_ip() {
+	if [ "$(mode)" = memif ] || [ "${2:-}" = memif ]; then
+		local c; c=$(printf '%s' "$TAG" | cksum | cut -d' ' -f1)
+		echo "127.$((c % 250 + 1)).$((c / 250 % 250 + 1)).$1"
+	else
+		echo "10.76.0.$1"
+	fi
+}
 mac_of() { printf '02:7a:%s:00:00:%02x' "$1" "$2"; }
 count() { cat "$DIR/count" 2>/dev/null || echo 0; }
 mode() { cat "$DIR/mode" 2>/dev/null || echo veth; }
@@ -78,7 +101,7 @@ write_config() {  # write_config I N MODE
 		echo "memory_mb = ${ZBN_MEMORY_MB:-256}"; echo "hugepages = false"
 		echo "file_prefix = $PFX-$i"; echo "log_level = 4"
 		echo "[dataplane]"; echo "idle = ${ZBN_IDLE:-adaptive}"
-		echo "[cluster]"; echo "id = 77"
+		control_ini "$i" "$n" "$m"
 		# shared cores: a node can be descheduled for milliseconds, so a
 		# 1 ms minimum RTO retransmits spuriously
 		echo "[transport]"; echo "rto_us_min = ${ZBN_RTO_US_MIN:-5000}"
@@ -114,6 +137,26 @@ write_config() {  # write_config I N MODE
 	} >"$f"
 }
 
+control_ini() {  # control_ini I N MODE: [cluster], [control], [metrics]
+	local i=$1 n=$2 m=$3 j seeds="" ip
+	ip=$(ctl_ip "$i" "$m")
+	echo "[cluster]"; echo "id = 77"
+	if [ "${ZBN_CONTROL:-on}" = off ]; then
+		echo "[control]"; echo "enabled = off"
+		return
+	fi
+	for ((j = 1; j <= n; j++)); do seeds+="${seeds:+, }$(ctl_ip "$j" "$m"):7400"; done
+	echo "seeds = $seeds"
+	echo "psk_file = ${ZBN_PSK:-$DIR/psk}"
+	echo "[control]"; echo "enabled = on"
+	echo "listen = $ip:7400"
+	echo "raft_dir = $DIR/raft$i"
+	echo "election_timeout_ms = ${ZBN_ELECTION_MS:-1000}"
+	if [ "$m" = memif ]; then echo "admin_listen = $ip:7401"
+	else echo "admin_listen = 127.0.0.1:7401"; fi
+	echo "[metrics]"; echo "listen = $ip:9464"
+}
+
 # dataplane lcores of ZBN_LCORES: all but the main one (at least 1)
 dp_lcores() {
 	local n=0 part a b
@@ -133,17 +176,25 @@ cmd_up() {
 	[ -e "$DIR/count" ] && die "cluster '$TAG' exists ($DIR): run down first"
 	mkdir -p "$DIR"; touch "$DIR/.zbn"
 	echo "$n" >"$DIR/count"; echo "$m" >"$DIR/mode"
+	# the control plane's pre-shared key: never readable by others
+	(umask 077; head -c 32 /dev/urandom | base64 >"$DIR/psk")
 	trap 'echo "cluster.sh: up failed, tearing down" >&2; cmd_down >/dev/null 2>&1' ERR
 	if [ "$m" = veth ]; then
 		ip netns add "$HUB"; quiet_ns "$HUB"
 		ip -n "$HUB" link add br0 type bridge mcast_snooping 0  # a dumb hub
 		ip -n "$HUB" link set br0 up
+		ip -n "$HUB" link add br1 type bridge  # the control network
+		ip -n "$HUB" link set br1 up
 		for ((i = 1; i <= n; i++)); do
 			ip netns add "$(ns "$i")"; quiet_ns "$(ns "$i")"
 			ip -n "$HUB" link add "h$i" type veth peer name dp0 netns "$(ns "$i")"
 			ip -n "$HUB" link set "h$i" mtu "${ZBN_MTU:-1500}" "${master[@]}" up
 			ip -n "$(ns "$i")" link set dp0 address "$(mac_of 62 "$i")" mtu "${ZBN_MTU:-1500}" up
 			ip -n "$(ns "$i")" link set lo up
+			ip -n "$HUB" link add "c$i" type veth peer name ctl0 netns "$(ns "$i")"
+			ip -n "$HUB" link set "c$i" master br1 up
+			ip -n "$(ns "$i")" addr add "$(ctl_ip "$i" veth)/24" dev ctl0
+			ip -n "$(ns "$i")" link set ctl0 up
 		done
 		ip netns add "$PROBE"; quiet_ns "$PROBE"
 		ip -n "$HUB" link add p0 type veth peer name eth0 netns "$PROBE"
@@ -252,7 +303,12 @@ cmd_status() {
 	echo "cluster $TAG: $n nodes ($(mode)), dir $DIR"
 	for ((i = 1; i <= n; i++)); do
 		local p; p=$(node_pid "$i")
-		if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then echo "node $i: running (pid $p)"
+		if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+			local pre=() c=""
+			[ "$(mode)" = veth ] && pre=(ip netns exec "$(ns "$i")")
+			c=$("${pre[@]}" "$ZBMD" status -c "$DIR/node$i.ini" 2>/dev/null |
+				awk '$1 ~ /^(state|leader|epoch|members|dataplane_epoch)$/ { k = $1; $1 = ""; printf "%s%s=%s", sep, k, substr($0, 2); sep = " " }')
+			echo "node $i: running (pid $p)${c:+ $c}"
 		else echo "node $i: stopped (exit $(cat "$DIR/node$i.rc" 2>/dev/null || echo -))"; fi
 	done
 }

@@ -47,26 +47,7 @@ Needs root unless --dry-run or --status. Exit status: 0 done, 1 failed
 EOF
 }
 
-die() { echo "$PROG: $*" >&2; exit 1; }
-usage_error() { echo "$PROG: $*" >&2; echo "try: $PROG --help" >&2; exit 2; }
-
-do_run() {
-	if [ "$DRY_RUN" -eq 1 ]; then
-		echo "would run: $*"
-	else
-		echo "+ $*"
-		"$@"
-	fi
-}
-
-do_write() { # VALUE FILE
-	if [ "$DRY_RUN" -eq 1 ]; then
-		echo "would write '$1' to $2"
-	else
-		echo "+ echo '$1' > $2"
-		echo "$1" >"$2"
-	fi
-}
+. "$(dirname "$(readlink -f "$0")")/setup-lib.sh"
 
 while [ $# -gt 0 ]; do
 	case "$1" in

@@ -54,17 +54,7 @@ Needs root unless --dry-run or --root. Exit status: 0 done, 1 failed
 EOF
 }
 
-die() { echo "$PROG: $*" >&2; exit 1; }
-usage_error() { echo "$PROG: $*" >&2; echo "try: $PROG --help" >&2; exit 2; }
-
-do_run() {
-	if [ "$DRY_RUN" -eq 1 ]; then
-		echo "would run: $*"
-	else
-		echo "+ $*"
-		"$@"
-	fi
-}
+. "$(dirname "$(readlink -f "$0")")/setup-lib.sh"
 
 # The unit with its paths rewritten, written to $1 (or shown in a dry run).
 do_write_unit() {

@@ -1,23 +1,28 @@
 #!/bin/bash
 # bench/coll/compare.sh — zbmd's ring all-reduce next to Open MPI's, in the
-# same run, on this machine: `zbmd local --nodes N --link tcp -- bench
-# allreduce` vs `mpirun -np N` with the shared-memory BTL (self,vader) and the
-# TCP BTL (self,tcp). Prints busbw per size and the ratios.
+# same run, on this machine: `zbmd local --nodes N --link L -- bench
+# allreduce` for every link L (memif and veth: the dpdk provider on the
+# reliable transport; tcp: kernel sockets) vs `mpirun -np N` with the
+# shared-memory BTL (self,vader) and the TCP BTL (self,tcp). Prints busbw per
+# size and, per zbmd link, the ratio to Open MPI shm and to Open MPI tcp.
 #
 #   bench/coll/compare.sh [-N nodes] [-b min] [-e max] [-f factor] [-n iters]
 #                         [-w warmup] [-r rounds] [-d float|double|int32|int64]
+#                         [-L "memif veth tcp"]
 #
-# Each round runs the three back to back; the best busbw of the rounds is
+# Each round runs all systems back to back; the best busbw of the rounds is
 # kept per size and system (the machine is shared; the best is the least
-# disturbed). Needs: $ZBMD_BUILD/bin/zbmd, $ZBMD_BUILD/bin/mpi_allreduce.
+# disturbed). Needs: $ZBMD_BUILD/bin/zbmd, $ZBMD_BUILD/bin/mpi_allreduce,
+# root for memif/veth (DPDK, namespaces).
 set -u
 B=${ZBMD_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
-NODES=4 MINB=1M MAXB=64M F=4 ITERS=10 WARM=2 ROUNDS=2 DT=float
-while getopts "N:b:e:f:n:w:r:d:" o; do
+NODES=4 MINB=1M MAXB=64M F=4 ITERS=10 WARM=2 ROUNDS=2 DT=float LINKS="memif veth tcp"
+while getopts "N:b:e:f:n:w:r:d:L:" o; do
 	case $o in
 	N) NODES=$OPTARG ;; b) MINB=$OPTARG ;; e) MAXB=$OPTARG ;; f) F=$OPTARG ;;
 	n) ITERS=$OPTARG ;; w) WARM=$OPTARG ;; r) ROUNDS=$OPTARG ;; d) DT=$OPTARG ;;
-	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type]" >&2; exit 2 ;;
+	L) LINKS=$OPTARG ;;
+	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links]" >&2; exit 2 ;;
 	esac
 done
 for x in "$B/bin/zbmd" "$B/bin/mpi_allreduce"; do
@@ -31,27 +36,56 @@ MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none -np $NODES"
 # rows "size busbw_oop busbw_ip" of a table
 rows() { awk '!/^#/ && NF >= 12 { print $1, $7, $11 }' "$1"; }
 for r in $(seq 1 "$ROUNDS"); do
-	echo "# round $r/$ROUNDS: zbmd (tcp), Open MPI (vader), Open MPI (tcp)" >&2
-	"$B/bin/zbmd" local --nodes "$NODES" --link tcp -- bench allreduce $ARGS > "$T/zbmd.$r" ||
-		{ echo "compare.sh: zbmd run failed" >&2; cat "$T/zbmd.$r" >&2; exit 1; }
-	$MPI --mca btl self,vader "$B/bin/mpi_allreduce" $ARGS > "$T/shm.$r" 2>"$T/shm.err" ||
-		{ echo "compare.sh: mpirun (vader) failed" >&2; cat "$T/shm.err" >&2; exit 1; }
-	$MPI --mca btl self,tcp --mca btl_tcp_if_include lo "$B/bin/mpi_allreduce" $ARGS > "$T/tcp.$r" 2>"$T/tcp.err" ||
-		{ echo "compare.sh: mpirun (tcp) failed" >&2; cat "$T/tcp.err" >&2; exit 1; }
-	for s in zbmd shm tcp; do rows "$T/$s.$r" >> "$T/$s.all"; done
+	echo "# round $r/$ROUNDS: zbmd ($LINKS), Open MPI (vader), Open MPI (tcp)" >&2
+	for l in $LINKS; do
+		"$B/bin/zbmd" local --nodes "$NODES" --link "$l" -- bench allreduce $ARGS > "$T/$l.$r" ||
+			{ echo "compare.sh: zbmd --link $l run failed" >&2; cat "$T/$l.$r" >&2; exit 1; }
+	done
+	$MPI --mca btl self,vader "$B/bin/mpi_allreduce" $ARGS > "$T/ompishm.$r" 2>"$T/ompishm.err" ||
+		{ echo "compare.sh: mpirun (vader) failed" >&2; cat "$T/ompishm.err" >&2; exit 1; }
+	$MPI --mca btl self,tcp --mca btl_tcp_if_include lo "$B/bin/mpi_allreduce" $ARGS > "$T/ompitcp.$r" 2>"$T/ompitcp.err" ||
+		{ echo "compare.sh: mpirun (tcp) failed" >&2; cat "$T/ompitcp.err" >&2; exit 1; }
+	for s in $LINKS ompishm ompitcp; do rows "$T/$s.$r" >> "$T/$s.all"; done
 done
-head -1 "$T/zbmd.1"
-head -1 "$T/shm.1" | sed 's/^# mpi_allreduce:/# peer: mpi_allreduce:/'
-echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of $ROUNDS rounds; out-of-place / in-place)"
-printf "# %10s  %15s  %15s  %15s  %10s  %10s\n" "size (B)" "zbmd tcp" "ompi shm" "ompi tcp" "zbmd/shm" "zbmd/tcp"
+for l in $LINKS; do head -2 "$T/$l.1" | grep -v '^# minBytes'; done
+head -1 "$T/ompishm.1" | sed 's/^# mpi_allreduce:/# peer: mpi_allreduce:/'
+echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of $ROUNDS rounds; out-of-place/in-place)"
+echo "# ratios: zbmd out-of-place busbw / Open MPI out-of-place busbw"
 # best per size: key size, max of oop and ip separately
 best() { awk '{ if (!($1 in o) || $2 > o[$1]) o[$1] = $2; if (!($1 in i) || $3 > i[$1]) i[$1] = $3 }
 	END { for (s in o) print s, o[s], i[s] }' "$1" | sort -n; }
-best "$T/zbmd.all" > "$T/z"; best "$T/shm.all" > "$T/s"; best "$T/tcp.all" > "$T/t"
-join "$T/z" "$T/s" | join - "$T/t" | awk '{
-	r1 = ($4 > 0) ? $2 / $4 : 0; r2 = ($6 > 0) ? $2 / $6 : 0
-	printf "%12d  %7.2f/%-7.2f  %7.2f/%-7.2f  %7.2f/%-7.2f  %9.2fx  %9.2fx\n", $1, $2, $3, $4, $5, $6, $7, r1, r2 }'
-runs=$(ls "$T"/zbmd.[0-9]* "$T"/shm.[0-9]* "$T"/tcp.[0-9]* | wc -l)
-okruns=$(grep -l "Out of bounds values : 0 OK" "$T"/zbmd.[0-9]* "$T"/shm.[0-9]* "$T"/tcp.[0-9]* | wc -l)
+for s in $LINKS ompishm ompitcp; do best "$T/$s.all" > "$T/$s.best"; done
+# one line per size: size, then oop ip per system in order LINKS shm tcp
+cp "$T/ompishm.best" "$T/j"
+for s in $LINKS ompitcp; do join "$T/j" "$T/$s.best" > "$T/j2"; mv "$T/j2" "$T/j"; done
+# j columns: size shm_o shm_i L1_o L1_i ... tcp_o tcp_i
+nl=$(echo $LINKS | wc -w)
+{
+	printf "# %10s" "size (B)"
+	for l in $LINKS; do printf "  %13s" "zbmd $l"; done
+	printf "  %13s  %13s" "ompi shm" "ompi tcp"
+	for l in $LINKS; do printf "  %9s  %9s" "$l/shm" "$l/otcp"; done
+	echo
+	awk -v nl="$nl" '{
+		shm = $2; otcp = $(4 + 2 * nl)
+		printf "%12d", $1
+		for (k = 0; k < nl; k++) printf "  %6.2f/%-6.2f", $(4 + 2 * k), $(5 + 2 * k)
+		printf "  %6.2f/%-6.2f  %6.2f/%-6.2f", $2, $3, $(4 + 2 * nl), $(5 + 2 * nl)
+		for (k = 0; k < nl; k++) {
+			z = $(4 + 2 * k)
+			printf "  %8.2fx  %8.2fx", (shm > 0 ? z / shm : 0), (otcp > 0 ? z / otcp : 0)
+		}
+		printf "\n" }' "$T/j"
+}
+case " $LINKS " in *" memif "*)
+	k=0; for l in $LINKS; do [ "$l" = memif ] && break; k=$((k + 1)); done
+	awk -v k="$k" -v nl="$nl" '$1 >= 1048576 {
+		z = $(4 + 2 * k); shm = $2; otcp = $(4 + 2 * nl); n++
+		need = ($1 >= 16777216) ? 1.5 : 1.0
+		if (z >= need * shm && z >= 2 * otcp) met++
+	} END { printf "# goals (memif >= 1x ompi shm from 1 MiB, >= 1.5x from 16 MiB, >= 2x ompi tcp): met at %d of %d sizes\n", met, n }' "$T/j" ;;
+esac
+runs=$(ls "$T"/*.[0-9]* | wc -l)
+okruns=$(grep -l "Out of bounds values : 0 OK" "$T"/*.[0-9]* | wc -l)
 echo "# results checked element by element: $okruns of $runs runs with #wrong = 0"
 [ "$okruns" -eq "$runs" ]

@@ -78,6 +78,11 @@ uint32_t coll_chunk_bytes(const struct coll_comm *c);
 const char *coll_provider(const struct coll_comm *c);
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank);
 
+/* Change the no-progress bound ([coll] timeout_ms) between collectives
+ * (owner thread, nothing queued): e.g. a long one for a first barrier that
+ * waits for the other nodes to start. 0 or -EINVAL (0 ms). */
+int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms);
+
 /* Fail the communicator from outside: the control plane calls it when the
  * membership epoch changes (err = ZB_ERR_EPOCH) or the node shuts down
  * (ZB_ERR_SHUTDOWN). Queued and running collectives complete with err, the
@@ -183,6 +188,11 @@ struct coll_stats {
 	uint64_t copy_ns;               /* local copies (own all-gather block,
 					 * broadcast root, single rank) */
 	uint64_t wait_ns;               /* asleep in the provider's wait() */
+	uint64_t post_ns;               /* inside the provider's isend() (dpdk:
+					 * tp_send framing the message) */
+	uint64_t test_ns;               /* inside the provider's test() (dpdk: a
+					 * payload held back by the window is
+					 * handed to tp_send from there) */
 	uint64_t blocking_ns;           /* inside coll_wait() altogether */
 };
 void coll_stats_get(const struct coll_comm *c, struct coll_stats *out);
@@ -251,6 +261,53 @@ static inline uint64_t coll_plan_positions(const struct coll_plan *p)
 }
 /* What happens at position pos (< coll_plan_positions). */
 void coll_plan_xfer(const struct coll_plan *p, uint64_t pos, struct coll_xfer *x);
+
+/* ---- hosts: communicators progressed by a provider's own threads ---------
+ * Some providers must be driven from particular threads: the dpdk provider's
+ * comms belong to the dataplane lcore of their lane. Such a provider comes
+ * with a host, registered by its module (the dataplane module does it from a
+ * constructor, so that coll never links DPDK): open() starts what the
+ * provider needs (the node's dataplane, in-process), creates one
+ * communicator per lane (threaded_channels: the lanes' loops call
+ * coll_progress_channel()), and run() calls fn on a thread that may own
+ * those communicators (coll_start/coll_wait on them). A caller splits each
+ * collective between the communicators (lane k takes part k of the buffer,
+ * coll_split()). close() stops the lanes, destroys the communicators and
+ * stops the node. */
+#define COLL_HOST_MAX_LANES 16
+
+/* What the lanes did (monotonic; read between collectives). */
+struct coll_host_stats {
+	uint32_t lanes;
+	uint64_t coll_ns;       /* inside coll_progress_channel() with work done */
+	uint64_t idle_ns;       /* loop iterations with nothing to do (sleeps too) */
+	uint64_t loop_ns;       /* every iteration (so loop - coll - idle = the
+				 * transport: rx/tx, reassembly, provider copies) */
+	uint64_t rx_packets, tx_packets;
+	/* the lanes' transports (since start): recovery and fault injection */
+	uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
+};
+
+struct coll_host_ops {
+	const char *provider;   /* the net provider this host drives ("dpdk") */
+	int (*open)(const struct coll_comm_args *a, void **host, char *err,
+		    size_t errlen);
+	/* The communicators, lane order; returns how many (<= max). */
+	unsigned (*comms)(void *host, struct coll_comm **out, unsigned max);
+	/* Run fn(arg) where it may own the communicators; returns fn's value. */
+	int (*run)(void *host, int (*fn)(void *arg), void *arg);
+	void (*stats)(void *host, struct coll_host_stats *out);
+	/* One line naming the node ("lcores 2, lanes 1, ports 3 (net_memif)"). */
+	void (*describe)(void *host, char *buf, size_t len);
+	void (*close)(void *host);
+};
+
+/* Register a host (before main, or before the first coll_host_find()).
+ * 0, -EINVAL (missing op), -EEXIST (that provider has one), -ENOSPC. */
+int coll_host_register(const struct coll_host_ops *ops);
+/* The host for provider `name`, or NULL (the provider runs on the caller's
+ * thread: tcp, rdma). */
+const struct coll_host_ops *coll_host_find(const char *name);
 
 /* ---- commands (cli/main.c) ------------------------------------------------ */
 int coll_bench_allreduce_main(int argc, char **argv);   /* zbmd bench allreduce */

@@ -24,6 +24,8 @@
 enum cfg_idle_policy { CFG_IDLE_POLL = 0, CFG_IDLE_ADAPTIVE };
 enum cfg_transport { CFG_TRANSPORT_DPDK = 0, CFG_TRANSPORT_TCP, CFG_TRANSPORT_RDMA };
 enum cfg_gpu_backend { CFG_GPU_AUTO = 0, CFG_GPU_CPU, CFG_GPU_CUDA, CFG_GPU_HIP, CFG_GPU_VULKAN };
+/* [control] enabled: whether `zbmd run` starts the control thread. */
+enum cfg_control_mode { CFG_CONTROL_AUTO = 0, CFG_CONTROL_ON, CFG_CONTROL_OFF };
 
 struct cfg_port {                 /* [port.N] */
 	bool present;
@@ -146,6 +148,7 @@ struct zb_config {
 		uint32_t raft_heartbeat_ms;
 		uint32_t snapshot_threshold;
 		char admin_listen[CFG_STR];    /* "127.0.0.1:port" */
+		enum cfg_control_mode enabled; /* zbmd run: auto, on, off */
 	} control;
 
 	struct {                  /* [metrics] */

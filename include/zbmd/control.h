@@ -225,6 +225,25 @@ int ctl_node_start(const struct zb_config *cfg, const struct ctl_opts *opts,
 /* Leave gracefully when `leave` (ask the leader to remove us, bounded wait),
  * then stop the thread and free everything. NULL is a no-op. */
 void ctl_node_stop(struct ctl_node *n, bool leave);
+
+/* The same node without a thread of its own, for a host that provides the
+ * thread (`zbmd run`: the dataplane's control hook, dp_set_control_hook):
+ *   ctl_node_create()        sockets bound, Raft started, HTTP servers up;
+ *                            every error is reported here, synchronously
+ *   ctl_node_run()           runs the loop on the calling thread until a
+ *                            stop request has been carried out (graceful
+ *                            leave included); returns 0
+ *   ctl_node_request_stop()  any thread, any time (also before run): ask
+ *                            the loop to leave (when `leave`) and end
+ *   ctl_node_destroy()       after run returned (or when it never ran):
+ *                            HTTP servers stopped, everything freed
+ * ctl_node_start() is create + a thread running run; ctl_node_stop() is
+ * request_stop + join + destroy. Same errors as ctl_node_start(). */
+int ctl_node_create(const struct zb_config *cfg, const struct ctl_opts *opts,
+		    struct ctl_node **out, char *err, size_t errlen);
+int ctl_node_run(struct ctl_node *n);
+void ctl_node_request_stop(struct ctl_node *n, bool leave);
+void ctl_node_destroy(struct ctl_node *n);
 struct ctl_ring *ctl_node_events(struct ctl_node *n, unsigned consumer);
 struct ctl_ring *ctl_node_commands(struct ctl_node *n);
 /* Current epoch, readable from any thread (one relaxed atomic load). */

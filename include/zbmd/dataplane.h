@@ -229,6 +229,60 @@ int dp_set_msg_ops(const struct dp_msg_ops *ops, void *arg);
  * what pollers pass as now_ns to tp_send. */
 uint64_t dp_now_ns(uint64_t tsc);
 
+/* ---- the cluster view: epoch and ring order from the control plane ---------
+ * `zbmd run` starts the control thread (Raft membership, control/) and hands
+ * every committed membership change to every dataplane lcore through one
+ * lock-free SPSC ring per lcore; a poller on each lcore applies the views in
+ * commit order with dp_cluster_apply(). Each lcore's applied view is
+ * readable from any thread without locks. Without a control thread the
+ * epoch stays 0 and nothing is ever applied.
+ *
+ * What old-epoch work does (ZB_ERR_EPOCH, "membership epoch changed"):
+ *  - transport: when a view removes a node, every lane resets its session
+ *    with that node (tp_peer_reset): pending sends to it fail with
+ *    ZB_ERR_EPOCH at once instead of after peer_timeout_ms;
+ *  - collectives: a communicator owned by lcore L registers a dp_on_epoch
+ *    callback (before launch) and calls, from it,
+ *        coll_abort(comm, ZB_ERR_EPOCH, "membership epoch changed")
+ *    when the epoch differs from the one the communicator was created
+ *    under (dp_cluster_epoch(L) at creation). The callback runs on lcore L,
+ *    the communicator's owner thread, as coll_abort requires. */
+#define DP_CLUSTER_MAX 64        /* = CFG_MAX_NODES */
+#define DP_EPOCH_HOOKS 8
+
+struct dp_cluster_view {
+	uint64_t epoch;              /* 0: no control plane / nothing committed */
+	uint16_t leader;             /* node id; UINT16_MAX = none known */
+	uint16_t n_members;
+	uint16_t ring[DP_CLUSTER_MAX];  /* ring order (node ids), n_members used */
+	uint16_t pad[2];
+};
+
+/* Lcore `index`'s applied view (a sequence lock: the reader retries while
+ * the lcore writes it; never blocks the lcore). Any thread. 0 or -EINVAL. */
+int dp_cluster_view(unsigned index, struct dp_cluster_view *out);
+/* Lcore `index`'s applied epoch: one acquire load, any thread; 0 when none
+ * or index out of range. */
+uint64_t dp_cluster_epoch(unsigned index);
+/* Views applied by lcore `index` so far (tests, metrics). */
+uint64_t dp_cluster_changes(unsigned index);
+
+/* Called on lcore `index` right after it applied a view whose epoch differs
+ * from the previous one (old_epoch: that previous epoch, 0 at the first). */
+typedef void (*dp_epoch_fn)(void *arg, unsigned index, uint64_t old_epoch,
+			    const struct dp_cluster_view *v);
+/* Register one (before dp_node_launch). 0, -EINVAL (fn NULL), -ENOSPC
+ * (DP_EPOCH_HOOKS reached), -EBUSY (launched). */
+int dp_on_epoch(dp_epoch_fn fn, void *arg);
+
+/* Apply v on the calling dataplane lcore `index` (the control glue's
+ * poller): publish it as the lcore's view, reset transport sessions with the
+ * nodes it removed, run the epoch callbacks when the epoch changed. Lcore
+ * `index` only (or the main thread before launch). Views with an older
+ * epoch than the applied one are ignored (returns 0; 1 when applied). */
+int dp_cluster_apply(unsigned index, const struct dp_cluster_view *v,
+		     uint64_t now_tsc);
+
 /* ---- CLI ------------------------------------------------------------------ */
 
 /* `zbmd run -c FILE.ini`: start a node until SIGINT/SIGTERM. Exit 0 after a

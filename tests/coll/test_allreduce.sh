@@ -33,9 +33,9 @@ rm -f /tmp/zbcoll-$$.json /tmp/zbcoll-$$.png /tmp/zbcoll-err.$$
 "$Z" bench allreduce -c /nonexistent.ini >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 [ $rc -eq 2 ] && grep -q "nonexistent" /tmp/zbcoll-err.$$
 ok $? "missing config: exit 2 naming the file"
-"$Z" local --nodes 2 --link memif -- bench allreduce >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
-[ $rc -eq 2 ] && grep -q "not available yet" /tmp/zbcoll-err.$$
-ok $? "--link memif: refused as not available yet (exit 2)"
+"$Z" local --nodes 2 --link carrier-pigeon -- bench allreduce >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown --link 'carrier-pigeon' (tcp, veth, memif)" /tmp/zbcoll-err.$$
+ok $? "--link of no such kind: exit 2 naming the links (memif/veth: tests/dataplane/test_local_dpdk.sh)"
 bad=0
 for a in "-d nosuch" "-o nosuch" "-b 1X" "-n 0" "-b 2M -e 1M" "-N 1,x" "--bogus"; do
 	"$Z" bench allreduce -c x.ini $a >/dev/null 2>/tmp/zbcoll-err.$$

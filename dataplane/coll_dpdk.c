@@ -1,0 +1,369 @@
+/* coll_dpdk.c — the "dpdk" collective host (zbmd/coll.h, "hosts"): runs
+ * communicators over the dpdk net provider inside this process's dataplane.
+ *
+ * open() starts the node (dp_node_init: EAL, ports, one transport lane per
+ * dataplane lcore), creates one communicator per lane with
+ * threaded_channels — lane 0's from the calling thread before the loops
+ * run, every other lane's from its own lcore (the provider's ctx belongs to
+ * the lcore that creates it) — registers a poller per lane that calls
+ * coll_progress_channel() for that communicator's channels, and launches the
+ * loops. With one lane the communicator has [coll] channels channels; with
+ * several, the channels are spread over the lanes (at least one each): one
+ * channel per lcore by default.
+ *
+ * When the environment names ZBMD_READY_FILE, open() creates that file once
+ * the node's ports and lcores run (zbmd local's start-up order for memif).
+ *
+ * run() calls fn on a thread that may own the communicators: the caller's,
+ * or — when the main lcore is itself the dataplane lcore and must run the
+ * loop (dp_node_wait) — a plain pthread, the main thread polling meanwhile.
+ *
+ * close() stops the loops, then destroys the communicators (no lane touches
+ * them any more), then stops the node (ports, EAL, runtime files).
+ *
+ * Registered from a constructor; this object is pulled into the zbmd binary
+ * by the -u coll_dpdk_anchor link flag in dataplane/coll.mk (nothing else
+ * references it, and static archives only supply referenced objects).
+ */
+#include "zbmd/coll.h"
+#include "zbmd/config.h"
+#include "zbmd/dataplane.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+
+enum { LANE_IDLE = 0, LANE_CREATE, LANE_READY, LANE_FAILED };
+
+struct cd_lane {
+	struct coll_comm *comm;         /* published by state = LANE_READY */
+	_Atomic int state;
+	int create_rc;
+	uint16_t channels;
+	unsigned index;
+	struct coll_comm_args args;
+	char err[256];
+	/* lane-written timing (relaxed atomics, read by the owner) */
+	_Atomic uint64_t coll_cyc, idle_cyc, loop_cyc;
+	/* copies of the lane transport's counters (tp_stats is lane-only) */
+	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
+	uint64_t last_tsc, last_idle;
+} __attribute__((aligned(64)));
+
+struct cd_host {
+	struct zb_config *cfg;
+	uint32_t timeout_ms, connect_timeout_ms;
+	uint16_t cfg_node;
+	unsigned nlanes;
+	bool launched;
+	struct cd_lane lane[COLL_HOST_MAX_LANES];
+};
+
+/* Keeps this object in the binary (see the header comment). */
+const int coll_dpdk_anchor = 1;
+
+static unsigned cd_poll(void *arg, uint64_t now_tsc)
+{
+	struct cd_lane *ln = arg;
+	struct dp_lcore_stats ls;
+	unsigned ev = 0;
+
+	/* The previous iteration (last_tsc .. now) was idle if the loop
+	 * counted it so: the time it took (sleep included) is waiting. */
+	if (ln->last_tsc && dp_lcore_stats(ln->index, &ls) == 0) {
+		uint64_t d = now_tsc - ln->last_tsc;
+		atomic_fetch_add_explicit(&ln->loop_cyc, d, memory_order_relaxed);
+		if (ls.idle_iterations != ln->last_idle)
+			atomic_fetch_add_explicit(&ln->idle_cyc, d, memory_order_relaxed);
+		ln->last_idle = ls.idle_iterations;
+	}
+	ln->last_tsc = now_tsc;
+	const struct tp_stats *ts = dp_transport(ln->index) ?
+				    tp_stats(dp_transport(ln->index)) : NULL;
+	if (ts) {
+		atomic_store_explicit(&ln->retransmits, ts->retransmits, memory_order_relaxed);
+		atomic_store_explicit(&ln->fault_drops, ts->fault_drops, memory_order_relaxed);
+		atomic_store_explicit(&ln->fault_dups, ts->fault_dups, memory_order_relaxed);
+		atomic_store_explicit(&ln->fault_reorders, ts->fault_reorders,
+				      memory_order_relaxed);
+	}
+
+	int st = atomic_load_explicit(&ln->state, memory_order_acquire);
+	if (ZB_UNLIKELY(st == LANE_CREATE)) {
+		/* the provider's ctx for this lane must be created on it */
+		ln->create_rc = coll_comm_create(&ln->args, &ln->comm, ln->err,
+						 sizeof(ln->err));
+		atomic_store_explicit(&ln->state, ln->create_rc ? LANE_FAILED
+				      : LANE_READY, memory_order_release);
+		return 1;
+	}
+	if (st != LANE_READY)
+		return 0;
+	uint64_t t0 = rte_rdtsc();
+	for (uint16_t ch = 0; ch < ln->channels; ch++) {
+		int rc = coll_progress_channel(ln->comm, ch);
+		if (rc > 0)
+			ev += (unsigned)rc;
+	}
+	if (ev)
+		atomic_fetch_add_explicit(&ln->coll_cyc, rte_rdtsc() - t0,
+					  memory_order_relaxed);
+	return ev;
+}
+
+static void cd_close(void *h)
+{
+	struct cd_host *H = h;
+
+	if (!H)
+		return;
+	if (H->launched && H->lane[0].comm && !coll_error(H->lane[0].comm)[0] &&
+	    coll_nranks(H->lane[0].comm) > 1) {
+		/* Nodes that finished together would close their memif links at
+		 * the same moment, and DPDK 22.11's memif driver can crash in the
+		 * interrupt thread when the peer's disconnect arrives while its
+		 * own ports are being closed (seen here: SIGSEGV in
+		 * eal-intr-thread during dp_node_fini). Leave in rank order,
+		 * the loops still running (so acks still flow). */
+		usleep(250000u * coll_rank(H->lane[0].comm));
+	}
+	if (H->launched) {
+		dp_node_request_stop();
+		dp_node_stop();
+	}
+	/* A communicator that failed may have sends the transport still holds
+	 * (unacked payloads, pinned by the provider's requests): destroying it
+	 * frees the provider's ctx (rte_free) under those references, which
+	 * dp_node_fini() then releases into freed memory. Such a communicator
+	 * is left to the process exit (its memory goes with the EAL's);
+	 * after a clean run every request has completed and it is destroyed. */
+	for (unsigned i = 0; i < H->nlanes; i++)
+		if (H->lane[i].comm && !coll_error(H->lane[i].comm)[0])
+			coll_comm_destroy(H->lane[i].comm);
+	dp_node_fini();
+	free(H);
+}
+
+static int cd_open(const struct coll_comm_args *a, void **out, char *err,
+		   size_t errlen)
+{
+	struct cd_host *H;
+	struct dp_err derr;
+	int rc;
+
+	ZB_ASSERT(a != NULL && a->cfg != NULL);
+	ZB_ASSERT(out != NULL && err != NULL);
+	H = calloc(1, sizeof(*H));
+	if (!H)
+		return -ENOMEM;
+	rc = dp_node_init(a->cfg, &derr);
+	if (rc < 0) {
+		snprintf(err, errlen, "starting the dataplane: %s", derr.msg);
+		free(H);
+		return rc;
+	}
+	H->nlanes = dp_lcore_count();
+	if (H->nlanes > COLL_HOST_MAX_LANES)
+		H->nlanes = COLL_HOST_MAX_LANES;
+	if (!dp_transport(0)) {
+		snprintf(err, errlen, "the dataplane has no transport (port 0 needs "
+			 "an ip)");
+		rc = ZB_ERR_UNAVAILABLE;
+		goto fail;
+	}
+	/* The dpdk provider connects at once: nothing waits for the other nodes
+	 * to start. The communicators begin with the connect timeout as their
+	 * no-progress bound, run() starts with a barrier (the rendezvous), and
+	 * then the bound drops to [coll] timeout_ms. */
+	H->cfg_node = a->cfg->node.id;
+	H->timeout_ms = a->timeout_ms ? a->timeout_ms
+			: (a->cfg->coll.timeout_ms ? a->cfg->coll.timeout_ms : 5000);
+	H->connect_timeout_ms = a->connect_timeout_ms ? a->connect_timeout_ms
+				: COLL_CONNECT_TIMEOUT_MS;
+	unsigned total = a->channels ? a->channels
+			 : (a->cfg->coll.channels ? a->cfg->coll.channels : 1);
+	for (unsigned i = 0; i < H->nlanes; i++) {
+		struct cd_lane *ln = &H->lane[i];
+		ln->index = i;
+		ln->args = *a;
+		ln->args.threaded_channels = true;
+		ln->args.timeout_ms = H->connect_timeout_ms;
+		ln->channels = (uint16_t)(H->nlanes == 1 ? total
+					  : (total / H->nlanes ? total / H->nlanes : 1));
+		ln->args.channels = ln->channels;
+		if ((rc = dp_register_poller(i, cd_poll, ln)) < 0) {
+			snprintf(err, errlen, "registering the lane %u poller: %s", i,
+				 zb_strerror(rc));
+			goto fail;
+		}
+	}
+	/* lane 0: here, before the loops run (the provider takes lane 0) */
+	rc = coll_comm_create(&H->lane[0].args, &H->lane[0].comm, err, errlen);
+	if (rc < 0)
+		goto fail;
+	atomic_store_explicit(&H->lane[0].state, LANE_READY, memory_order_release);
+	if ((rc = dp_node_launch(&derr)) < 0) {
+		snprintf(err, errlen, "launching the lcores: %s", derr.msg);
+		goto fail;
+	}
+	H->launched = true;
+	for (unsigned i = 1; i < H->nlanes; i++)
+		atomic_store_explicit(&H->lane[i].state, LANE_CREATE,
+				      memory_order_release);
+	for (unsigned i = 1; i < H->nlanes; i++) {
+		struct cd_lane *ln = &H->lane[i];
+		int st;
+		while ((st = atomic_load_explicit(&ln->state, memory_order_acquire)) ==
+		       LANE_CREATE)
+			usleep(200);
+		if (st == LANE_FAILED) {
+			snprintf(err, errlen, "lane %u: %s", i, ln->err);
+			rc = ln->create_rc;
+			goto fail;
+		}
+	}
+	/* zbmd local starts memif nodes one after the other, each once the
+	 * previous one's ports are up: it names a file to create then. */
+	const char *ready = getenv("ZBMD_READY_FILE");
+	if (ready) {
+		int fd = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
+	*out = H;
+	return 0;
+fail:
+	cd_close(H);
+	return rc;
+}
+
+static unsigned cd_comms(void *h, struct coll_comm **out, unsigned max)
+{
+	struct cd_host *H = h;
+	unsigned n = H->nlanes < max ? H->nlanes : max;
+
+	ZB_ASSERT(out != NULL);
+	for (unsigned i = 0; i < n; i++)
+		out[i] = H->lane[i].comm;
+	return n;
+}
+
+struct cd_thread {
+	struct cd_host *H;
+	int (*fn)(void *);
+	void *arg;
+	int rc;
+};
+
+/* Every node's lanes are up: a barrier on each lane's communicator under the
+ * connect timeout, then the configured bound. 0 or the barrier's error. */
+static int cd_rendezvous(struct cd_host *H)
+{
+	for (unsigned i = 0; i < H->nlanes; i++) {
+		int rc = coll_barrier(H->lane[i].comm);
+		if (rc < 0)
+			return rc;
+		coll_set_timeout(H->lane[i].comm, H->timeout_ms);
+	}
+	return 0;
+}
+
+static int cd_call(struct cd_thread *t)
+{
+	int rc = cd_rendezvous(t->H);
+
+	if (rc < 0) {
+		fprintf(stderr, "zbmd: node %u: the other nodes did not join within "
+			"%u ms: %s\n", t->H->cfg_node, t->H->connect_timeout_ms,
+			coll_error(t->H->lane[0].comm));
+		return 1;
+	}
+	return t->fn(t->arg);
+}
+
+static void *cd_thread_main(void *p)
+{
+	struct cd_thread *t = p;
+
+	t->rc = cd_call(t);
+	dp_node_request_stop();   /* dp_node_wait() on the main thread returns */
+	return NULL;
+}
+
+static int cd_run(void *h, int (*fn)(void *), void *arg)
+{
+	struct cd_thread t = {.H = h, .fn = fn, .arg = arg, .rc = 1};
+
+	ZB_ASSERT(h != NULL && fn != NULL);
+	if (!dp_main_polls())
+		return cd_call(&t);
+	/* The main lcore runs the loop: fn gets a thread of its own. */
+	pthread_t tid;
+	if (pthread_create(&tid, NULL, cd_thread_main, &t) != 0)
+		return 1;
+	dp_node_wait();
+	pthread_join(tid, NULL);
+	return t.rc;
+}
+
+static void cd_stats(void *h, struct coll_host_stats *out)
+{
+	struct cd_host *H = h;
+	double ns_per_cyc = 1e9 / (double)rte_get_tsc_hz();
+
+	memset(out, 0, sizeof(*out));
+	out->lanes = H->nlanes;
+	for (unsigned i = 0; i < H->nlanes; i++) {
+		struct cd_lane *ln = &H->lane[i];
+		struct dp_lcore_stats ls;
+		out->coll_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
+			&ln->coll_cyc, memory_order_relaxed));
+		out->idle_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
+			&ln->idle_cyc, memory_order_relaxed));
+		out->loop_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
+			&ln->loop_cyc, memory_order_relaxed));
+		out->retransmits += atomic_load_explicit(&ln->retransmits, memory_order_relaxed);
+		out->fault_drops += atomic_load_explicit(&ln->fault_drops, memory_order_relaxed);
+		out->fault_dups += atomic_load_explicit(&ln->fault_dups, memory_order_relaxed);
+		out->fault_reorders += atomic_load_explicit(&ln->fault_reorders,
+							    memory_order_relaxed);
+		if (dp_lcore_stats(i, &ls) == 0) {
+			out->rx_packets += ls.rx_packets;
+			out->tx_packets += ls.tx_packets;
+		}
+	}
+}
+
+static void cd_describe(void *h, char *buf, size_t len)
+{
+	struct cd_host *H = h;
+	uint8_t mac[6];
+	uint32_t ip;
+
+	ZB_ASSERT(buf != NULL && len > 0);
+	int n = snprintf(buf, len, "dataplane lanes %u (one per lcore), ports %u",
+			 H->nlanes, (unsigned)dp_port_count());
+	if (n > 0 && (size_t)n < len && dp_port_addr(0, mac, &ip) == 0)
+		snprintf(buf + n, len - (size_t)n, " (port 0 %u.%u.%u.%u)",
+			 ((uint8_t *)&ip)[0], ((uint8_t *)&ip)[1],
+			 ((uint8_t *)&ip)[2], ((uint8_t *)&ip)[3]);
+}
+
+static const struct coll_host_ops cd_host_ops = {
+	.provider = "dpdk",
+	.open = cd_open,
+	.comms = cd_comms,
+	.run = cd_run,
+	.stats = cd_stats,
+	.describe = cd_describe,
+	.close = cd_close,
+};
+
+__attribute__((constructor)) static void cd_register(void)
+{
+	(void)coll_host_register(&cd_host_ops);
+}

@@ -1,0 +1,45 @@
+/* dataplane/run_ctl.h — the node process's glue between the dataplane and
+ * the control plane (control/): used by cmd_run.c only, so that nothing
+ * else that links the dataplane library needs the control module.
+ *
+ *   dp__run_ctl_wanted()  does this config ask for a control thread?
+ *   dp__run_ctl_init()    after dp_node_init, before dp_node_launch:
+ *                         create the control node (sockets, Raft, HTTP), one
+ *                         event ring + poller per lcore (views -> lcores,
+ *                         transport counter snapshots), the dataplane's
+ *                         metrics collector, and the dataplane's control hook
+ *   dp__run_ctl_fini()    after dp_node_stop (control thread ended): remove
+ *                         the collector, free the control node
+ */
+#ifndef ZBMD_DATAPLANE_RUN_CTL_H
+#define ZBMD_DATAPLANE_RUN_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "zbmd/control.h"
+
+struct zb_config;
+struct act_runtime;
+
+/* True when `zbmd run` should start the control thread ([control] enabled:
+ * on; auto with a concrete control address). why: one line saying why or
+ * why not. */
+bool dp__run_ctl_wanted(const struct zb_config *cfg, char *why, size_t len);
+
+/* The dataplane's counters on /metrics (also without a control node: the
+ * registry is process-wide). actors may be NULL. 0 or -ENOSPC. */
+int dp__run_metrics_init(const struct zb_config *cfg, struct act_runtime *actors);
+
+/* Start the control node for cfg with opts (event consumers are set here)
+ * and install it as the dataplane's control hook. 0 or the error of
+ * ctl_node_create (err says why). */
+int dp__run_ctl_init(const struct zb_config *cfg, const struct ctl_opts *opts,
+		     char *err, size_t errlen);
+struct ctl_node *dp__run_ctl_node(void);
+
+/* After dp_node_stop(): metrics collector removed, control node freed.
+ * Idempotent. */
+void dp__run_ctl_fini(void);
+
+#endif

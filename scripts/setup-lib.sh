@@ -1,0 +1,26 @@
+# scripts/setup-lib.sh — shared by the bare-metal setup scripts
+# (hugepages.sh, bind-nic.sh, install-service.sh); sourced, never run.
+# The caller sets PROG (its name) and DRY_RUN (0 or 1) before using these.
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+usage_error() { echo "$PROG: $*" >&2; echo "try: $PROG --help" >&2; exit 2; }
+
+# do_run CMD...: run CMD (echoed with "+ "), or only say it under --dry-run
+do_run() {
+	if [ "$DRY_RUN" -eq 1 ]; then
+		echo "would run: $*"
+	else
+		echo "+ $*"
+		"$@"
+	fi
+}
+
+# do_write VALUE FILE: write VALUE into FILE (sysfs knobs), or say it
+do_write() {
+	if [ "$DRY_RUN" -eq 1 ]; then
+		echo "would write '$1' to $2"
+	else
+		echo "+ echo '$1' > $2"
+		echo "$1" >"$2"
+	fi
+}

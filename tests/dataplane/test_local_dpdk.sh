@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# `zbmd local --link memif|veth -- bench allreduce` end to end: the
+# collectives over the dpdk net provider and the reliable transport, in
+# nodes started by zbmd local from the cluster scripts' configs.
+#  - every dtype x op x (out-of-place, in-place) x counts 1,2,7,64,1001 on
+#    2, 3 and 4 memif nodes, every element checked (#wrong = 0); 3 nodes with
+#    1 KiB chunks (many chunks per block), 2 nodes with two lanes (lcores)
+#  - loss + duplication + reordering: the transport's [fault] injection
+#    (--fault); tc netem on veth where the kernel has sch_netem, else the
+#    clear refusal (exit 2) is checked and the netem run skipped
+#  - kill -9 of a node mid-run: the others fail with a clear message
+#    within 5 s
+#  - a failing command and Ctrl-C (SIGINT) leave no namespace, process or
+#    DPDK runtime directory behind
+. "$ZBMD_ROOT/tests/common/tap.sh"
+. "$ZBMD_ROOT/tests/dataplane/lib.sh"
+need_netns
+# zbmd local keeps the logs of a failed run (and says where): drop them
+drop_kept() { for f in "$@"; do sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$f"; done | xargs -r rm -rf; }
+trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
+plan 29
+
+ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
+
+# rows OUT: table rows; wrong_rows OUT: rows with a #wrong other than 0
+rows() { grep -cE "$ROW" "$1"; }
+wrong_rows() { grep -E "$ROW" "$1" | awk '$8 != 0 || $12 != 0 || NF != 12' | wc -l; }
+
+# leftovers PID: what a zbmd local run of pid PID could leave behind
+leftovers() {
+	local p=$1
+	ip netns list 2>/dev/null | grep -E "^zbn-zbloc$p-" || true
+	ls /var/run/dpdk 2>/dev/null | grep -E "^zbloc$p-" || true
+	pgrep -f "/zbmd-local-.*/cluster/node" -P "$p" 2>/dev/null || true
+}
+
+# ---- correctness matrix over memif ------------------------------------------
+MATRIX="-d all -o all -N 1,2,7,64,1001 -n 1 -w 0"
+for n in 2 3 4; do
+	extra=
+	[ $n = 3 ] && extra="--chunk-kb 1"
+	$ZBMD local --nodes $n --link memif -- bench allreduce $MATRIX $extra \
+		>"$T/m$n" 2>"$T/m$n.err"
+	ok $? "memif, $n nodes: all dtypes x ops x counts ran (exit 0)" ||
+		diag "$(tail -5 "$T/m$n.err")"
+	[ "$(rows "$T/m$n")" = 150 ] && [ "$(wrong_rows "$T/m$n")" = 0 ] &&
+		grep -q '^# Out of bounds values : 0 OK' "$T/m$n"
+	ok $? "memif, $n nodes: 150 rows (6 dtypes x 5 ops x 5 counts), #wrong 0 out-of-place and in-place"
+done
+grep -q 'transport dpdk' "$T/m4"; ok $? "the table names the dpdk transport"
+
+# two dataplane lcores per node: one communicator (channel) per lane
+ZBN_LCORES=0-2 $ZBMD local --nodes 2 --link memif -- bench allreduce \
+	-d all -o sum -N 7,1001,100000 -n 1 -w 0 >"$T/l2" 2>"$T/l2.err"
+ok $? "memif, 2 nodes x 2 lanes: exit 0"
+grep -q 'dataplane lanes 2' "$T/l2" && [ "$(rows "$T/l2")" = 18 ] &&
+	[ "$(wrong_rows "$T/l2")" = 0 ]
+ok $? "2 lanes used, 18 rows, #wrong 0"
+
+# ---- loss, duplication, reordering --------------------------------------------
+$ZBMD local --nodes 3 --link memif --fault drop=0.02,reorder=0.05,dup=0.01,seed=11 \
+	-- bench allreduce -d all -o sum -N 7,1001,262144 -n 2 -w 0 >"$T/f" 2>"$T/f.err"
+ok $? "memif, 3 nodes, 2% drop + 5% reorder + 1% dup: exit 0" || diag "$(tail -5 "$T/f.err")"
+[ "$(rows "$T/f")" = 18 ] && [ "$(wrong_rows "$T/f")" = 0 ]
+ok $? "every element right despite the faults"
+drops=$(sed -nE 's/.*fault injection: ([0-9]+) dropped, ([0-9]+) duplicated, ([0-9]+) reordered/\1 \2 \3/p' "$T/f")
+set -- $drops
+[ "${1:-0}" -gt 0 ] && [ "${2:-0}" -gt 0 ] && [ "${3:-0}" -gt 0 ]
+ok $? "faults were injected (dropped/duplicated/reordered: ${drops:-none})"
+retr=$(sed -nE 's/.*whole run\): ([0-9]+) retransmits.*/\1/p' "$T/f")
+[ "${retr:-0}" -gt 0 ]; ok $? "and recovered by retransmission ($retr retransmits)"
+
+$ZBMD local --nodes 2 --link memif --fault drop=2 -- bench allreduce -N 7 2>"$T/bad"
+[ $? = 2 ] && grep -q 'bad --fault' "$T/bad"; ok $? "--fault with a rate > 1: usage error"
+
+# veth + tc netem: only where the kernel has sch_netem
+$ZBMD local --nodes 2 --link veth --netem "loss 2% reorder 5%" -- bench allreduce \
+	-d float -o sum -N 7,1001,262144 -n 2 -w 0 >"$T/n" 2>"$T/n.err"
+rc=$?
+if grep -q 'lacks sch_netem' "$T/n.err"; then
+	[ $rc = 2 ]; ok $? "--netem on a kernel without sch_netem: exit 2, clear message"
+	TAP_RUN=$((TAP_RUN + 1))
+	echo "ok $TAP_RUN # SKIP netem correctness: this kernel lacks sch_netem (--fault covers loss)"
+else
+	ok $rc "veth, 2 nodes under tc netem loss 2% reorder 5%: exit 0"
+	[ "$(rows "$T/n")" = 3 ] && [ "$(wrong_rows "$T/n")" = 0 ]
+	ok $? "every element right under netem"
+fi
+
+# veth without netem: the kernel path end to end
+$ZBMD local --nodes 3 --link veth -- bench allreduce -d all -o sum -N 7,1001 -n 1 -w 0 \
+	>"$T/v" 2>"$T/v.err"
+ok $? "veth, 3 nodes (af_packet): exit 0" || diag "$(tail -5 "$T/v.err")"
+[ "$(rows "$T/v")" = 12 ] && [ "$(wrong_rows "$T/v")" = 0 ]; ok $? "#wrong 0 over veth"
+
+# ---- kill -9 of one node mid-run ------------------------------------------------
+$ZBMD local --nodes 3 --link memif -- bench allreduce -b 64K -e 64M -f 2 -n 50 -w 1 \
+	>"$T/k" 2>"$T/k.err" &
+LP=$!; PIDS+=($LP)
+wait_for "$T/k" "$ROW" 60; ok $? "kill run: the sweep started"
+victim=$(pgrep -P $LP -f 'node2\.ini' | head -1)
+survivors=$(pgrep -P $LP | grep -v "^$victim\$" | tr '\n' ' ')
+t0=$(date +%s%N)
+kill -KILL "$victim"
+for _ in $(seq 200); do
+	alive=0
+	for p in $survivors; do kill -0 "$p" 2>/dev/null && [ "$(ps -o stat= -p "$p")" != Z ] && alive=1; done
+	[ $alive = 0 ] && break
+	sleep 0.05
+done
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $alive = 0 ] && [ $ms -le 5000 ]; ok $? "survivors exited ${ms} ms after the kill (bound 5000 ms)"
+wait $LP; rc=$?
+[ $rc != 0 ]; ok $? "zbmd local exits non-zero ($rc)"
+grep -qE 'made no progress for 4000 ms|peer down' "$T/k.err"
+ok $? "survivors name the failure: $(grep -oE 'rank [0-9] \(node [0-9]\): [^(]*' "$T/k.err" | head -1)"
+! grep -q 'signal 11' "$T/k.err"; ok $? "no survivor crashed"
+[ -z "$(leftovers $LP)" ]; ok $? "nothing left behind after the kill run"
+
+# ---- a failing command, and Ctrl-C ---------------------------------------------
+$ZBMD local --nodes 2 --link veth -- bench allreduce --no-such-flag >/dev/null 2>"$T/e"
+rc=$?
+[ $rc != 0 ]; ok $? "a failing command: zbmd local exits $rc"
+sleep 0.2
+[ -z "$(ls /var/run/dpdk 2>/dev/null | grep -E '^zbloc')$(ip netns list | grep -E '^zbn-zbloc')" ]
+ok $? "... and leaves no namespace and no DPDK runtime directory"
+
+$ZBMD local --nodes 3 --link memif -- bench allreduce -b 64K -e 64M -f 2 -n 50 \
+	>"$T/i" 2>"$T/i.err" &
+LP=$!; PIDS+=($LP)
+wait_for "$T/i" "$ROW" 60
+kids=$(pgrep -P $LP | tr '\n' ' ')
+kill -INT $LP
+wait_exit $LP 20; ok $? "Ctrl-C: zbmd local stopped within 20 s"
+wait $LP; rc=$?
+[ $rc = 130 ]; ok $? "exit status 130 after SIGINT ($rc)"
+alive=
+for p in $kids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+[ -z "$alive" ] && [ -z "$(leftovers $LP)" ]
+ok $? "no node process, namespace or /var/run/dpdk/zbloc$LP-* left"
+done_testing
