@@ -28,7 +28,8 @@
 # Node I has one port per peer, all with IP 10.78.0.I and MAC 02:7a:63:00:00:I.
 #
 # Every name carries the tag (default: $ZBN_TAG or "default") so parallel
-# clusters never collide. Configs, logs, pid files: D (default /tmp/zbn-T).
+# clusters never collide; names start with $ZBN_PREFIX (default "zbn").
+# Configs, logs, pid files: D (default /tmp/zbn-T).
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
 # ZBN_LCORES (default 0-1), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
 # ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096),
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do
 done
 [[ $TAG =~ ^[A-Za-z0-9_]{1,24}$ ]] || die "bad tag '$TAG' (letters, digits, _; 1..24)"
 DIR=${DIR:-/tmp/zbn-$TAG}
-PFX=zbn-$TAG
+PFX=${ZBN_PREFIX:-zbn}-$TAG
 HUB=$PFX-hub
 PROBE=$PFX-probe
 
