@@ -161,6 +161,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int cfd = open_if(cap_if), ofd = open_if(out_if);
+	/* past any qdisc (tc netem) on --out: every forged frame arrives */
+	int one = 1;
+	if (ofd >= 0)
+		setsockopt(ofd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
 	if (cfd < 0 || ofd < 0) {
 		fprintf(stderr, "helper_inject: %s: %s\n", cfd < 0 ? cap_if : out_if,
 			strerror(errno));

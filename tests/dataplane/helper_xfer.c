@@ -17,12 +17,18 @@
  * --rate R     at most R messages per second to each destination
  * --survive    peers may die and restart: a send refused with
  *              ZB_ERR_PEER_DOWN is counted ("refused") and retried 1 ms
- *              later; failed sends are counted by status; after a peer's
- *              DOWN or RESTARTED event its streams are resynchronised (the
- *              next message of each stream sets the expected index; from
- *              then on strictly consecutive) and its "session" counters
- *              restart from 0. Done when COUNT messages per destination were
- *              accepted and all of them settled (acked or failed).
+ *              later; failed sends are counted by status, and a peer's
+ *              DOWN or RESTARTED event restarts its "acked_session" count.
+ *              Received messages: the first message with a new sender epoch
+ *              (tp_msg.epoch: a new incarnation or session) resynchronises
+ *              that peer's streams (the next message of each stream sets the
+ *              expected index; then strictly consecutive) and restarts its
+ *              "received_session" count. After a DOWN or RESTARTED event,
+ *              messages of the old epoch may still come (docs/wire.md: a
+ *              reset delivers the complete messages that waited for an
+ *              earlier one, whose sender got an error): those may skip
+ *              forward ("gaps"), never go back. Done when COUNT messages
+ *              per destination were accepted and all of them settled.
  *
  * Prints "READY", "EVENT ..." per peer event, "DONE ..." once the transfer
  * is complete, then keeps serving (acks for the peers) until SIGTERM/SIGINT;
@@ -68,7 +74,10 @@ struct in_flow {               /* from one source */
 	uint16_t node;
 	uint32_t expect[MAX_STREAMS];
 	uint64_t received, received_session, bytes, csum, resyncs;
-	uint32_t first_session; /* smallest index seen after the last resync */
+	uint64_t gaps;          /* survive: indices skipped after a reset */
+	uint32_t first_session; /* smallest index seen in the current epoch */
+	uint32_t epoch;         /* survive: sender epoch of the latest message */
+	int after_reset;        /* survive: DOWN/RESTARTED seen in this epoch */
 };
 
 static struct zb_config cfg;
@@ -296,8 +305,10 @@ static unsigned sender(void *arg, uint64_t now_tsc)
 	return work;
 }
 
-static void resync(struct in_flow *f)
+static void resync(struct in_flow *f, uint32_t epoch)
 {
+	f->epoch = epoch;
+	f->after_reset = 0;
 	for (unsigned s = 0; s < MAX_STREAMS; s++)
 		f->expect[s] = UNKNOWN;
 	f->received_session = 0;
@@ -317,10 +328,17 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 				    : NULL;
 	uint32_t *exp = f && m->stream < MAX_STREAMS ? &f->expect[m->stream] : NULL;
 	if (!f || m->stream >= streams || hdr[0] != MAGIC || hdr[1] != m->peer ||
-	    hdr[3] != m->len || i >= count) {
+	    hdr[3] != m->len || (!survive && i >= count)) {
 		bad++;
 		fail("malformed message", m->peer, i);
 	} else {
+		if (survive && m->epoch != f->epoch) {
+			resync(f, m->epoch);   /* a new sender session */
+		} else if (survive && f->after_reset && *exp != UNKNOWN &&
+			   i % streams == m->stream && i / streams > *exp) {
+			f->gaps += i / streams - *exp;   /* see --survive */
+			*exp = i / streams;
+		}
 		if (*exp == UNKNOWN && i % streams == m->stream)
 			*exp = i / streams;   /* resynchronised: this one sets the base */
 		if (i % streams != m->stream || i / streams != *exp) {
@@ -378,9 +396,11 @@ static void on_peer_event(void *arg, unsigned index, uint16_t peer,
 	(void)index;
 	static const char *names[] = {"?", "up", "restarted", "down"};
 	struct out_flow *o = peer < CFG_MAX_NODES && out_of[peer] >= 0 ? &outs[out_of[peer]] : NULL;
-	printf("EVENT node=%u peer=%u %s epoch=%u acked=%lu failed=%lu\n", self, peer,
-	       names[ev <= TP_PEER_DOWN ? ev : 0], remote_epoch,
-	       (unsigned long)(o ? o->acked : 0), (unsigned long)(o ? o->failed : 0));
+	struct in_flow *f = peer < CFG_MAX_NODES && in_of[peer] >= 0 ? &ins[in_of[peer]] : NULL;
+	printf("EVENT node=%u peer=%u %s epoch=%u acked=%lu failed=%lu received=%lu\n",
+	       self, peer, names[ev <= TP_PEER_DOWN ? ev : 0], remote_epoch,
+	       (unsigned long)(o ? o->acked : 0), (unsigned long)(o ? o->failed : 0),
+	       (unsigned long)(f ? f->received : 0));
 	fflush(stdout);
 	if (ev == TP_PEER_UP)
 		return;
@@ -388,8 +408,8 @@ static void on_peer_event(void *arg, unsigned index, uint16_t peer,
 		fail(ev == TP_PEER_DOWN ? "peer down" : "peer restarted", peer, 0);
 	if (o)
 		o->acked_session = 0;
-	if (peer < CFG_MAX_NODES && in_of[peer] >= 0)
-		resync(&ins[in_of[peer]]);
+	if (f)
+		f->after_reset = 1;
 }
 
 static const struct dp_msg_ops msg_ops = {
@@ -575,11 +595,12 @@ int main(int argc, char **argv)
 	}
 	for (int s = 0; s < nins; s++) {
 		const struct in_flow *f = &ins[s];
-		printf("RX node=%u from=%u received=%lu received_session=%lu first_session=%ld resyncs=%lu bytes=%lu csum=%016lx\n",
+		printf("RX node=%u from=%u received=%lu received_session=%lu first_session=%ld resyncs=%lu gaps=%lu bytes=%lu csum=%016lx\n",
 		       self, f->node, (unsigned long)f->received,
 		       (unsigned long)f->received_session,
 		       f->first_session == UNKNOWN ? -1L : (long)f->first_session,
-		       (unsigned long)f->resyncs, (unsigned long)f->bytes,
+		       (unsigned long)f->resyncs, (unsigned long)f->gaps,
+		       (unsigned long)f->bytes,
 		       (unsigned long)f->csum);
 		received += f->received;
 		bytes += f->bytes;

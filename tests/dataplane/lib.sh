@@ -1,5 +1,6 @@
 # tests/dataplane/lib.sh — helpers for the dataplane shell tests. Source it
-# after tests/common/tap.sh.
+# after tests/common/tap.sh. ZBDT_KEEP=DIR: copy the test's work directory
+# (configs, node outputs) to DIR before it is removed, for a post-mortem.
 ZBMD=${ZBMD_BUILD:?}/bin/zbmd
 T=$(mktemp -d /tmp/zbmd-node-test.XXXXXX)
 PIDS=()
@@ -9,6 +10,7 @@ cleanup_lib() {
 	for x in "${PREFIXES[@]}"; do
 		[ -n "$x" ] && rm -rf "/var/run/dpdk/$x" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$x"
 	done
+	[ -n "${ZBDT_KEEP:-}" ] && cp -r "$T" "$ZBDT_KEEP" 2>/dev/null
 	rm -rf "$T"
 }
 # root with network namespaces, or skip
@@ -90,10 +92,16 @@ lossy_cluster() {
 	wait_for "$T/impair" 'ready' 20
 }
 
-# impair_summary: stop the hub (if any) and print its counters line
-impair_summary() {
-	[ -n "$IMPAIR_PID" ] || { echo "netem"; return 0; }
+# impair_stop: stop the hub (if any) and wait for its counters line; call
+# it in the test's own shell (not in $(...): a subshell cannot wait for it).
+# impair_line: that line, or "netem".
+impair_stop() {
+	[ -n "$IMPAIR_PID" ] || return 0
 	kill -TERM "$IMPAIR_PID" 2>/dev/null; wait "$IMPAIR_PID" 2>/dev/null
+	wait_for "$T/impair" 'impair: forwarded' 5
+}
+impair_line() {
+	[ -n "$IMPAIR_PID" ] || { echo "netem"; return 0; }
 	grep 'impair: forwarded' "$T/impair" | tail -1
 }
 

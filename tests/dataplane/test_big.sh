@@ -52,7 +52,7 @@ lossy_cluster 2 5 1 25 51
 ok $? "veth: 2 namespaces, lossy link: $LOSSY_HOW"
 diag "impairment: $LOSSY_HOW"
 run_pair veth "$T/cl" $CL exec
-[ -n "$IMPAIR_PID" ] && diag "$(impair_summary)"
+impair_stop; [ -n "$IMPAIR_PID" ] && diag "$(impair_line)"
 $CL down >/dev/null 2>&1
 
 ZBN_EXTRA_INI=$'[fault]\ndrop_rate = 0.05\ndup_rate = 0.01\nreorder_rate = 0.25\nseed = 9' \

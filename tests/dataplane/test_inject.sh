@@ -76,5 +76,5 @@ for i in 1 2; do
 	[ -n "$ld" ] && [ "${drops:-0}" -ge "$ld" ]
 	ok $? "node $i: its link layer dropped the $ld that were not zbmd (rx_drops=$drops)"
 done
-s=$(impair_summary); diag "$s"
+impair_stop; s=$(impair_line); diag "$s"
 done_testing

@@ -56,7 +56,7 @@ diag "data frames $data, retransmits $rt, duplicates seen $dup, out-of-order $oo
 [ "$rt" -gt $((data / 50)) ]; ok $? "losses were repaired by retransmission ($rt of $data data frames)"
 [ "$dup" -gt 0 ] && [ "$ooo" -gt 0 ]; ok $? "duplicates and reordering were seen and hidden"
 if [ -n "$IMPAIR_PID" ]; then
-	s=$(impair_summary); diag "$s"
+	impair_stop; s=$(impair_line); diag "$s"
 	echo "$s" | grep -qE 'forwarded=[1-9][0-9]* dropped=[1-9][0-9]* duplicated=[1-9][0-9]* reordered=[1-9]'
 	ok $? "the hub did drop, duplicate and reorder"
 else

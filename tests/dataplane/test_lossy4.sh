@@ -77,7 +77,7 @@ diag "data frames $data, retransmits $rt, duplicates seen $dup, out-of-order $oo
 ev=$(grep -h '^EVENT' "$T"/x* | grep -vc ' up ')
 [ "$ev" -eq 0 ]; ok $? "no peer was ever declared down or restarted ($ev such events)"
 if [ -n "$IMPAIR_PID" ]; then
-	s=$(impair_summary); diag "$s"
+	impair_stop; s=$(impair_line); diag "$s"
 	echo "$s" | grep -qE 'forwarded=[1-9][0-9]* dropped=[1-9][0-9]* duplicated=[1-9][0-9]* reordered=[1-9]'
 	ok $? "the hub did drop, duplicate and reorder"
 else
