@@ -22,7 +22,7 @@ CL="$ZBMD_ROOT/scripts/cluster.sh --tag $TAG --dir $T/cl"
 XFER=$ZBMD_BUILD/tests/dataplane/helper_xfer
 INJ=$ZBMD_BUILD/tests/dataplane/helper_inject
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 16
+plan 18
 
 lossy_cluster 2 5 1 25 31
 ok $? "2 namespaces, lossy link: $LOSSY_HOW"
@@ -71,6 +71,9 @@ for i in 1 2; do
 	got=$(field "$T/x$i" TPSTATS bad_frames)
 	[ -n "$want" ] && [ "$got" = "$want" ]
 	ok $? "node $i: transport refused exactly the $want forged frames that reached it (bad_frames=$got; hdr_csum=$(field "$T/x$i" TPSTATS bad_hdr_csum) short=$(field "$T/x$i" TPSTATS bad_short) ip_len=$(field "$T/x$i" TPSTATS bad_ip_len))"
+	# the node's own stats dump (what `zbmd run` prints on SIGUSR1) says so too
+	grep -qE "^transport lane=0 .* bad_frames=$want( |\$)" "$T/x$i"
+	ok $? "node $i: its stats dump reports bad_frames=$want"
 	ld=$(field "$T/inj$i" INJECTED link_drops)
 	drops=$(field "$T/x$i" stats rx_drops)
 	[ -n "$ld" ] && [ "${drops:-0}" -ge "$ld" ]
