@@ -77,6 +77,8 @@ struct in_flow {               /* from one source */
 	uint64_t gaps;          /* survive: indices skipped after a reset */
 	uint32_t first_session; /* smallest index seen in the current epoch */
 	uint32_t epoch;         /* survive: sender epoch of the latest message */
+	uint32_t epoch0;        /* survive: the first sender epoch seen */
+	uint64_t received_first; /* ... messages received of that epoch */
 	int after_reset;        /* survive: DOWN/RESTARTED seen in this epoch */
 };
 
@@ -332,6 +334,14 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 		bad++;
 		fail("malformed message", m->peer, i);
 	} else {
+		if (survive && !f->epoch0)
+			f->epoch0 = m->epoch;
+		if (survive && f->epoch && (int32_t)(m->epoch - f->epoch) < 0) {
+			/* epochs only grow (RFC 1982 order): an older session's
+			 * message after a newer one's is out of order */
+			order_err++;
+			fail("message of an older session after a newer one's", m->peer, i);
+		}
 		if (survive && m->epoch != f->epoch) {
 			resync(f, m->epoch);   /* a new sender session */
 		} else if (survive && f->after_reset && *exp != UNKNOWN &&
@@ -355,6 +365,8 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 			(*exp)++;
 			f->received++;
 			f->received_session++;
+			if (m->epoch == f->epoch0)
+				f->received_first++;
 			if (i < f->first_session)
 				f->first_session = i;
 			f->bytes += m->len;
@@ -595,9 +607,10 @@ int main(int argc, char **argv)
 	}
 	for (int s = 0; s < nins; s++) {
 		const struct in_flow *f = &ins[s];
-		printf("RX node=%u from=%u received=%lu received_session=%lu first_session=%ld resyncs=%lu gaps=%lu bytes=%lu csum=%016lx\n",
+		printf("RX node=%u from=%u received=%lu received_session=%lu received_first=%lu first_session=%ld resyncs=%lu gaps=%lu bytes=%lu csum=%016lx\n",
 		       self, f->node, (unsigned long)f->received,
 		       (unsigned long)f->received_session,
+		       (unsigned long)f->received_first,
 		       f->first_session == UNKNOWN ? -1L : (long)f->first_session,
 		       (unsigned long)f->resyncs, (unsigned long)f->gaps,
 		       (unsigned long)f->bytes,
