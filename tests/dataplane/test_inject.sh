@@ -59,24 +59,29 @@ done
 ok $? "content checksums agree end to end"
 
 for i in 1 2; do
+	# frames the port's RX ring had to drop (a starved node on this loaded
+	# machine): then the counts can only be bounded, said in a diag
+	miss=$(field "$T/x$i" port.0 imissed); miss=${miss:-0}
+	[ "$miss" -gt 0 ] && diag "node $i: its RX ring dropped $miss frames: counts bounded, not exact"
+	# count_is GOT WANT: GOT = WANT, or 0 < GOT <= WANT when frames were missed
+	count_is() { [ "$1" = "$2" ] || { [ "$miss" -gt 0 ] && [ "${1:-0}" -gt 0 ] && [ "$1" -le "$2" ]; }; }
 	bad=""; r=0
-	for k in cluster:cluster version:version unknown_peer:unknown_peer seq:seq_window \
-		ack:ack_range stale_epoch:stale_epoch; do
-		got=$(field "$T/x$i" TPSTATS "bad_${k#*:}")
-		bad="$bad ${k#*:}=$got"
-		[ "$got" = "$EACH" ] || r=1
+	for k in cluster version unknown_peer seq_window ack_range stale_epoch; do
+		got=$(field "$T/x$i" TPSTATS "bad_$k")
+		bad="$bad $k=$got"
+		count_is "$got" "$EACH" || r=1
 	done
 	ok $r "node $i counted each kind under its own reason ($EACH each):$bad"
 	want=$(field "$T/inj$i" INJECTED to_transport)
 	got=$(field "$T/x$i" TPSTATS bad_frames)
-	[ -n "$want" ] && [ "$got" = "$want" ]
+	[ -n "$want" ] && count_is "$got" "$want"
 	ok $? "node $i: transport refused exactly the $want forged frames that reached it (bad_frames=$got; hdr_csum=$(field "$T/x$i" TPSTATS bad_hdr_csum) short=$(field "$T/x$i" TPSTATS bad_short) ip_len=$(field "$T/x$i" TPSTATS bad_ip_len))"
 	# the node's own stats dump (what `zbmd run` prints on SIGUSR1) says so too
-	grep -qE "^transport lane=0 .* bad_frames=$want( |\$)" "$T/x$i"
-	ok $? "node $i: its stats dump reports bad_frames=$want"
+	grep -qE "^transport lane=0 .* bad_frames=$got( |\$)" "$T/x$i"
+	ok $? "node $i: its stats dump reports bad_frames=$got"
 	ld=$(field "$T/inj$i" INJECTED link_drops)
 	drops=$(field "$T/x$i" stats rx_drops)
-	[ -n "$ld" ] && [ "${drops:-0}" -ge "$ld" ]
+	[ -n "$ld" ] && [ "${drops:-0}" -ge $((ld - miss)) ]
 	ok $? "node $i: its link layer dropped the $ld that were not zbmd (rx_drops=$drops)"
 done
 impair_stop; s=$(impair_line); diag "$s"
