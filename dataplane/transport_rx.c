@@ -149,6 +149,16 @@ static void deliver_stream(struct tp *tp, struct tp_peer *pe, uint32_t s)
 {
 	struct tp_stream_rx *sr = &pe->srx[s];
 
+	/* Messages of a reset session (orphans) are older than any of the
+	 * new one: while some wait, defer; tp__deliver_pending (tp_poll)
+	 * delivers the orphans, then the deferred streams. Without this the
+	 * frame that revealed a peer's restart, and the rest of its RX burst,
+	 * delivered new-session messages before the old session's. */
+	if (ZB_UNLIKELY(tp->orphans != NULL)) {
+		if (!sr->deferred)
+			mark_deferred(tp, pe, s);
+		return;
+	}
 	while (!sr->deferred) {
 		struct tp_msg *m = hfind(tp, msg_key(pe->node, (uint16_t)s,
 						     sr->next_deliver), NULL);

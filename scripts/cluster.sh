@@ -39,7 +39,8 @@
 # (in the node's namespace) asks node I.
 #
 # Every name carries the tag (default: $ZBN_TAG or "default") so parallel
-# clusters never collide. Configs, logs, pid files: D (default /tmp/zbn-T).
+# clusters never collide; names start with $ZBN_PREFIX (default "zbn").
+# Configs, logs, pid files: D (default /tmp/zbn-T).
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
 # ZBN_LCORES (default 0-1), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
 # ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096),
@@ -69,7 +70,7 @@ while [ $# -gt 0 ]; do
 done
 [[ $TAG =~ ^[A-Za-z0-9_]{1,24}$ ]] || die "bad tag '$TAG' (letters, digits, _; 1..24)"
 DIR=${DIR:-/tmp/zbn-$TAG}
-PFX=zbn-$TAG
+PFX=${ZBN_PREFIX:-zbn}-$TAG
 HUB=$PFX-hub
 PROBE=$PFX-probe
 

@@ -1,5 +1,6 @@
 # tests/dataplane/lib.sh — helpers for the dataplane shell tests. Source it
-# after tests/common/tap.sh.
+# after tests/common/tap.sh. ZBDT_KEEP=DIR: copy the test's work directory
+# (configs, node outputs) to DIR before it is removed, for a post-mortem.
 ZBMD=${ZBMD_BUILD:?}/bin/zbmd
 T=$(mktemp -d /tmp/zbmd-node-test.XXXXXX)
 PIDS=()
@@ -9,6 +10,7 @@ cleanup_lib() {
 	for x in "${PREFIXES[@]}"; do
 		[ -n "$x" ] && rm -rf "/var/run/dpdk/$x" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$x"
 	done
+	[ -n "${ZBDT_KEEP:-}" ] && cp -r "$T" "$ZBDT_KEEP" 2>/dev/null
 	rm -rf "$T"
 }
 # root with network namespaces, or skip
@@ -54,4 +56,57 @@ idle_spin_us = 50
 id = 7
 $4
 EOC
+}
+
+# have_netem: 0 when this kernel has sch_netem (tc qdisc ... netem works)
+have_netem() {
+	local ns=zbdt-nt$$ r=1
+	ip netns add "$ns" 2>/dev/null || return 1
+	ip -n "$ns" link add d0 type dummy 2>/dev/null &&
+		tc -n "$ns" qdisc add dev d0 root netem loss 1% 2>/dev/null && r=0
+	ip netns del "$ns" 2>/dev/null
+	return $r
+}
+
+# lossy_cluster N LOSS DUP REORDER SEED: `$CL up N` with every node's link
+# impaired (LOSS/DUP/REORDER in %): tc netem on the hub-side veths where the
+# kernel has sch_netem, else tests/dataplane/helper_impair as the hub
+# (--no-bridge; its output in $T/impair, its pid in IMPAIR_PID). Sets
+# LOSSY_HOW to a sentence saying which one. Needs CL and T.
+IMPAIR_PID=
+LOSSY_HOW=
+lossy_cluster() {
+	local n=$1 loss=$2 dup=$3 reo=$4 seed=$5 i ifs=()
+	if have_netem; then
+		$CL up "$n" >/dev/null || return 1
+		$CL netem "delay 1ms loss $loss% duplicate $dup% reorder $reo% 50%" || return 1
+		LOSSY_HOW="tc netem (loss $loss% duplicate $dup% reorder $reo%) on every node link"
+		return 0
+	fi
+	$CL up "$n" --no-bridge >/dev/null || return 1
+	for ((i = 1; i <= n; i++)); do ifs+=("h$i"); done
+	$CL exec hub "$ZBMD_BUILD/tests/dataplane/helper_impair" --loss "$loss" \
+		--dup "$dup" --reorder "$reo" --seed "$seed" "${ifs[@]}" >"$T/impair" 2>&1 &
+	IMPAIR_PID=$!; PIDS+=($!)
+	LOSSY_HOW="no sch_netem in this kernel: helper_impair hub (loss $loss% dup $dup% reorder $reo%) between all $n nodes"
+	wait_for "$T/impair" 'ready' 20
+}
+
+# impair_stop: stop the hub (if any) and wait for its counters line; call
+# it in the test's own shell (not in $(...): a subshell cannot wait for it).
+# impair_line: that line, or "netem".
+impair_stop() {
+	[ -n "$IMPAIR_PID" ] || return 0
+	kill -TERM "$IMPAIR_PID" 2>/dev/null; wait "$IMPAIR_PID" 2>/dev/null
+	wait_for "$T/impair" 'impair: forwarded' 5
+}
+impair_line() {
+	[ -n "$IMPAIR_PID" ] || { echo "netem"; return 0; }
+	grep 'impair: forwarded' "$T/impair" | tail -1
+}
+
+# field FILE PREFIX KEY: the value of KEY=... on FILE's last line starting
+# with PREFIX (e.g. field "$T/x1" RESULT retransmits)
+field() {
+	grep "^$2" "$1" | tail -1 | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1
 }
