@@ -30,7 +30,7 @@
 # Every name carries the tag (default: $ZBN_TAG or "default") so parallel
 # clusters never collide. Configs, logs, pid files: D (default /tmp/zbn-T).
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
-# ZBN_LCORES (default 0-1), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
+# ZBN_LCORES (default 0-1: node I polls on CPU I mod 2), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
 # ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096),
 # ZBN_RTO_US_MIN (5000), ZBN_EXTRA_INI (text appended to every node's config),
 # ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60), ZBN_PEER_MAC=arp
@@ -77,6 +77,10 @@ write_config() {  # write_config I N MODE
 		echo "[eal]"; echo "lcores = ${ZBN_LCORES:-0-1}"
 		echo "memory_mb = ${ZBN_MEMORY_MB:-256}"; echo "hugepages = false"
 		echo "file_prefix = $PFX-$i"; echo "log_level = 4"
+		# 2 lcores on 2 CPUs: node I polls on CPU (I mod 2) (main lcore on
+		# the other), so two nodes' loops do not share one CPU
+		[ "${ZBN_LCORES:-0-1}" = 0-1 ] && [ $((i % 2)) -eq 0 ] &&
+			echo "extra_args = --main-lcore 1"
 		echo "[dataplane]"; echo "idle = ${ZBN_IDLE:-adaptive}"
 		echo "[cluster]"; echo "id = 77"
 		# shared cores: a node can be descheduled for milliseconds, so a
