@@ -9,7 +9,9 @@
  */
 #include "internal.h"
 
+#include <sched.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
@@ -177,17 +179,28 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 	}
 }
 
-/* Adaptive idle: spin for idle_spin_tsc after the last work, then sleep
- * 1, 2, 4 ... us up to idle_sleep_us_max, never past the transport's next
- * timer; any work resets it. */
+/* Adaptive idle, three stages after the last work (any work resets it):
+ *  1. spin (rte_pause) for idle_spin_tsc;
+ *  2. yield the CPU (sched_yield) for DP_IDLE_YIELD_US more: another loop
+ *     sharing this CPU (local clusters put several nodes on 2 cores) runs
+ *     at once, while a loop alone on its CPU keeps polling at ~1 us —
+ *     sleeping here instead costs a frame burst up to a sleep's length in
+ *     latency (the window fills, the sender waits for our ack);
+ *  3. sleep 1, 2, 4 ... us up to idle_sleep_us_max, never past the
+ *     transport's next timer (timer slack is 1 us on adaptive loops, so a
+ *     short sleep is short). */
 static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
-			uint32_t *sleep_us)
+			uint32_t *sleep_us, uint64_t yield_tsc)
 {
 	struct dp_node *n = &dp__node;
 	if (*idle_since == 0)
 		*idle_since = now;
 	if (!n->adaptive || now - *idle_since < n->idle_spin_tsc) {
 		rte_pause();
+		return;
+	}
+	if (now - *idle_since < n->idle_spin_tsc + yield_tsc) {
+		sched_yield();
 		return;
 	}
 	*sleep_us = *sleep_us ? *sleep_us * 2 : 1;
@@ -216,10 +229,13 @@ int dp__lcore_main(void *arg)
 	const uint16_t nb_ports = n->nb_ports;
 	uint64_t idle_since = 0, next_timer = 0;
 	uint32_t sleep_us = 0;
+	const uint64_t yield_tsc = rte_get_tsc_hz() / 1000000 * DP_IDLE_YIELD_US;
 
 	ZB_ASSERT(lc != NULL && lc->lcore_id == rte_lcore_id());
 	ZB_ASSERT(burst > 0 && burst <= DP_BURST_MAX);
 	RTE_PER_LCORE(dp_index) = (int)lc->index;
+	if (n->adaptive)   /* short sleeps stay short (default slack: 50 us) */
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 
 	while (!__atomic_load_n(&n->quit, __ATOMIC_RELAXED)) {
 		const uint64_t now = rte_rdtsc();
@@ -257,7 +273,7 @@ int dp__lcore_main(void *arg)
 			sleep_us = 0;
 		} else {
 			DP_STAT_ADD(lc, idle_iterations, 1);
-			idle(lc, now, &idle_since, &sleep_us);
+			idle(lc, now, &idle_since, &sleep_us, yield_tsc);
 		}
 	}
 	tx_flush(lc, nb_ports);
