@@ -307,7 +307,9 @@ static void on_send_done(void *arg, unsigned index, uint64_t cookie, int status)
 {
 	(void)arg;
 	(void)index;
-	if (status != 0) {
+	if (status != 0 && client && phase == P_WAIT) {
+		ping_out = 0;   /* the peer is still starting: ask again */
+	} else if (status != 0) {
 		failures++;
 		printf("FAIL send: %s\n", zb_strerror(status));
 	}
