@@ -180,26 +180,29 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 }
 
 /* Adaptive idle, three stages after the last work (any work resets it):
- *  1. spin (rte_pause) for idle_spin_tsc;
- *  2. yield the CPU (sched_yield) for DP_IDLE_YIELD_US more: another loop
- *     sharing this CPU (local clusters put several nodes on 2 cores) runs
- *     at once, while a loop alone on its CPU keeps polling at ~1 us —
- *     sleeping here instead costs a frame burst up to a sleep's length in
- *     latency (the window fills, the sender waits for our ack);
+ *  1. spin (rte_pause) for DP_IDLE_PAUSE_US (or idle_spin_us if shorter);
+ *  2. keep polling but yield the CPU (sched_yield) on every idle iteration
+ *     until idle_spin_us + DP_IDLE_YIELD_US: another loop sharing this CPU
+ *     (local clusters put several nodes on 2 cores) runs at once, while a
+ *     loop alone on its CPU keeps polling at ~1 us. Spinning 100 us before
+ *     yielding made a ping-pong between two nodes on one CPU take ~300 us;
+ *     sleeping instead costs up to a sleep's length per hop (memif has no
+ *     RX interrupt to wake us);
  *  3. sleep 1, 2, 4 ... us up to idle_sleep_us_max, never past the
  *     transport's next timer (timer slack is 1 us on adaptive loops, so a
  *     short sleep is short). */
 static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
-			uint32_t *sleep_us, uint64_t yield_tsc)
+			uint32_t *sleep_us, uint64_t pause_tsc, uint64_t yield_tsc)
 {
 	struct dp_node *n = &dp__node;
 	if (*idle_since == 0)
 		*idle_since = now;
-	if (!n->adaptive || now - *idle_since < n->idle_spin_tsc) {
+	uint64_t idle_tsc = now - *idle_since;
+	if (!n->adaptive || (idle_tsc < pause_tsc && idle_tsc < n->idle_spin_tsc)) {
 		rte_pause();
 		return;
 	}
-	if (now - *idle_since < n->idle_spin_tsc + yield_tsc) {
+	if (idle_tsc < n->idle_spin_tsc + yield_tsc) {
 		sched_yield();
 		return;
 	}
@@ -230,6 +233,7 @@ int dp__lcore_main(void *arg)
 	uint64_t idle_since = 0, next_timer = 0;
 	uint32_t sleep_us = 0;
 	const uint64_t yield_tsc = rte_get_tsc_hz() / 1000000 * DP_IDLE_YIELD_US;
+	const uint64_t pause_tsc = rte_get_tsc_hz() / 1000000 * DP_IDLE_PAUSE_US;
 
 	ZB_ASSERT(lc != NULL && lc->lcore_id == rte_lcore_id());
 	ZB_ASSERT(burst > 0 && burst <= DP_BURST_MAX);
@@ -273,7 +277,8 @@ int dp__lcore_main(void *arg)
 			sleep_us = 0;
 		} else {
 			DP_STAT_ADD(lc, idle_iterations, 1);
-			idle(lc, now, &idle_since, &sleep_us, yield_tsc);
+			idle(lc, now, &idle_since, &sleep_us, pause_tsc,
+			     yield_tsc);
 		}
 	}
 	tx_flush(lc, nb_ports);
