@@ -90,11 +90,17 @@ run_testpmd() {
 		>"$W/tpA.$sz" 2>&1 </dev/null &
 	local pa=$!; PIDS+=($pa)
 	sleep 1.5
-	timeout -k 2 $((TPMD_S + 2)) dpdk-testpmd -l 0-1 --main-lcore 1 "${common[@]}" --file-prefix zbperf-tp$$B \
+	timeout -k 2 $((TPMD_S + 20)) dpdk-testpmd -l 0-1 --main-lcore 1 "${common[@]}" --file-prefix zbperf-tp$$B \
 		--vdev "net_memif0,role=client,socket=$s,bsize=$bs" -- --total-num-mbufs=16384 "${extra[@]}" \
 		--burst=64 --forward-mode=txonly --txpkts="$sz" --stats-period 1 --auto-start --nb-cores=1 \
-		>"$W/tpB.$sz" 2>&1 </dev/null
+		>"$W/tpB.$sz" 2>&1 </dev/null &
+	local pb=$!; PIDS+=($pb)
+	# the receiver stops first (DPDK 22.11's memif may crash on the side
+	# whose peer leaves; only the receiver's figures are read)
+	wait_for "$W/tpA.$sz" 'Rx-pps: +[1-9]' 15
+	sleep "$TPMD_S"
 	kill -INT $pa 2>/dev/null; wait $pa 2>/dev/null
+	kill -INT $pb 2>/dev/null; wait $pb 2>/dev/null
 	# median of the receiver's per-second rates while traffic flowed
 	R[tp.$sz]=$(grep -h 'Rx-pps:' "$W/tpA.$sz" | awk '$2 > 0 {print $2}' | sort -n |
 		awk '{a[NR]=$1} END {if (NR) printf "%.3f", a[int((NR+1)/2)]/1e6}')
