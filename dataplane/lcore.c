@@ -231,7 +231,7 @@ int dp__lcore_main(void *arg)
 	const uint16_t burst = n->burst;
 	const uint16_t nb_ports = n->nb_ports;
 	uint64_t idle_since = 0, next_timer = 0;
-	uint32_t sleep_us = 0;
+	uint32_t sleep_us = 0, backlog_skips = 0;
 	const uint64_t yield_tsc = rte_get_tsc_hz() / 1000000 * DP_IDLE_YIELD_US;
 	const uint64_t pause_tsc = rte_get_tsc_hz() / 1000000 * DP_IDLE_PAUSE_US;
 
@@ -245,18 +245,36 @@ int dp__lcore_main(void *arg)
 		const uint64_t now = rte_rdtsc();
 		unsigned work = 0, events = 0;
 
-		for (uint16_t q = 0; q < lc->nb_rxq; q++)
-			work += rx_queue(lc, &lc->rxq[q], pkts, burst, now);
-		if (lc->inbox)
-			work += rx_inbox(lc, pkts, burst, now);
+		bool backlog = false;
+		for (uint16_t q = 0; q < lc->nb_rxq; q++) {
+			unsigned nb = rx_queue(lc, &lc->rxq[q], pkts, burst, now);
+			backlog |= nb == burst;
+			work += nb;
+		}
+		if (lc->inbox) {
+			unsigned nb = rx_inbox(lc, pkts, burst, now);
+			backlog |= nb == burst;
+			work += nb;
+		}
 
 		uint32_t np = __atomic_load_n(&lc->nb_pollers, __ATOMIC_ACQUIRE);
 		for (uint32_t i = 0; i < np; i++)
 			events += lc->pollers[i].fn(lc->pollers[i].arg, now);
 		if (n->actor_fn)
 			events += n->actor_fn(n->actor_arg, lc->index, now);
-		if (n->has_link)
-			events += dp__link_poll(lc->index, now);
+		/* Transport timers wait while a queue still holds frames (a full
+		 * burst came in), for up to DP_RX_BACKLOG_SKIPS iterations: after
+		 * the loop was descheduled for longer than an RTO, the acks that
+		 * answer our frames are in that backlog, and firing the RTO first
+		 * retransmits a whole window for nothing. */
+		if (n->has_link) {
+			if (backlog && backlog_skips < DP_RX_BACKLOG_SKIPS) {
+				backlog_skips++;
+			} else {
+				backlog_skips = 0;
+				events += dp__link_poll(lc->index, now);
+			}
+		}
 
 		tx_flush(lc, nb_ports);
 
