@@ -20,6 +20,9 @@
 #define DP_RXQ_MAX CFG_MAX_PORTS /* one queue per port per lcore */
 #define DP_TIMER_US_DEFAULT 100
 #define DP_INBOX_SIZE 4096       /* frames in flight between lcores, per lane */
+#define DP_RX_BACKLOG_SKIPS 16   /* iterations transport timers wait for RX backlog */
+#define DP_IDLE_PAUSE_US 10      /* adaptive: pure spin before yielding */
+#define DP_IDLE_YIELD_US 2000    /* adaptive: sched_yield stage after the spin */
 
 static_assert(CFG_MAX_LCORES <= RTE_MAX_LCORE, "lcore tables");
 

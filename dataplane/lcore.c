@@ -9,7 +9,9 @@
  */
 #include "internal.h"
 
+#include <sched.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
@@ -177,17 +179,31 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 	}
 }
 
-/* Adaptive idle: spin for idle_spin_tsc after the last work, then sleep
- * 1, 2, 4 ... us up to idle_sleep_us_max, never past the transport's next
- * timer; any work resets it. */
+/* Adaptive idle, three stages after the last work (any work resets it):
+ *  1. spin (rte_pause) for DP_IDLE_PAUSE_US (or idle_spin_us if shorter);
+ *  2. keep polling but yield the CPU (sched_yield) on every idle iteration
+ *     until idle_spin_us + DP_IDLE_YIELD_US: another loop sharing this CPU
+ *     (local clusters put several nodes on 2 cores) runs at once, while a
+ *     loop alone on its CPU keeps polling at ~1 us. Spinning 100 us before
+ *     yielding made a ping-pong between two nodes on one CPU take ~300 us;
+ *     sleeping instead costs up to a sleep's length per hop (memif has no
+ *     RX interrupt to wake us);
+ *  3. sleep 1, 2, 4 ... us up to idle_sleep_us_max, never past the
+ *     transport's next timer (timer slack is 1 us on adaptive loops, so a
+ *     short sleep is short). */
 static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
-			uint32_t *sleep_us)
+			uint32_t *sleep_us, uint64_t pause_tsc, uint64_t yield_tsc)
 {
 	struct dp_node *n = &dp__node;
 	if (*idle_since == 0)
 		*idle_since = now;
-	if (!n->adaptive || now - *idle_since < n->idle_spin_tsc) {
+	uint64_t idle_tsc = now - *idle_since;
+	if (!n->adaptive || (idle_tsc < pause_tsc && idle_tsc < n->idle_spin_tsc)) {
 		rte_pause();
+		return;
+	}
+	if (idle_tsc < n->idle_spin_tsc + yield_tsc) {
+		sched_yield();
 		return;
 	}
 	*sleep_us = *sleep_us ? *sleep_us * 2 : 1;
@@ -215,28 +231,50 @@ int dp__lcore_main(void *arg)
 	const uint16_t burst = n->burst;
 	const uint16_t nb_ports = n->nb_ports;
 	uint64_t idle_since = 0, next_timer = 0;
-	uint32_t sleep_us = 0;
+	uint32_t sleep_us = 0, backlog_skips = 0;
+	const uint64_t yield_tsc = rte_get_tsc_hz() / 1000000 * DP_IDLE_YIELD_US;
+	const uint64_t pause_tsc = rte_get_tsc_hz() / 1000000 * DP_IDLE_PAUSE_US;
 
 	ZB_ASSERT(lc != NULL && lc->lcore_id == rte_lcore_id());
 	ZB_ASSERT(burst > 0 && burst <= DP_BURST_MAX);
 	RTE_PER_LCORE(dp_index) = (int)lc->index;
+	if (n->adaptive)   /* short sleeps stay short (default slack: 50 us) */
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 
 	while (!__atomic_load_n(&n->quit, __ATOMIC_RELAXED)) {
 		const uint64_t now = rte_rdtsc();
 		unsigned work = 0, events = 0;
 
-		for (uint16_t q = 0; q < lc->nb_rxq; q++)
-			work += rx_queue(lc, &lc->rxq[q], pkts, burst, now);
-		if (lc->inbox)
-			work += rx_inbox(lc, pkts, burst, now);
+		bool backlog = false;
+		for (uint16_t q = 0; q < lc->nb_rxq; q++) {
+			unsigned nb = rx_queue(lc, &lc->rxq[q], pkts, burst, now);
+			backlog |= nb == burst;
+			work += nb;
+		}
+		if (lc->inbox) {
+			unsigned nb = rx_inbox(lc, pkts, burst, now);
+			backlog |= nb == burst;
+			work += nb;
+		}
 
 		uint32_t np = __atomic_load_n(&lc->nb_pollers, __ATOMIC_ACQUIRE);
 		for (uint32_t i = 0; i < np; i++)
 			events += lc->pollers[i].fn(lc->pollers[i].arg, now);
 		if (n->actor_fn)
 			events += n->actor_fn(n->actor_arg, lc->index, now);
-		if (n->has_link)
-			events += dp__link_poll(lc->index, now);
+		/* Transport timers wait while a queue still holds frames (a full
+		 * burst came in), for up to DP_RX_BACKLOG_SKIPS iterations: after
+		 * the loop was descheduled for longer than an RTO, the acks that
+		 * answer our frames are in that backlog, and firing the RTO first
+		 * retransmits a whole window for nothing. */
+		if (n->has_link) {
+			if (backlog && backlog_skips < DP_RX_BACKLOG_SKIPS) {
+				backlog_skips++;
+			} else {
+				backlog_skips = 0;
+				events += dp__link_poll(lc->index, now);
+			}
+		}
 
 		tx_flush(lc, nb_ports);
 
@@ -257,7 +295,8 @@ int dp__lcore_main(void *arg)
 			sleep_us = 0;
 		} else {
 			DP_STAT_ADD(lc, idle_iterations, 1);
-			idle(lc, now, &idle_since, &sleep_us);
+			idle(lc, now, &idle_since, &sleep_us, pause_tsc,
+			     yield_tsc);
 		}
 	}
 	tx_flush(lc, nb_ports);

@@ -181,6 +181,7 @@ void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
 		tp_rx(l->tp, rte_pktmbuf_mtod(m, const void *),
 		      rte_pktmbuf_data_len(m), flags, now);
 	}
+	tp_rx_flush(l->tp, now);   /* one ack per peer for the burst */
 	rte_pktmbuf_free_bulk(pkts, nb);
 	l->deadline_ns = tp_next_deadline(l->tp);
 }
@@ -239,6 +240,7 @@ static void fill_params(struct tp_params *tpp, const struct dp_node *n,
 			mtu = n->ports[k].mtu;
 	tpp->mtu = mtu;
 	tpp->max_peers = CFG_MAX_NODES;
+	tpp->rx_batch = 1;   /* dp__link_rx flushes acks after each burst */
 	if (cfg->transport.window)
 		tpp->window = cfg->transport.window;
 	if (cfg->transport.rto_us_min)

@@ -76,12 +76,19 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	p->nb_rxq = clamp_queues(info.max_rx_queues, n->nb_lcores);
 	p->nb_txq = clamp_queues(info.max_tx_queues, n->nb_lcores);
 	p->mtu = cp->mtu ? cp->mtu : RTE_ETHER_MTU;
-	if (p->mtu < info.min_mtu || p->mtu > info.max_mtu)
+	/* memif (DPDK 22.11) advertises 1518-byte frames but moves frames of
+	 * any length (chained ring buffers, copied into one mbuf as long as
+	 * its data room allows): take jumbo frames on it with the device
+	 * configured at its advertised MTU and mbufs sized for ours. */
+	bool memif_jumbo = strcmp(info.driver_name, "net_memif") == 0 &&
+			   p->mtu > RTE_ETHER_MTU;
+	uint16_t dev_mtu = memif_jumbo ? RTE_ETHER_MTU : p->mtu;
+	if (p->mtu < info.min_mtu || dev_mtu > info.max_mtu)
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "port.%u (%s): mtu %u is outside what the device allows (%u..%u)",
 			       idx, p->name, p->mtu, info.min_mtu, info.max_mtu);
 	uint32_t frame = (uint32_t)p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
-	if (info.max_rx_pktlen && frame > info.max_rx_pktlen)
+	if (info.max_rx_pktlen && frame > info.max_rx_pktlen && !memif_jumbo)
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "port.%u (%s): mtu %u needs %u-byte frames; the device takes %u (af_packet: raise framesz=)",
 			       idx, p->name, p->mtu, frame, info.max_rx_pktlen);
@@ -91,7 +98,7 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	p->data_room = (uint16_t)room;
 
 	memset(&conf, 0, sizeof(conf));
-	conf.rxmode.mtu = p->mtu;
+	conf.rxmode.mtu = dev_mtu;
 	if (p->nb_rxq > 1 && (info.flow_type_rss_offloads &
 			      (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP))) {
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;

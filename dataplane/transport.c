@@ -68,6 +68,9 @@ static int alloc_peers(struct tp *tp)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < p->max_peers; i++)
 		tp->peers[i].node = (uint16_t)i;
+	tp->ackq = calloc(p->max_peers, sizeof(*tp->ackq));
+	if (!tp->ackq)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -173,6 +176,7 @@ fail:
 	free(tp->rxpool);
 	free(tp->inline_slab);
 	free(tp->txpool);
+	free(tp->ackq);
 	free(tp->peers);
 	free(tp);
 	return rc;
@@ -203,6 +207,7 @@ void tp_destroy(struct tp *tp)
 	free(tp->rxpool);
 	free(tp->inline_slab);
 	free(tp->txpool);
+	free(tp->ackq);
 	free(tp->peers);
 	free(tp);
 }
@@ -388,6 +393,8 @@ uint64_t tp_poll(struct tp *tp, uint64_t now_ns)
 	uint64_t next = UINT64_MAX;
 
 	ZB_DASSERT(tp != NULL);
+	if (tp->ackq_len)
+		tp_rx_flush(tp, now_ns);
 	if (tp->fault_held)
 		tp__fault_flush(tp, now_ns);
 	if (tp->orphans || tp->deferred_peers)
@@ -420,7 +427,7 @@ uint64_t tp_poll(struct tp *tp, uint64_t now_ns)
 uint64_t tp_next_deadline(const struct tp *tp)
 {
 	ZB_DASSERT(tp != NULL);
-	if (tp->fault_held || tp->orphans || tp->deferred_peers)
+	if (tp->fault_held || tp->orphans || tp->deferred_peers || tp->ackq_len)
 		return 0;
 	return tp->deadline;
 }

@@ -18,3 +18,14 @@ fuzz-transport:
 		tests/transport/fuzz_rx.c $(transport_SRCS) common/common.c \
 		-o $(BUILD)/fuzz/fuzz_rx
 	$(BUILD)/fuzz/fuzz_rx -max_total_time=$(FUZZ_SECS) -max_len=9200 -print_final_stats=1
+
+# ---- bench-transport (figures only, never part of `make test`) ------------
+# zbmd over memif and veth/af_packet next to kernel UDP/TCP and dpdk-testpmd
+# raw memif, one table (bench/transport/run.sh; needs root). ~1-2 minutes.
+$(BUILD)/bin/kbench: bench/transport/kbench.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@
+
+.PHONY: bench-transport
+bench-transport: $(BUILD)/tests/dataplane/helper_bench_tp $(BUILD)/bin/kbench
+	bench/transport/run.sh

@@ -96,6 +96,7 @@ struct tp_peer {
 	uint32_t ack_pending;           /* in-order frames not yet acked */
 	uint64_t ack_due;               /* 0: none armed */
 	uint8_t ack_now, has_deferred;
+	uint8_t ack_held;               /* in tp->ackq (rx_batch) */
 	uint64_t stale_reply_ns;
 };
 
@@ -146,6 +147,8 @@ struct tp {
 	struct tp_fault_slot fslot[TP_FAULT_SLOTS];
 
 	uint64_t deadline;
+	uint16_t *ackq;                 /* [max_peers]: peers with a held ack */
+	uint32_t ackq_len;
 	uint32_t deferred_peers;        /* peers with has_deferred */
 	uint8_t hdr[WIRE_HDRS_LEN];     /* scratch for TX headers */
 	struct tp_stats st;

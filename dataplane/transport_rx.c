@@ -432,12 +432,32 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 			goto bad;
 	}
 	tp__pump(tp, pe, now);            /* the ack may have opened the window */
-	if (pe->ack_now)
-		tp__send_ack(tp, pe, 0, now);
+	if (pe->ack_now) {
+		if (!tp->p.rx_batch)
+			tp__send_ack(tp, pe, 0, now);
+		else if (!pe->ack_held) {  /* one ack for the burst: tp_rx_flush */
+			pe->ack_held = 1;
+			tp->ackq[tp->ackq_len++] = pe->node;
+		}
+	}
 	return 0;
 bad:
 	tp__bad(tp, r);
 	return ZB_ERR_BAD_FRAME;
+}
+
+void tp_rx_flush(struct tp *tp, uint64_t now_ns)
+{
+	ZB_DASSERT(tp != NULL && tp->ackq_len <= tp->p.max_peers);
+	for (uint32_t i = 0; i < tp->ackq_len; i++) {
+		struct tp_peer *pe = &tp->peers[tp->ackq[i]];
+
+		pe->ack_held = 0;
+		/* a data frame sent since may have carried the ack already */
+		if (pe->ack_now && pe->present)
+			tp__send_ack(tp, pe, 0, now_ns);
+	}
+	tp->ackq_len = 0;
 }
 
 int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,

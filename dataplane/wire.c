@@ -92,9 +92,16 @@ uint32_t wire_csum_add(uint32_t sum, const void *buf, size_t len)
 	 * ones'-complement sum does not depend on the grouping or on byte
 	 * order up to a final swap (RFC 1071 section 2(B)). */
 	while (len >= 32) {
-		uint32_t w[8];
-		memcpy(w, p, 32);
-		acc += (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
+		/* four 64-bit loads split into 32-bit halves: no stack copy
+		 * (a 32-byte array made the compiler store vectors and reload
+		 * words: store-forwarding stalls on every frame header) */
+		uint64_t a, b, c, d;
+		memcpy(&a, p, 8);
+		memcpy(&b, p + 8, 8);
+		memcpy(&c, p + 16, 8);
+		memcpy(&d, p + 24, 8);
+		acc += (a & 0xffffffffu) + (a >> 32) + (b & 0xffffffffu) + (b >> 32) +
+		       (c & 0xffffffffu) + (c >> 32) + (d & 0xffffffffu) + (d >> 32);
 		p += 32;
 		len -= 32;
 	}

@@ -42,7 +42,7 @@
 # clusters never collide; names start with $ZBN_PREFIX (default "zbn").
 # Configs, logs, pid files: D (default /tmp/zbn-T).
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
-# ZBN_LCORES (default 0-1), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
+# ZBN_LCORES (default 0-1: node I polls on CPU I mod 2), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
 # ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096),
 # ZBN_RTO_US_MIN (5000), ZBN_EXTRA_INI (text appended to every node's config),
 # ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60), ZBN_PEER_MAC=arp
@@ -101,6 +101,10 @@ write_config() {  # write_config I N MODE
 		echo "[eal]"; echo "lcores = ${ZBN_LCORES:-0-1}"
 		echo "memory_mb = ${ZBN_MEMORY_MB:-256}"; echo "hugepages = false"
 		echo "file_prefix = $PFX-$i"; echo "log_level = 4"
+		# 2 lcores on 2 CPUs: node I polls on CPU (I mod 2) (main lcore on
+		# the other), so two nodes' loops do not share one CPU
+		[ "${ZBN_LCORES:-0-1}" = 0-1 ] && [ $((i % 2)) -eq 0 ] &&
+			echo "extra_args = --main-lcore 1"
 		echo "[dataplane]"; echo "idle = ${ZBN_IDLE:-adaptive}"
 		control_ini "$i" "$n" "$m"
 		# shared cores: a node can be descheduled for milliseconds, so a
@@ -124,7 +128,9 @@ write_config() {  # write_config I N MODE
 				local a=$((i < j ? i : j)) b=$((i < j ? j : i)) role=client
 				[ "$i" -lt "$j" ] && role=server
 				echo "[port.$k]"
-				echo "vdev = net_memif$k,role=$role,id=0,socket=$DIR/memif-$a-$b.sock"
+				# ring buffers that hold a whole frame (one per frame)
+				local bs=2048; [ "${ZBN_MTU:-1500}" -gt 2000 ] && bs=$(( (ZBN_MTU + 64 + 1023) / 1024 * 1024 ))
+				echo "vdev = net_memif$k,role=$role,id=0,socket=$DIR/memif-$a-$b.sock,bsize=$bs"
 				echo "ip = 10.78.0.$i/24"; echo "mac = $(mac_of 63 "$i")"
 				echo "mtu = ${ZBN_MTU:-1500}"
 				echo "[peer.$j]"; echo "ip = 10.78.0.$j"

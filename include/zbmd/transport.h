@@ -166,6 +166,12 @@ struct tp_params {
 	uint32_t tx_msgs;        /* send descriptors; 0 = 2 * window */
 	uint16_t inline_max;     /* tp_send copies messages up to this size */
 	unsigned tx_flags;       /* WIRE_TX_UDP_CSUM */
+	/* rx_batch != 0: an ack that tp_rx() would send at once (ACKREQ, a
+	 * hole, ack_every reached) is held until tp_rx_flush(), which the
+	 * link calls after each burst of tp_rx(): a burst is answered with
+	 * one ack per peer, not one per frame. tp_poll() flushes too, and
+	 * tp_next_deadline() is 0 while acks are held. 0: ack at once. */
+	uint8_t rx_batch;
 	struct tp_fault fault;
 };
 
@@ -230,6 +236,10 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
  * and counted in stats.bad[reason]). Never trusts the frame. */
 int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
 	  uint64_t now_ns);
+
+/* Send the acks held back by params.rx_batch (no-op otherwise / when none).
+ * Call after each burst of tp_rx() calls. */
+void tp_rx_flush(struct tp *tp, uint64_t now_ns);
 
 /* Timers: retransmissions (RTO with backoff), delayed acks, window probes,
  * held-back fault frames, deferred deliveries, peer-down detection.

@@ -1,0 +1,207 @@
+/* kbench — kernel-path peers for `make bench-transport`.
+ *
+ *   kbench udp-sink PORT                 count 64-byte datagrams (recvmmsg)
+ *                                        until 0.5 s pass without any after
+ *                                        the first; print the rate
+ *   kbench udp-blast IP PORT SECONDS     send 64-byte datagrams (sendmmsg,
+ *                                        batches of 64) for SECONDS
+ *   kbench tcp-echo PORT                 echo one connection's bytes back
+ *   kbench tcp-ping IP PORT N            N ping-pongs of 64 bytes (after 1000
+ *                                        warm-up ones); print RTT p50/p99
+ *
+ * Output: "RESULT key=value ..." lines. Exit 0 ok, 1 failure, 2 usage. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DGRAM 64
+#define BATCH 64
+#define WARM 1000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int parse_addr(const char *ip, const char *port, struct sockaddr_in *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)atoi(port));
+	if (ip && inet_pton(AF_INET, ip, &sa->sin_addr) != 1)
+		return -1;
+	if (!ip)
+		sa->sin_addr.s_addr = htonl(INADDR_ANY);
+	return 0;
+}
+
+static int udp_sink(const char *port)
+{
+	struct sockaddr_in sa;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), big = 8 << 20;
+	if (fd < 0 || parse_addr(NULL, port, &sa) || bind(fd, (void *)&sa, sizeof(sa))) {
+		perror("udp-sink");
+		return 1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	printf("READY\n");
+	fflush(stdout);
+	static char bufs[BATCH][DGRAM + 64];
+	struct mmsghdr mh[BATCH];
+	struct iovec iov[BATCH];
+	uint64_t count = 0, first = 0, last = 0;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int to = count ? 500 : 30000;
+		if (poll(&p, 1, to) <= 0)
+			break;
+		for (int i = 0; i < BATCH; i++) {
+			iov[i] = (struct iovec){bufs[i], sizeof(bufs[i])};
+			memset(&mh[i], 0, sizeof(mh[i]));
+			mh[i].msg_hdr.msg_iov = &iov[i];
+			mh[i].msg_hdr.msg_iovlen = 1;
+		}
+		int n = recvmmsg(fd, mh, BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			continue;
+		if (!count)
+			first = now_ns();
+		last = now_ns();
+		count += (uint64_t)n;
+	}
+	double s = (double)(last - first) / 1e9;
+	printf("RESULT udp_received=%lu seconds=%.3f rate_Mmsgs=%.3f\n",
+	       (unsigned long)count, s, s > 0 ? (double)count / s / 1e6 : 0.0);
+	close(fd);
+	return count ? 0 : 1;
+}
+
+static int udp_blast(const char *ip, const char *port, double secs)
+{
+	struct sockaddr_in sa;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || parse_addr(ip, port, &sa) || connect(fd, (void *)&sa, sizeof(sa))) {
+		perror("udp-blast");
+		return 1;
+	}
+	static char buf[DGRAM];
+	struct mmsghdr mh[BATCH];
+	struct iovec iov = {buf, sizeof(buf)};
+	for (int i = 0; i < BATCH; i++) {
+		memset(&mh[i], 0, sizeof(mh[i]));
+		mh[i].msg_hdr.msg_iov = &iov;
+		mh[i].msg_hdr.msg_iovlen = 1;
+	}
+	uint64_t t0 = now_ns(), sent = 0, end = t0 + (uint64_t)(secs * 1e9);
+	while (now_ns() < end) {
+		int n = sendmmsg(fd, mh, BATCH, 0);
+		if (n > 0)
+			sent += (uint64_t)n;
+		else if (errno != ENOBUFS && errno != EAGAIN && errno != ECONNREFUSED) {
+			perror("sendmmsg");
+			return 1;
+		}
+	}
+	printf("RESULT udp_sent=%lu\n", (unsigned long)sent);
+	close(fd);
+	return 0;
+}
+
+static int full_io(int fd, char *b, size_t len, int wr)
+{
+	size_t o = 0;
+	while (o < len) {
+		ssize_t n = wr ? write(fd, b + o, len - o) : read(fd, b + o, len - o);
+		if (n <= 0)
+			return -1;
+		o += (size_t)n;
+	}
+	return 0;
+}
+
+static int tcp_echo(const char *port)
+{
+	struct sockaddr_in sa;
+	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ls < 0 || parse_addr(NULL, port, &sa) || bind(ls, (void *)&sa, sizeof(sa)) ||
+	    listen(ls, 1)) {
+		perror("tcp-echo");
+		return 1;
+	}
+	printf("READY\n");
+	fflush(stdout);
+	int fd = accept(ls, NULL, NULL);
+	if (fd < 0)
+		return 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	char b[DGRAM];
+	while (full_io(fd, b, sizeof(b), 0) == 0 && full_io(fd, b, sizeof(b), 1) == 0)
+		;
+	close(fd);
+	close(ls);
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int tcp_ping(const char *ip, const char *port, long n)
+{
+	struct sockaddr_in sa;
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || parse_addr(ip, port, &sa) || connect(fd, (void *)&sa, sizeof(sa))) {
+		perror("tcp-ping");
+		return 1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	uint64_t *rtt = calloc((size_t)n, sizeof(*rtt));
+	char b[DGRAM] = {0};
+	for (long i = 0; i < n + WARM; i++) {
+		uint64_t t = now_ns();
+		if (full_io(fd, b, sizeof(b), 1) || full_io(fd, b, sizeof(b), 0)) {
+			perror("tcp-ping io");
+			return 1;
+		}
+		if (i >= WARM)
+			rtt[i - WARM] = now_ns() - t;
+	}
+	qsort(rtt, (size_t)n, sizeof(*rtt), cmp_u64);
+	printf("RESULT tcp_pings=%ld rtt_p50_us=%.2f rtt_p99_us=%.2f\n", n,
+	       rtt[n / 2] / 1e3, rtt[n * 99 / 100] / 1e3);
+	free(rtt);
+	close(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "udp-sink"))
+		return udp_sink(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "udp-blast"))
+		return udp_blast(argv[2], argv[3], atof(argv[4]));
+	if (argc == 3 && !strcmp(argv[1], "tcp-echo"))
+		return tcp_echo(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "tcp-ping") && atol(argv[4]) >= 100)
+		return tcp_ping(argv[2], argv[3], atol(argv[4]));
+	fprintf(stderr, "usage: kbench udp-sink PORT | udp-blast IP PORT SECS | "
+			"tcp-echo PORT | tcp-ping IP PORT N(>=100)\n");
+	return 2;
+}

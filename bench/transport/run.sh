@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# bench/transport/run.sh — `make bench-transport`: the zbmd transport between
+# two local nodes over memif and over veth/af_packet, side by side with the
+# kernel (UDP sendmmsg/recvmmsg rate, TCP ping-pong) on the same paths and
+# with dpdk-testpmd's raw memif packet rate as the ceiling. One run, one
+# table; ratios against each peer and against the goals of issue 4.
+#
+# Environment: ZBMD_BUILD (build dir), BENCH_RATE_S (1; 3 runs), BENCH_BULK_S (1.5),
+# BENCH_PINGS (20000), BENCH_MEMIF_MTU (9000), BENCH_TESTPMD_S (4).
+# Needs root (network namespaces). Cleans up on exit, also on failure.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=${ZBMD_BUILD:-$ROOT/build}
+H=$B/tests/dataplane/helper_bench_tp
+K=$B/bin/kbench
+RATE_S=${BENCH_RATE_S:-1}; BULK_S=${BENCH_BULK_S:-1.5}; PINGS=${BENCH_PINGS:-20000}
+MMTU=${BENCH_MEMIF_MTU:-9000}; TPMD_S=${BENCH_TESTPMD_S:-4}
+W=$(mktemp -d /tmp/zbperf-bench.XXXXXX)
+TAGM=zbperfm$$; TAGV=zbperfv$$
+CLM="$ROOT/scripts/cluster-memif.sh --tag $TAGM --dir $W/m"
+CLV="$ROOT/scripts/cluster.sh --tag $TAGV --dir $W/v"
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	$CLM down >/dev/null 2>&1; $CLV down >/dev/null 2>&1
+	rm -rf /var/run/dpdk/zbperf-tp$$A /var/run/dpdk/zbperf-tp$$B "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+[ "$(id -u)" -eq 0 ] || { echo "bench-transport: needs root (network namespaces)" >&2; exit 1; }
+for x in "$H" "$K"; do [ -x "$x" ] || { echo "bench-transport: missing $x (make first)" >&2; exit 1; }; done
+export ZBMD_BUILD=$B
+
+declare -A R   # results: R[path.key]
+log() { echo "bench-transport: $*" >&2; }
+wait_for() {  # FILE REGEX SECONDS
+	local deadline=$((SECONDS + $3))
+	until grep -qE "$2" "$1" 2>/dev/null; do
+		[ $SECONDS -ge "$deadline" ] && return 1
+		sleep 0.1
+	done
+}
+val() { grep -h "$1" "$2" | head -1 | tr ' ' '\n' | sed -n "s/^$3=//p"; }
+
+# zbmd pair: run_zbmd PATH CL DIR EXEC_PREFIX_1 EXEC_PREFIX_2
+run_zbmd() {
+	local path=$1 cl=$2 d=$3
+	$cl exec 1 "$H" -c "$d/node1.ini" --rate-s "$RATE_S" --bulk-s "$BULK_S" --pings "$PINGS" >"$d/b1" 2>&1 &
+	local p1=$!; PIDS+=($p1)
+	wait_for "$d/b1" '^READY' 60 || { log "$path: node 1 did not start"; tail -3 "$d/b1" >&2; return 1; }
+	$cl exec 2 "$H" -c "$d/node2.ini" >"$d/b2" 2>&1 &
+	local p2=$!; PIDS+=($p2)
+	wait_for "$d/b1" '^BENCH DONE' 90 || { log "$path: no result"; tail -3 "$d/b1" "$d/b2" >&2; }
+	kill -TERM $p1 $p2 2>/dev/null; wait $p1 $p2 2>/dev/null
+	R[$path.rate]=$(val 'rate_Mmsgs' "$d/b1" rate_Mmsgs)
+	R[$path.p50]=$(val 'rtt_p50' "$d/b1" rtt_p50_us)
+	R[$path.p99]=$(val 'rtt_p99' "$d/b1" rtt_p99_us)
+	R[$path.bulk1]=$(val 'bulk_size=1048576 ' "$d/b1" goodput_Gbps)
+	R[$path.bulk16]=$(val 'bulk_size=16777216 ' "$d/b1" goodput_Gbps)
+	R[$path.rtx]=$(val '^STATS node=1' "$d/b1" retransmits)
+	grep -q 'BENCH DONE failures=0' "$d/b1" || log "$path: checks failed: $(grep -h FAIL "$d/b1" "$d/b2" | head -3)"
+}
+
+# kernel peers in namespace pair (NS1 -> NS2 at IP2): run_kernel PATH NS1 NS2 IP2
+run_kernel() {
+	local path=$1 n1=$2 n2=$3 ip=$4 e1=() e2=()
+	[ -n "$n1" ] && e1=(ip netns exec "$n1"); [ -n "$n2" ] && e2=(ip netns exec "$n2")
+	"${e2[@]}" "$K" udp-sink 47471 >"$W/ku.$path" 2>&1 &
+	local ps=$!; PIDS+=($ps)
+	wait_for "$W/ku.$path" READY 10
+	"${e1[@]}" "$K" udp-blast "$ip" 47471 "$RATE_S" >/dev/null 2>&1
+	wait $ps 2>/dev/null
+	R[$path.krate]=$(val RESULT "$W/ku.$path" rate_Mmsgs)
+	"${e2[@]}" "$K" tcp-echo 47472 >"$W/kt.$path" 2>&1 &
+	ps=$!; PIDS+=($ps)
+	wait_for "$W/kt.$path" READY 10
+	"${e1[@]}" "$K" tcp-ping "$ip" 47472 "$PINGS" >"$W/kp.$path" 2>&1
+	wait $ps 2>/dev/null
+	R[$path.kp50]=$(val RESULT "$W/kp.$path" rtt_p50_us)
+	R[$path.kp99]=$(val RESULT "$W/kp.$path" rtt_p99_us)
+}
+
+# testpmd: raw memif rate at SIZE bytes, rxonly on one CPU, txonly on the other
+run_testpmd() {
+	local sz=$1 s=$W/tp.sock extra=() bs=2048
+	local common=(--no-huge -m 512 --no-pci --log-level=3)
+	timeout -k 2 $((TPMD_S + 20)) dpdk-testpmd -l 0-1 "${common[@]}" --file-prefix zbperf-tp$$A \
+		--vdev "net_memif0,role=server,socket=$s,bsize=$bs" -- --total-num-mbufs=16384 "${extra[@]}" \
+		--burst=64 --forward-mode=rxonly --stats-period 1 --auto-start --nb-cores=1 \
+		>"$W/tpA.$sz" 2>&1 </dev/null &
+	local pa=$!; PIDS+=($pa)
+	sleep 1.5
+	timeout -k 2 $((TPMD_S + 20)) dpdk-testpmd -l 0-1 --main-lcore 1 "${common[@]}" --file-prefix zbperf-tp$$B \
+		--vdev "net_memif0,role=client,socket=$s,bsize=$bs" -- --total-num-mbufs=16384 "${extra[@]}" \
+		--burst=64 --forward-mode=txonly --txpkts="$sz" --stats-period 1 --auto-start --nb-cores=1 \
+		>"$W/tpB.$sz" 2>&1 </dev/null &
+	local pb=$!; PIDS+=($pb)
+	# the receiver stops first (DPDK 22.11's memif may crash on the side
+	# whose peer leaves; only the receiver's figures are read)
+	wait_for "$W/tpA.$sz" 'Rx-pps: +[1-9]' 15
+	sleep "$TPMD_S"
+	kill -INT $pa 2>/dev/null; wait $pa 2>/dev/null
+	kill -INT $pb 2>/dev/null; wait $pb 2>/dev/null
+	# a ceiling: the best of the receiver's per-second rates (the machine
+	# is shared; the median swings with other processes' load)
+	R[tp.$sz]=$(grep -h 'Rx-pps:' "$W/tpA.$sz" | awk '$2 > 0 {print $2}' | sort -n |
+		awk '{a[NR]=$1} END {if (NR) printf "%.3f", a[NR]/1e6}')
+}
+
+log "memif: 2 nodes, mtu $MMTU"
+ZBN_MTU=$MMTU $CLM up 2 >/dev/null && run_zbmd memif "$CLM" "$W/m"
+$CLM down >/dev/null 2>&1
+if [ "$MMTU" != 1500 ]; then  # the same frame size as testpmd's 1500-byte ceiling
+	log "memif: 2 nodes, mtu 1500"
+	ZBN_MTU=1500 $CLM up 2 >/dev/null && run_zbmd memif1500 "$CLM" "$W/m"
+	$CLM down >/dev/null 2>&1
+fi
+
+log "veth/af_packet: 2 namespaces on a bridge"
+if $CLV up 2 >/dev/null; then
+	# the kernel on the very same veth/bridge path first (addresses
+	# lent to the kernel for the measurement, removed before zbmd starts)
+	ns1=zbn-$TAGV-1; ns2=zbn-$TAGV-2
+	ip -n $ns1 addr add 10.77.0.1/24 dev dp0; ip -n $ns2 addr add 10.77.0.2/24 dev dp0
+	log "kernel UDP/TCP over the veth path"
+	run_kernel veth $ns1 $ns2 10.77.0.2
+	ip -n $ns1 addr flush dev dp0; ip -n $ns2 addr flush dev dp0
+	log "kernel UDP/TCP over loopback (the memif comparison)"
+	run_kernel lo $ns1 $ns1 127.0.0.1
+	run_zbmd veth "$CLV" "$W/v"
+fi
+$CLV down >/dev/null 2>&1
+
+for sz in 64 1500; do
+	log "dpdk-testpmd raw memif, $sz-byte frames"
+	run_testpmd "$sz"
+done
+
+# ---- the table --------------------------------------------------------------
+g() { local v=${R[$1]:-}; echo "${v:-n/a}"; }
+ratio() {  # a / b, or n/a
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2fx", a / b }'
+}
+mark() {  # value goal higher|lower
+	awk -v v="$1" -v g="$2" -v d="$3" 'BEGIN { if (v == "n/a" || g == "n/a") print "n/a";
+		else if ((d == "higher" && v + 0 >= g + 0) || (d == "lower" && v + 0 <= g + 0)) print "MET";
+		else print "not met" }'
+}
+# raw memif payload ceiling at 1500-byte frames: pps x zbmd payload bytes
+# per frame (1500 IP MTU - 20 IP - 8 UDP - 72 zbmd = 1400)
+raw_gbps=$(awk -v p="$(g tp.1500)" 'BEGIN { if (p == "n/a") print "n/a"; else printf "%.2f", p * 1e6 * 1400 * 8 / 1e9 }')
+echo
+echo "== zbmd transport benchmark: 2 nodes, one lane each, $(date -u +%FT%TZ) =="
+echo "   (memif: mtu $MMTU unless marked; medians of 3 rate runs; 1 polling lcore per node)"
+printf '%-30s %11s %11s %11s %11s %11s\n' "" "zbmd memif" "memif 1500" "zbmd veth" "kernel lo" "kernel veth"
+row() { printf '%-30s %11s %11s %11s %11s %11s\n' "$@"; }
+row "64 B message rate (M msg/s)" "$(g memif.rate)" "$(g memif1500.rate)" "$(g veth.rate)" "$(g lo.krate)" "$(g veth.krate)"
+row "RTT p50 (us)" "$(g memif.p50)" "$(g memif1500.p50)" "$(g veth.p50)" "$(g lo.kp50)" "$(g veth.kp50)"
+row "RTT p99 (us)" "$(g memif.p99)" "$(g memif1500.p99)" "$(g veth.p99)" "$(g lo.kp99)" "$(g veth.kp99)"
+row "goodput 1 MiB msgs (Gbit/s)" "$(g memif.bulk1)" "$(g memif1500.bulk1)" "$(g veth.bulk1)" "" ""
+row "goodput 16 MiB msgs (Gbit/s)" "$(g memif.bulk16)" "$(g memif1500.bulk16)" "$(g veth.bulk16)" "" ""
+row "retransmissions (sender)" "$(g memif.rtx)" "$(g memif1500.rtx)" "$(g veth.rtx)" "" ""
+echo
+echo "dpdk-testpmd raw memif (rxonly receiver, best second, M pkt/s): 64 B $(g tp.64), 1500 B $(g tp.1500)"
+echo "  = raw payload ceiling at 1500-byte frames: $raw_gbps Gbit/s (1400 zbmd payload bytes per frame)"
+echo
+echo "ratios"
+echo "  memif rate / kernel UDP lo:     $(ratio "$(g memif.rate)" "$(g lo.krate)")    veth rate / kernel UDP veth: $(ratio "$(g veth.rate)" "$(g veth.krate)")"
+echo "  memif rate / raw memif 64 B:    $(ratio "$(g memif.rate)" "$(g tp.64)")"
+echo "  kernel TCP lo p50 / memif p50:  $(ratio "$(g lo.kp50)" "$(g memif.p50)")    kernel TCP veth p50 / veth p50: $(ratio "$(g veth.kp50)" "$(g veth.p50)")"
+echo "  memif-1500 16 MiB goodput / raw 1500: $(ratio "$(g memif1500.bulk16)" "$raw_gbps")   memif-$MMTU 16 MiB / raw 1500: $(ratio "$(g memif.bulk16)" "$raw_gbps")"
+echo
+half=$(awk -v r="$raw_gbps" 'BEGIN { if (r == "n/a") print "n/a"; else printf "%.2f", r / 2 }')
+echo "goals (issue 4, over memif)"
+echo "  >= 5 M msg/s of 64 B:           $(g memif.rate)  $(mark "$(g memif.rate)" 5 higher)"
+echo "  p50 RTT <= 5 us:                $(g memif.p50)  $(mark "$(g memif.p50)" 5 lower)"
+echo "  goodput >= half raw at 1500 B ($half Gbit/s): 1 MiB $(g memif1500.bulk1) $(mark "$(g memif1500.bulk1)" "$half" higher), 16 MiB $(g memif1500.bulk16) $(mark "$(g memif1500.bulk16)" "$half" higher)"
