@@ -178,23 +178,25 @@ out:
 
 int ctl_cmd_bench_phi(int argc, char **argv)
 {
-	double minutes = 10, jitter_ms = 20;
+	double minutes = 10, jitter_ms = 20, real_s = 3;
 	unsigned trials = 200;
 	int o;
 
 	optind = 1;
-	while ((o = getopt(argc, argv, "m:t:j:h")) != -1) {
+	while ((o = getopt(argc, argv, "m:t:j:r:h")) != -1) {
 		switch (o) {
 		case 'm': minutes = atof(optarg); break;
 		case 't': trials = (unsigned)atoi(optarg); break;
 		case 'j': jitter_ms = atof(optarg); break;
+		case 'r': real_s = atof(optarg); break;
 		default:
-			fprintf(stderr, "usage: zbmd bench phi [-m MINUTES] [-t TRIALS] [-j JITTER_MS]\n");
+			fprintf(stderr, "usage: zbmd bench phi [-m MINUTES] [-t TRIALS] [-j JITTER_MS] [-r REAL_SECONDS]\n"
+				"  -m simulated minutes per scenario (10), -r real-time UDP run before the kill (3)\n");
 			return o == 'h' ? ZB_EXIT_OK : ZB_EXIT_USAGE;
 		}
 	}
 	if (minutes <= 0 || minutes > 1000 || trials == 0 || trials > 100000 ||
-	    jitter_ms < 0 || jitter_ms > 90) {
+	    jitter_ms < 0 || jitter_ms > 90 || real_s < 1 || real_s > 86400) {
 		fprintf(stderr, "zbmd bench phi: values out of range\n");
 		return ZB_EXIT_USAGE;
 	}
@@ -259,9 +261,11 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	}
 	free(det);
 	uint64_t ufc;
-	double ud = udp_detect(&sc[0].p, 3.0, &ufc);
-	printf("%-34s %10.0f %10s %10s %14llu\n", "zbmd defaults, real UDP (3 s run)",
-	       ud, "-", "-", (unsigned long long)ufc);
+	double ud = udp_detect(&sc[0].p, real_s, &ufc);
+	char rl[64];
+	snprintf(rl, sizeof(rl), "zbmd defaults, real UDP (%.0f s run)", real_s);
+	printf("%-34s %10.0f %10s %10s %14llu\n", rl, ud, "-", "-",
+	       (unsigned long long)ufc);
 	printf("goal: convict within 1000 ms, 0 false convictions -> %s\n",
 	       our_max <= 1000 && our_false == 0 && ud >= 0 && ud <= 1000 ? "MET" : "MISSED");
 	return ZB_EXIT_OK;

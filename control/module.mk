@@ -17,6 +17,12 @@ control_LDLIBS := $(shell $(PKG_CONFIG) --libs raft libuv libsodium libmicrohttp
 control_SUMMARY := phi-accrual + Raft (raft $(shell $(PKG_CONFIG) --modversion raft 2>/dev/null || echo MISSING)) + PSK auth + metrics/admin HTTP
 TSAN_MODULES += control
 
-.PHONY: bench-phi
+.PHONY: bench-phi soak-phi soak
 bench-phi: $(BUILD)/bin/zbmd
 	$(BUILD)/bin/zbmd bench phi
+
+# 10 minutes of real heartbeats over UDP (100 ms, 20 ms jitter): false
+# convictions counted, then the sender stops and the conviction delay printed.
+soak-phi: $(BUILD)/bin/zbmd
+	$(BUILD)/bin/zbmd bench phi -r 600
+soak: soak-phi
