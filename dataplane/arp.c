@@ -36,6 +36,12 @@ static inline uint16_t port_index(const struct dp_port *p)
 /* Wire headers may sit at any byte offset in an mbuf (some virtual devices
  * deliver frames 2-byte misaligned), so MACs in them are read and written
  * as bytes (memcpy), never through struct rte_ether_addr lvalues. */
+static bool mac_is_zero(const void *mac)
+{
+	static const uint8_t zero[RTE_ETHER_ADDR_LEN];
+	return memcmp(mac, zero, RTE_ETHER_ADDR_LEN) == 0;
+}
+
 static uint64_t mac_word(const void *mac)
 {
 	const uint8_t *b = mac;
@@ -58,7 +64,7 @@ static void arp_learn(struct dp_lcore *lc, const struct rte_arp_ipv4 *d)
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
 		const struct cfg_peer *pe = &cfg->peers[i];
 		if (!pe->present || pe->ip != d->arp_sip ||
-		    !rte_is_zero_ether_addr((const struct rte_ether_addr *)pe->mac))
+		    !mac_is_zero(pe->mac))
 			continue;
 		uint64_t w = NEIGH_KNOWN | mac_word(&sha);
 		if (__atomic_load_n(&dp__node.neigh[i], __ATOMIC_RELAXED) != w) {
@@ -137,8 +143,9 @@ int dp__rx_classify(struct dp_lcore *lc, const struct dp_port *p,
 	if (unlikely(m->nb_segs != 1 || m->data_len < sizeof(struct rte_ether_hdr)))
 		return drop(lc, m);
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	if (!rte_is_same_ether_addr(&eth->dst_addr, &p->mac) &&
-	    !rte_is_broadcast_ether_addr(&eth->dst_addr))
+	static const uint8_t bcast[RTE_ETHER_ADDR_LEN] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	if (memcmp(&eth->dst_addr, &p->mac, RTE_ETHER_ADDR_LEN) != 0 &&
+	    memcmp(&eth->dst_addr, bcast, RTE_ETHER_ADDR_LEN) != 0)
 		return drop(lc, m);
 	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
 		return arp_input(lc, p, m, eth);
@@ -182,7 +189,7 @@ void dp__neigh_init(struct dp_node *n)
 		const struct cfg_peer *pe = &n->cfg->peers[i];
 		n->neigh[i] = 0;
 		if (pe->present &&
-		    !rte_is_zero_ether_addr((const struct rte_ether_addr *)pe->mac))
+		    !mac_is_zero(pe->mac))
 			n->neigh[i] = NEIGH_KNOWN |
 				      mac_word(pe->mac);
 	}

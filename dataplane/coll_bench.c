@@ -887,8 +887,8 @@ int coll_bench_allreduce_main(int argc, char **argv)
 				    .chunk_bytes = o.chunk_kb * 1024u,
 				    .timeout_ms = o.timeout_ms};
 	b.nrows = bench_plan_rows(&o, rows, &maxbytes);
-	b.sbuf = aligned_alloc(64, maxbytes + 64);
-	b.rbuf = aligned_alloc(64, maxbytes + 64);
+	b.sbuf = zb_aligned_alloc(64, maxbytes + 64);
+	b.rbuf = zb_aligned_alloc(64, maxbytes + 64);
 	if (!b.sbuf || !b.rbuf) {
 		fprintf(stderr, "zbmd bench allreduce: cannot allocate 2 x %zu bytes\n",
 			maxbytes);

@@ -793,7 +793,7 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 		Z.nstreams = 1;
 	Z.nlanes = nl;
 	int rc = -ENOMEM;
-	Z.lanes = aligned_alloc(64, sizeof(*Z.lanes) * nl);
+	Z.lanes = zb_aligned_alloc(64, sizeof(*Z.lanes) * nl);
 	if (!Z.lanes)
 		return -ENOMEM;
 	memset(Z.lanes, 0, sizeof(*Z.lanes) * nl);
@@ -804,7 +804,7 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 		l->txq = ring("tx", i, ZBRA_TXQ, RING_F_SC_DEQ);
 		l->slotq = ring("slot", i, ZBRA_SLOTS * 2, RING_F_SC_DEQ);
 		l->relq = ring("rel", i, ZBRA_WRAPS * 2, RING_F_SC_DEQ);
-		l->slots = aligned_alloc(64, sizeof(*l->slots) * ZBRA_SLOTS);
+		l->slots = zb_aligned_alloc(64, sizeof(*l->slots) * ZBRA_SLOTS);
 		l->wraps = calloc(ZBRA_WRAPS, sizeof(*l->wraps));
 		if (!l->tp || !l->txq || !l->slotq || !l->relq || !l->slots || !l->wraps)
 			goto fail;

@@ -76,6 +76,14 @@ int zb_redop_parse(const char *s, enum zb_redop *out); /* 0 or -EINVAL */
 
 /* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Not for the lcore hot
  * path inside DPDK (use the TSC there). */
+/* aligned_alloc with the size rounded up to a multiple of align, as C11
+ * requires (glibc tolerates other sizes; ASan rejects them). align: a power
+ * of two. Free with free(). */
+static inline void *zb_aligned_alloc(size_t align, size_t size)
+{
+	return aligned_alloc(align, (size + align - 1) & ~(align - 1));
+}
+
 static inline uint64_t zb_now_ns(void)
 {
 	struct timespec ts;
