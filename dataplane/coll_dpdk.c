@@ -135,14 +135,10 @@ static void cd_close(void *h)
 		dp_node_request_stop();
 		dp_node_stop();
 	}
-	/* A communicator that failed may have sends the transport still holds
-	 * (unacked payloads, pinned by the provider's requests): destroying it
-	 * frees the provider's ctx (rte_free) under those references, which
-	 * dp_node_fini() then releases into freed memory. Such a communicator
-	 * is left to the process exit (its memory goes with the EAL's);
-	 * after a clean run every request has completed and it is destroyed. */
+	/* Failed communicators too: the provider's fini makes the transport
+	 * drop its payload references first (net_dpdk.c, "Lifetime"). */
 	for (unsigned i = 0; i < H->nlanes; i++)
-		if (H->lane[i].comm && !coll_error(H->lane[i].comm)[0])
+		if (H->lane[i].comm)
 			coll_comm_destroy(H->lane[i].comm);
 	dp_node_fini();
 	free(H);

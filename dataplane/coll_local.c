@@ -78,11 +78,11 @@ static const struct local_kv local_dpdk_defaults[] = {
 	{"coll", "channels", "2"},
 	{"coll", "chunk_kb", "256"},
 	/* a lost peer fails the ring within 5 s: 4 s of no progress, then
-	 * stopping the dataplane. The transport's own peer timeout is longer:
-	 * memif nodes start one after the other (seconds on a loaded machine)
-	 * and the first frames to a node not up yet must not fail the ring. */
+	 * stopping the dataplane. Nodes start one after the other (seconds on
+	 * a loaded machine): the transport lets sends to a node not heard from
+	 * yet wait (docs/wire.md "Peer down"), so the [transport]
+	 * peer_timeout_ms default applies only to nodes that were up. */
 	{"coll", "timeout_ms", "4000"},
-	{"transport", "peer_timeout_ms", "30000"},
 };
 
 struct local_opts {

@@ -28,6 +28,7 @@
 #include <rte_errno.h>
 #include <rte_malloc.h>
 
+#define DP_LINK_STREAMS 16       /* per peer, every lane */
 #define DP_ZC_MIN 512            /* attach payloads this large, copy smaller */
 
 struct dp_link {
@@ -240,6 +241,9 @@ static void fill_params(struct tp_params *tpp, const struct dp_node *n,
 			mtu = n->ports[k].mtu;
 	tpp->mtu = mtu;
 	tpp->max_peers = CFG_MAX_NODES;
+	/* 0..7: the dpdk net provider's channels; 8..15: remote actors
+	 * (docs/remote.md), so both can share a lane */
+	tpp->streams = DP_LINK_STREAMS;
 	tpp->rx_batch = 1;   /* dp__link_rx flushes acks after each burst */
 	if (cfg->transport.window)
 		tpp->window = cfg->transport.window;

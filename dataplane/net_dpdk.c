@@ -21,6 +21,18 @@
  *
  * Memory: requests and comms come from fixed tables in the ctx, allocated
  * by init(); isend/irecv/test allocate nothing.
+ *
+ * Lifetime (fini). A send's payload reference (nd_req.ref) lives in the
+ * ctx and is held by the transport until the message completes and by the
+ * link for every attached frame until the NIC frees it. fini() therefore
+ * (1) resets the session (tp_peer_reset) with every peer that still has a
+ * send of ours in the transport: the transport fails those messages at once
+ * and drops its references synchronously (the peer resets its side too,
+ * which a failed communicator's half-sent stream needs anyway); and (2)
+ * frees the ctx only when the last payload reference is gone: `pins` counts
+ * the ctx itself plus every payload reference not yet dropped, and whoever
+ * drops it to zero frees the ctx (frames still queued in a NIC may drop
+ * theirs later, e.g. when dp_node_fini closes the ports).
  */
 #include "internal.h"
 #include "zbmd/net.h"
@@ -30,7 +42,8 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
-#define DP_NET_CHANNELS 8       /* = the transport's default stream count */
+#define DP_NET_CHANNELS 8       /* streams 0..7 of the lane (link.c gives 16;
+				 * 8..15 are the remote actors', docs/remote.md) */
 #define DP_NET_REQS 1024
 
 enum { REQ_FREE = 0, REQ_SEND, REQ_RECV };
@@ -65,6 +78,7 @@ struct nd_comm {
 };
 
 struct nd_ctx {
+	uint32_t pins;           /* 1 (the ctx) + payload refs not dropped */
 	unsigned lane;
 	struct tp *tp;
 	uint16_t self;
@@ -159,9 +173,20 @@ int dp__net_send_done(unsigned lane, uint64_t cookie, int status)
 	return 1;
 }
 
+static void ctx_unpin(struct nd_ctx *c)
+{
+	if (__atomic_sub_fetch(&c->pins, 1, __ATOMIC_ACQ_REL) == 0)
+		rte_free(c);   /* fini ran and this was the last reference */
+}
+
+/* The payload's last reference is gone (transport and NIC done). May run
+ * after fini(), from ext_free when a port frees a queued frame. */
 static void ref_free(struct tp_ref *ref)
 {
-	((struct nd_req *)ref)->ref_dropped = 1;
+	struct nd_req *r = (struct nd_req *)ref;
+	struct nd_ctx *c = r->comm->ctx;
+	r->ref_dropped = 1;
+	ctx_unpin(c);
 }
 
 /* ---- sends ------------------------------------------------------------------ */
@@ -170,8 +195,11 @@ static int post_payload(struct nd_ctx *c, struct nd_req *r)
 {
 	struct nd_comm *cm = r->comm;
 	tp_ref_init(&r->ref, ref_free);
+	__atomic_add_fetch(&c->pins, 1, __ATOMIC_RELAXED);  /* ref_free unpins */
 	int rc = tp_send(c->tp, cm->peer, cm->channel, r->buf, r->size, &r->ref,
 			 (uint64_t)(uintptr_t)r, tsc_now_ns());
+	if (rc)
+		__atomic_sub_fetch(&c->pins, 1, __ATOMIC_RELAXED); /* no ref out */
 	if (rc == -EAGAIN)
 		return rc;
 	if (rc) {
@@ -358,6 +386,7 @@ static int nd_init(const struct net_init_args *args, void **out)
 				       RTE_CACHE_LINE_SIZE);
 	if (!c)
 		return -ENOMEM;
+	c->pins = 1;
 	c->lane = lane;
 	c->tp = tp;
 	c->self = dp__node.cfg->node.id;
@@ -368,13 +397,26 @@ static int nd_init(const struct net_init_args *args, void **out)
 	return 0;
 }
 
+/* On the lane's lcore, or after the loops stopped (coll_dpdk's close). */
 static void nd_fini(void *ctx)
 {
 	struct nd_ctx *c = ctx;
 	if (!c)
 		return;
+	/* peers that still hold a send of ours: a header or payload not
+	 * completed (acks < 2), or a payload not yet handed over (stalled) */
+	bool reset[CFG_MAX_NODES] = {false};
+	for (unsigned i = 0; i < DP_NET_REQS; i++) {
+		const struct nd_req *r = &c->reqs[i];
+		if (r->kind == REQ_SEND && r->acks < 2)
+			reset[r->comm->peer] = true;
+	}
+	uint64_t now = tsc_now_ns();
+	for (unsigned p = 0; p < CFG_MAX_NODES; p++)
+		if (reset[p])   /* fails them (send_done) and drops the refs now */
+			tp_peer_reset(c->tp, (uint16_t)p, now);
 	__atomic_store_n(&lanes[c->lane], NULL, __ATOMIC_RELEASE);
-	rte_free(c);
+	ctx_unpin(c);   /* frees c now, or when the NIC frees its last frame */
 }
 
 const struct net_ops dp_net_dpdk_ops = {

@@ -741,19 +741,6 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 
 /* ---- attach / detach --------------------------------------------------------- */
 
-/* Streams the transport has per peer: tp_send checks the stream before the
- * size, so an oversized send to a known peer answers -EINVAL (no such
- * stream) or -EMSGSIZE (stream exists) without sending anything. */
-static unsigned probe_streams(struct tp *tp, uint16_t peer)
-{
-	static const uint8_t dummy;
-	unsigned n = 0;
-	while (n < 1024 && tp_send(tp, peer, (uint16_t)n, &dummy, SIZE_MAX, NULL,
-				   0, 0) == -EMSGSIZE)
-		n++;
-	return n;
-}
-
 static struct rte_ring *ring(const char *what, unsigned lane, unsigned count,
 			     unsigned flags)
 {
@@ -778,13 +765,10 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 				: 256ull << 20;
 	if (Z.max_message > UINT32_MAX)
 		Z.max_message = UINT32_MAX;
-	int some = -1;
-	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
+	for (unsigned i = 0; i < CFG_MAX_NODES; i++)
 		Z.known[i] = cfg->peers[i].present && i != Z.self;
-		if (Z.known[i] && some < 0)
-			some = (int)i;
-	}
-	unsigned ns = some >= 0 ? probe_streams(dp_transport(0), (uint16_t)some) : 8;
+	/* every lane has the same parameters (link.c fill_params) */
+	unsigned ns = tp_streams(dp_transport(0));
 	Z.first_stream = ns > ZBRA_STREAMS_MAX ? ZBRA_STREAMS_MAX : 0;
 	Z.nstreams = (uint16_t)(ns - Z.first_stream);
 	if (Z.nstreams > ZBRA_STREAMS_MAX)

@@ -21,6 +21,7 @@ void tp_params_default(struct tp_params *p)
 	p->ack_delay_us = 20;
 	p->ack_every = 16;
 	p->peer_timeout_ms = 2000;
+	p->connect_timeout_ms = 60000;
 	p->max_message = 256u << 20;
 	p->inline_max = 256;
 }
@@ -250,6 +251,7 @@ int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip)
 void tp__peer_heard(struct tp *tp, struct tp_peer *pe, uint64_t now)
 {
 	pe->last_rx_ns = now;
+	pe->heard = 1;   /* never cleared: from now on peer_timeout applies */
 	if (ZB_UNLIKELY(pe->state != TP_PS_UP)) {
 		pe->state = TP_PS_UP;
 		tp->st.peer_up++;
@@ -362,19 +364,27 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	return 0;
 }
 
-/* Peer-down rule: messages pending and nothing heard from the peer for
- * peer_timeout (measured from the later of the last frame heard and the
- * moment the queue became non-empty). */
+/* Peer-down rule (docs/wire.md "Peer down"): messages pending and nothing
+ * heard from the peer for a timeout measured from the later of the last
+ * frame heard and the moment the queue became non-empty. The timeout is
+ * peer_timeout for a peer that was ever heard from (it was up and went
+ * silent); for one never heard from ("not yet up": it may still be
+ * starting) it is connect_timeout, and with connect_timeout 0 such a peer
+ * is never declared down (its sends stay pending, window-bounded, until
+ * it answers or the consumer gives up). */
 static void check_down(struct tp *tp, struct tp_peer *pe, uint64_t now,
 		       uint64_t *next)
 {
-	uint64_t ref, due;
+	uint64_t ref, due, tmo_ms;
 
 	if (pe->queued_msgs == 0 || pe->state == TP_PS_DOWN)
 		return;
+	tmo_ms = pe->heard ? tp->p.peer_timeout_ms : tp->p.connect_timeout_ms;
+	if (tmo_ms == 0)
+		return;
 	ref = pe->last_rx_ns > pe->busy_since_ns ? pe->last_rx_ns
 						 : pe->busy_since_ns;
-	due = ref + (uint64_t)tp->p.peer_timeout_ms * 1000000ull;
+	due = ref + tmo_ms * 1000000ull;
 	if (now < due) {
 		if (due < *next)
 			*next = due;
@@ -430,6 +440,12 @@ uint64_t tp_next_deadline(const struct tp *tp)
 	if (tp->fault_held || tp->orphans || tp->deferred_peers || tp->ackq_len)
 		return 0;
 	return tp->deadline;
+}
+
+uint16_t tp_streams(const struct tp *tp)
+{
+	ZB_ASSERT(tp != NULL);
+	return tp->p.streams;
 }
 
 const struct tp_stats *tp_stats(const struct tp *tp)

@@ -75,6 +75,7 @@ struct tp_peer {
 	uint8_t await_epoch_ack;        /* we reset: refuse frames not addressed to local_epoch */
 	uint32_t reset_done_for;        /* remote epoch whose WIRE_F_RESET we obeyed */
 	uint64_t last_rx_ns, busy_since_ns;
+	uint8_t heard;                  /* any valid frame ever: "was up" */
 
 	/* send side */
 	struct tp_slot *win;            /* [window] */

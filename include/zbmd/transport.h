@@ -101,7 +101,10 @@ struct tp_msg {
 enum tp_peer_event {
 	TP_PEER_UP = 1,          /* first valid frame (or first after DOWN) */
 	TP_PEER_RESTARTED,       /* new remote epoch: session reset */
-	TP_PEER_DOWN,            /* nothing heard for peer_timeout with data pending */
+	TP_PEER_DOWN,            /* data pending and nothing heard for
+				  * peer_timeout (a peer heard from before)
+				  * or connect_timeout (one never heard
+				  * from): see params.peer_timeout_ms */
 };
 
 /* Callbacks. All run on the instance's thread, from inside tp_rx / tp_poll /
@@ -158,7 +161,20 @@ struct tp_params {
 	uint32_t rto_us_init, rto_us_min, rto_us_max;
 	uint32_t ack_delay_us;   /* delayed ack */
 	uint32_t ack_every;      /* ack at once after this many in-order frames */
-	uint32_t peer_timeout_ms;/* data pending, nothing heard: peer down */
+	/* Peer down. A peer is "not yet up" until its first valid frame and
+	 * "was up" from then on (for the life of this instance, across session
+	 * resets). With messages pending to it and nothing heard for
+	 * - peer_timeout_ms, a peer that was up is declared down
+	 *   (TP_PEER_DOWN; its sends fail with ZB_ERR_PEER_DOWN, later ones
+	 *   at once, until a probe is answered);
+	 * - connect_timeout_ms, a peer not yet up is declared down the same
+	 *   way; until then sends to it are accepted and wait (at most
+	 *   `window` frames go out, retransmitted with backoff) for it to
+	 *   start. 0: never (the consumer's own timeout bounds the wait).
+	 * Both are measured from the later of the last frame heard and the
+	 * moment the peer's queue became non-empty. */
+	uint32_t peer_timeout_ms;
+	uint32_t connect_timeout_ms;
 	uint32_t max_message;    /* bytes, <= 4 GiB - 1 */
 	size_t rx_arena_bytes;   /* reassembly arena; 0 = max_message + 4 * window * mtu */
 	void *rx_arena;          /* caller memory for it (e.g. hugepages), or NULL */
@@ -177,6 +193,7 @@ struct tp_params {
 
 /* Defaults: mtu 1500, 64 peers, 8 streams, window 256, RTO 1 ms initial,
  * 200 us .. 200 ms, ack delay 20 us / every 16 frames, peer timeout 2000 ms,
+ * connect timeout 60000 ms,
  * max_message 256 MiB, inline_max 256, udp_port 7471, no faults.
  * node/cluster/epoch/mac/ip must still be set. */
 void tp_params_default(struct tp_params *p);
@@ -252,6 +269,10 @@ uint64_t tp_next_deadline(const struct tp *tp);
 
 /* Give a delivered message back (its arena space returns to the pool). */
 void tp_msg_release(struct tp *tp, struct tp_msg *m);
+
+/* Streams per peer of this instance (params.streams): valid streams for
+ * tp_send are 0..tp_streams(tp)-1. */
+uint16_t tp_streams(const struct tp *tp);
 
 /* Counters of this instance. */
 const struct tp_stats *tp_stats(const struct tp *tp);

@@ -42,8 +42,8 @@ round() {
 	wait_for "$dir/drive.log" '^READY' 30
 	"$H" -c "$dir/cl/node2.ini" --serve "$dir/ids" >"$dir/serve.log" 2>&1 &
 	s=$!; PIDS+=($s)
-	wait_for "$dir/serve.log" '^READY' 30 && grep -q "^READY node=1 lanes=$lanes " "$dir/drive.log"
-	ok $? "[$lanes lane(s)] both nodes up (actors hosted, remote routing attached)" ||
+	wait_for "$dir/serve.log" '^READY' 30 && grep -q "^READY node=1 lanes=$lanes streams=8\.\.15$" "$dir/drive.log"
+	ok $? "[$lanes lane(s)] both nodes up (actors hosted, remote routing attached on streams 8..15)" ||
 		{ diag "$(tail -5 "$dir/drive.log")"; diag "$(tail -5 "$dir/serve.log")"; }
 	wait_for "$dir/drive.log" '^(PHASE down|DONE)' 150 ||
 		diag "driver did not reach the down phase: $(tail -3 "$dir/drive.log")"
