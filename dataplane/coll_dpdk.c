@@ -28,6 +28,7 @@
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
+#include "run_ctl.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,6 +53,7 @@ struct cd_lane {
 	/* copies of the lane transport's counters (tp_stats is lane-only) */
 	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
 	uint64_t last_tsc, last_idle;
+	uint64_t seen;                  /* nodes in any view applied (lane-only) */
 } __attribute__((aligned(64)));
 
 struct cd_host {
@@ -60,8 +62,15 @@ struct cd_host {
 	uint16_t cfg_node;
 	unsigned nlanes;
 	bool launched;
+	bool ctl;                       /* a control thread runs (zbep) */
 	struct cd_lane lane[COLL_HOST_MAX_LANES];
 };
+
+/* The control thread, as `zbmd run` starts it (run_ctl.c). Weak: run_ctl.o
+ * (and control/) is in the zbmd binary only; in test programs that link
+ * the dataplane without them these are NULL and no control thread runs. */
+extern __typeof__(dp__run_control_host) dp__run_control_host __attribute__((weak));
+extern __typeof__(dp__run_ctl_fini) dp__run_ctl_fini __attribute__((weak));
 
 /* Keeps this object in the binary (see the header comment). */
 const int coll_dpdk_anchor = 1;
@@ -115,6 +124,53 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 	return ev;
 }
 
+/* dp_on_epoch callback, on lane `index`'s lcore right after it applied a
+ * view with a new epoch (lock-free, no allocation). The lane's communicator
+ * was built on the ring of the config's nodes: when the new view no longer
+ * holds one of them that an earlier view held (a node convicted and
+ * removed, or one that left), the ring it runs on is gone, and its running
+ * and later collectives fail with ZB_ERR_EPOCH on every surviving rank —
+ * each survivor applies the same committed view. Views that only add nodes
+ * (the cluster forming) leave it alone. */
+static void cd_on_epoch(void *arg, unsigned index, uint64_t old_epoch,
+			const struct dp_cluster_view *v)
+{
+	struct cd_host *H = arg;
+	uint64_t now = 0, gone, mine = 0;
+	char why[200], members[3 * DP_CLUSTER_MAX + 1] = "";
+	int off = 0;
+
+	ZB_ASSERT(H != NULL && v != NULL);
+	if (index >= H->nlanes)
+		return;
+	struct cd_lane *ln = &H->lane[index];
+	for (uint16_t r = 0; r < v->n_members && r < DP_CLUSTER_MAX; r++)
+		if (v->ring[r] < 64) {
+			now |= 1ull << v->ring[r];
+			if (off >= 0 && (size_t)off < sizeof(members))
+				off += snprintf(members + off, sizeof(members) - (size_t)off,
+						"%s%u", r ? " " : "", v->ring[r]);
+		}
+	gone = ln->seen & ~now;
+	ln->seen |= now;
+	if (atomic_load_explicit(&ln->state, memory_order_acquire) != LANE_READY)
+		return;
+	for (uint32_t r = 0; r < coll_nranks(ln->comm); r++) {
+		uint16_t node = coll_node_of_rank(ln->comm, r);
+		if (node < 64)
+			mine |= 1ull << node;
+	}
+	gone &= mine;
+	if (!gone)
+		return;
+	unsigned first = (unsigned)__builtin_ctzll(gone);
+	snprintf(why, sizeof(why), "membership epoch changed from %llu to %llu: "
+		 "node %u removed%s (members now: %s)", (unsigned long long)old_epoch,
+		 (unsigned long long)v->epoch, first,
+		 (gone & (gone - 1)) ? " (and others)" : "", members);
+	(void)coll_abort_async(ln->comm, ZB_ERR_EPOCH, why);
+}
+
 static void cd_close(void *h)
 {
 	struct cd_host *H = h;
@@ -135,6 +191,8 @@ static void cd_close(void *h)
 		dp_node_request_stop();
 		dp_node_stop();
 	}
+	if (H->ctl && dp__run_ctl_fini)
+		dp__run_ctl_fini();   /* after the control thread ended */
 	/* A communicator that failed may have sends the transport still holds
 	 * (unacked payloads, pinned by the provider's requests): destroying it
 	 * frees the provider's ctx (rte_free) under those references, which
@@ -174,6 +232,23 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 			 "an ip)");
 		rc = ZB_ERR_UNAVAILABLE;
 		goto fail;
+	}
+	/* The control thread (Raft membership) when the config has one, as
+	 * `zbmd run` starts it; each lane then fails its communicator on an
+	 * epoch that removes one of its nodes (cd_on_epoch). */
+	if (dp__run_control_host) {
+		char what[1024];
+		rc = dp__run_control_host(a->cfg, NULL, stderr, &H->ctl, what,
+					  sizeof(what), err, errlen);
+		if (rc < 0)
+			goto fail;
+		if (H->ctl) {
+			fprintf(stderr, "zbmd: node %u: control: %s\n", a->cfg->node.id, what);
+			if ((rc = dp_on_epoch(cd_on_epoch, H)) < 0) {
+				snprintf(err, errlen, "dp_on_epoch: %s", zb_strerror(rc));
+				goto fail;
+			}
+		}
 	}
 	/* The dpdk provider connects at once: nothing waits for the other nodes
 	 * to start. The communicators begin with the connect timeout as their

@@ -91,6 +91,16 @@ int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms);
  * coll_error(). Owner thread only. Returns err (or the earlier failure). */
 int coll_abort(struct coll_comm *c, int err, const char *why);
 
+/* coll_abort() from any thread (a dataplane lcore's dp_on_epoch callback,
+ * the control thread): lock-free, never blocks, allocates nothing. The
+ * first request wins (err and why are copied; later ones return -EALREADY).
+ * The owner applies it as coll_abort(c, err, why) at its next
+ * coll_progress() / coll_start() (so a running collective fails within one
+ * owner poll — coll_wait() polls at least every 160 us — and a later one
+ * is refused); the lanes then close their comms as for any failure.
+ * 0, -EALREADY. */
+int coll_abort_async(struct coll_comm *c, int err, const char *why);
+
 /* The communicator's last failure in words ("rank 1 (node 1): recv from
  * node 0 on channel 0: peer down"), "" when none. */
 const char *coll_error(const struct coll_comm *c);
