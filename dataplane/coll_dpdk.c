@@ -11,6 +11,13 @@
  * several, the channels are spread over the lanes (at least one each): one
  * channel per lcore by default.
  *
+ * When the config asks for a control thread ([control] enabled, as for
+ * `zbmd run`: dp__run_control_host), open() starts it too, and each lane
+ * fails its communicator with ZB_ERR_EPOCH when a committed view removes
+ * one of its nodes (cd_on_epoch, a dp_on_epoch callback on the lane's
+ * lcore): a killed node's survivors fail once it is convicted, well before
+ * [coll] timeout_ms when that is long.
+ *
  * When the environment names ZBMD_READY_FILE, open() creates that file once
  * the node's ports and lcores run (zbmd local's start-up order for memif).
  *
@@ -62,7 +69,8 @@ struct cd_host {
 	uint16_t cfg_node;
 	unsigned nlanes;
 	bool launched;
-	bool ctl;                       /* a control thread runs (zbep) */
+	bool ctl;                       /* a control thread runs */
+	uint32_t raft_hb_ms;            /* its [control] raft_heartbeat_ms */
 	struct cd_lane lane[COLL_HOST_MAX_LANES];
 };
 
@@ -71,6 +79,8 @@ struct cd_host {
  * the dataplane without them these are NULL and no control thread runs. */
 extern __typeof__(dp__run_control_host) dp__run_control_host __attribute__((weak));
 extern __typeof__(dp__run_ctl_fini) dp__run_ctl_fini __attribute__((weak));
+extern __typeof__(dp__run_ctl_leave_on_stop) dp__run_ctl_leave_on_stop
+	__attribute__((weak));
 
 /* Keeps this object in the binary (see the header comment). */
 const int coll_dpdk_anchor = 1;
@@ -171,6 +181,15 @@ static void cd_on_epoch(void *arg, unsigned index, uint64_t old_epoch,
 	(void)coll_abort_async(ln->comm, ZB_ERR_EPOCH, why);
 }
 
+/* Did a lane's communicator fail (as its owner saw it)? Owner thread. */
+static bool cd_failed(const struct cd_host *H)
+{
+	for (unsigned i = 0; i < H->nlanes; i++)
+		if (H->lane[i].comm && coll_error(H->lane[i].comm)[0])
+			return true;
+	return false;
+}
+
 static void cd_close(void *h)
 {
 	struct cd_host *H = h;
@@ -187,12 +206,20 @@ static void cd_close(void *h)
 		 * the loops still running (so acks still flow). */
 		usleep(250000u * coll_rank(H->lane[0].comm));
 	}
+	if (H->launched && H->ctl && cd_failed(H)) {
+		/* No graceful leave (see cd_open): if this node is the Raft
+		 * leader that just committed the epoch which failed the run,
+		 * the followers learn the commit from its next heartbeats —
+		 * stay that long, loops and control thread running. */
+		uint32_t hb = H->raft_hb_ms;
+		usleep(1000u * (hb * 3 < 50 ? 50 : hb * 3 > 1000 ? 1000 : hb * 3));
+	}
 	if (H->launched) {
 		dp_node_request_stop();
 		dp_node_stop();
+		if (dp__run_ctl_fini)
+			dp__run_ctl_fini();   /* the control thread has ended */
 	}
-	if (H->ctl && dp__run_ctl_fini)
-		dp__run_ctl_fini();   /* after the control thread ended */
 	/* A communicator that failed may have sends the transport still holds
 	 * (unacked payloads, pinned by the provider's requests): destroying it
 	 * frees the provider's ctx (rte_free) under those references, which
@@ -244,6 +271,11 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 			goto fail;
 		if (H->ctl) {
 			fprintf(stderr, "zbmd: node %u: control: %s\n", a->cfg->node.id, what);
+			/* the benchmark's nodes end together: no graceful leave
+			 * (it would change the epoch under peers still finishing
+			 * their last collective, and delay every exit) */
+			dp__run_ctl_leave_on_stop(false);
+			H->raft_hb_ms = a->cfg->control.raft_heartbeat_ms;
 			if ((rc = dp_on_epoch(cd_on_epoch, H)) < 0) {
 				snprintf(err, errlen, "dp_on_epoch: %s", zb_strerror(rc));
 				goto fail;
@@ -312,6 +344,10 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 	*out = H;
 	return 0;
 fail:
+	if (!H->launched && dp__run_ctl_fini) {
+		dp_node_stop();       /* a control thread a failed launch started */
+		dp__run_ctl_fini();   /* metrics collector, control node */
+	}
 	cd_close(H);
 	return rc;
 }

@@ -57,6 +57,7 @@ static struct {
 	int collector;
 	struct ctl_node *ctl;
 	struct dp_control_ops ops;
+	bool no_leave;                /* stop without leaving the cluster */
 } g = {.collector = -1};
 
 /* ---- the lcore side --------------------------------------------------------- */
@@ -408,7 +409,12 @@ static int ops_run(void *arg)
 
 static void ops_stop(void *arg)
 {
-	ctl_node_request_stop(arg, true);
+	ctl_node_request_stop(arg, !g.no_leave);
+}
+
+void dp__run_ctl_leave_on_stop(bool leave)
+{
+	g.no_leave = !leave;
 }
 
 int dp__run_ctl_init(const struct zb_config *cfg, const struct ctl_opts *opts,

@@ -48,6 +48,13 @@ struct ctl_node *dp__run_ctl_node(void);
  * Idempotent. */
 void dp__run_ctl_fini(void);
 
+/* Whether dp_node_stop() makes the node leave the cluster gracefully (ask
+ * the leader to remove it; a bounded wait) before its control thread ends:
+ * yes by default (`zbmd run`). A host whose nodes all end together (the
+ * benchmark) says no: its peers see it go as a failure instead, and its
+ * exit is not delayed. Before dp_node_stop(). */
+void dp__run_ctl_leave_on_stop(bool leave);
+
 /* What every node process does between dp_node_init() and dp_node_launch()
  * (`zbmd run`, and the dpdk collective host of `zbmd bench allreduce`):
  * the dataplane's metrics (dp__run_metrics_init) and, when the config asks

@@ -23,8 +23,12 @@
  * progress for [coll] timeout_ms fails it with -ZB_ERR_TIMEOUT. A failure
  * closes every connection of the communicator at once, so the neighbours
  * see it immediately and the failure travels around the ring: every
- * surviving rank fails within timeout_ms. After a failure the communicator
- * is unusable (every call returns the error); destroy it.
+ * surviving rank fails within timeout_ms. Where a control plane runs (the
+ * dpdk host with [control] on), a committed membership change that removes
+ * one of the communicator's nodes fails it sooner, on every survivor, with
+ * -ZB_ERR_EPOCH ("membership epoch changed from E1 to E2: node N removed";
+ * coll_abort_async()). After a failure the communicator is unusable (every
+ * call returns the error); destroy it.
  *
  * Threads: a communicator belongs to one thread (an lcore, the benchmark's
  * main thread); the callbacks run on it, from coll_progress().
