@@ -74,8 +74,9 @@ a1=$(txp 1); sleep 1; a2=$(txp 1)
 	kill -0 "${BPID[1]}" "${BPID[2]}" "${BPID[3]}"
 ok $? "all-reduce loop running on every node (node 1 sent $((a2 - a1)) frames in 1 s)"
 
-# ---- kill -9 a follower ------------------------------------------------------
+# ---- kill -9 a follower (ZBEP_KILL_LEADER=1: the leader) -------------------
 K=3; [ "$L" = 3 ] && K=2
+[ -n "${ZBEP_KILL_LEADER:-}" ] && K=$L   # by hand: an election comes first
 alive=(); for i in 1 2 3; do [ "$i" != "$K" ] && alive+=("$i"); done
 running=0; kill -0 "${BPID[1]}" "${BPID[2]}" "${BPID[3]}" 2>/dev/null && running=1
 a=${alive[0]}; b=${alive[1]}
@@ -94,7 +95,7 @@ for i in "${alive[@]}"; do wait_exit "${BPID[i]}" $((BOUND_S + 2)) || out=0; don
 ms=$((($(date +%s%N) - t0) / 1000000))
 for i in "${alive[@]}"; do wait "${BPID[i]}"; eval "rc$i=$?"; done
 # the leader's log: when it committed the epoch without node K
-ce=$(awk -v e="$E1" 'match($0, /: epoch [0-9]+: /) && substr($0, RSTART + 8) + 0 > e { print $1; exit }' "$T/b$L.err")
+ce=$(awk -v e="$E1" 'match($0, /: epoch [0-9]+: /) && substr($0, RSTART + 8) + 0 > e { print $1; exit }' "$T/b${alive[0]}.err")
 commit_ms=$([ -n "$ce" ] && awk -v c="$ce" -v t="$t0" 'BEGIN { printf "%d", c * 1000 - t / 1000000 }')
 reported && [ $err_ms -le $((BOUND_S * 1000)) ]
 ok $? "node $K killed: epoch ${commit_ms:-?} ms later; both survivors report ZB_ERR_EPOCH by $err_ms ms (bound ${BOUND_S} s)"
