@@ -70,54 +70,21 @@ static void actors_unhost(void)
 }
 #endif
 
-/* The control thread's log lines (any thread): one line each, with time. */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void ctl_log(void *arg, int level, const char *msg)
-{
-	struct timespec ts;
-	(void)arg;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	pthread_mutex_lock(&log_lock);
-	printf("%ld.%03ld %s %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000,
-	       level <= CTL_LOG_ERR ? "error" : level <= CTL_LOG_WARN ? "warn" : "info",
-	       msg);
-	fflush(stdout);
-	pthread_mutex_unlock(&log_lock);
-}
-
 /* The control plane ([cluster], [control], [metrics]) as the dataplane's
  * control hook, and the dataplane's counters on /metrics. Returns 0, or the
  * exit status when the node must not start. */
 static int control_host(const struct zb_config *cfg, void *actors_rt)
 {
-	char why[384], err[512] = "";
-	bool want = dp__run_ctl_wanted(cfg, why, sizeof(why));
-	int rc = dp__run_metrics_init(cfg, actors_rt);
+	char what[1024], err[1024] = "";
+	bool started;
+	int rc = dp__run_control_host(cfg, actors_rt, stdout, &started, what,
+				      sizeof(what), err, sizeof(err));
 
 	if (rc) {
-		fprintf(stderr, "zbmd run: dataplane metrics: %s\n", zb_strerror(rc));
-		return ZB_EXIT_FAIL;
-	}
-	if (!want) {
-		printf("control: off: %s\n", why);
-		return 0;
-	}
-	struct ctl_opts opts = {.log = ctl_log};
-	rc = dp__run_ctl_init(cfg, &opts, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "zbmd run: control plane (%s): %s\n", why,
-			err[0] ? err : zb_strerror(rc));
+		fprintf(stderr, "zbmd run: %s\n", err);
 		return rc == ZB_ERR_CONFIG ? ZB_EXIT_USAGE : ZB_EXIT_FAIL;
 	}
-	printf("control: on (%s): cluster %u, listen %s, admin %s, metrics %s, "
-	       "raft_dir %s, %u member seed(s), %s\n", why, cfg->cluster.id,
-	       cfg->control.listen,
-	       cfg->control.admin_listen[0] ? cfg->control.admin_listen : "off",
-	       cfg->metrics.listen[0] ? cfg->metrics.listen : "off",
-	       cfg->control.raft_dir, cfg->cluster.seed_count,
-	       cfg->cluster.psk_file[0] ? "PSK-authenticated" :
-	       "no psk_file: a single-node cluster with a random key");
+	printf("control: %s\n", what);
 	return 0;
 }
 

@@ -79,6 +79,11 @@ struct coll_comm {
 	uint32_t op_seq;
 	_Atomic uint32_t abort_seq;     /* owner -> lanes: close your comms */
 	bool failing;                   /* waiting for the lanes' acks */
+	/* coll_abort_async(): claimed by one CAS, err published (release)
+	 * after async_why is written; the owner applies it */
+	_Atomic uint32_t async_claim;
+	_Atomic int async_err;
+	char async_why[200];
 	int err;
 	char errmsg[256];
 	uint8_t bar_send, bar_recv[CFG_MAX_NODES];
@@ -214,6 +219,31 @@ int coll_abort(struct coll_comm *c, int err, const char *why)
 	ZB_ASSERT(c != NULL && err < 0);
 	ZB_ASSERT(why != NULL);
 	return coll_fail(c, err, "aborted: %s", why);
+}
+
+int coll_abort_async(struct coll_comm *c, int err, const char *why)
+{
+	uint32_t free_ = 0;
+
+	ZB_ASSERT(c != NULL && err < 0);
+	ZB_ASSERT(why != NULL);
+	if (!atomic_compare_exchange_strong_explicit(&c->async_claim, &free_, 1,
+						     memory_order_acq_rel,
+						     memory_order_relaxed))
+		return -EALREADY;
+	snprintf(c->async_why, sizeof(c->async_why), "%s", why);
+	atomic_store_explicit(&c->async_err, err, memory_order_release);
+	return 0;
+}
+
+/* Owner thread: apply a coll_abort_async() request, if any. */
+static inline int coll_async_check(struct coll_comm *c)
+{
+	int err = atomic_load_explicit(&c->async_err, memory_order_acquire);
+
+	if (ZB_LIKELY(!err) || c->err)
+		return c->err;
+	return coll_fail(c, err, "%s", c->async_why);
 }
 
 /* ---- communicator -------------------------------------------------------- */
@@ -432,7 +462,7 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 		return rc;
 	if (!opp && !a->done)
 		return -EINVAL;
-	if (c->err)
+	if (coll_async_check(c))
 		return c->err;
 	if (c->q_len == COLL_MAX_OPS)
 		return -EAGAIN;
@@ -882,6 +912,7 @@ int coll_progress(struct coll_comm *c)
 	int ev = 0, rc;
 
 	ZB_ASSERT(c != NULL);
+	(void)coll_async_check(c);
 	if (ZB_UNLIKELY(c->failing)) {
 		bool all = true;
 		for (uint16_t i = 0; i < c->nch; i++)

@@ -11,6 +11,13 @@
  * several, the channels are spread over the lanes (at least one each): one
  * channel per lcore by default.
  *
+ * When the config asks for a control thread ([control] enabled, as for
+ * `zbmd run`: dp__run_control_host), open() starts it too, and each lane
+ * fails its communicator with ZB_ERR_EPOCH when a committed view removes
+ * one of its nodes (cd_on_epoch, a dp_on_epoch callback on the lane's
+ * lcore): a killed node's survivors fail once it is convicted, well before
+ * [coll] timeout_ms when that is long.
+ *
  * When the environment names ZBMD_READY_FILE, open() creates that file once
  * the node's ports and lcores run (zbmd local's start-up order for memif).
  *
@@ -28,6 +35,7 @@
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
+#include "run_ctl.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,6 +60,7 @@ struct cd_lane {
 	/* copies of the lane transport's counters (tp_stats is lane-only) */
 	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
 	uint64_t last_tsc, last_idle;
+	uint64_t seen;                  /* nodes in any view applied (lane-only) */
 } __attribute__((aligned(64)));
 
 struct cd_host {
@@ -60,8 +69,18 @@ struct cd_host {
 	uint16_t cfg_node;
 	unsigned nlanes;
 	bool launched;
+	bool ctl;                       /* a control thread runs */
+	uint32_t raft_hb_ms;            /* its [control] raft_heartbeat_ms */
 	struct cd_lane lane[COLL_HOST_MAX_LANES];
 };
+
+/* The control thread, as `zbmd run` starts it (run_ctl.c). Weak: run_ctl.o
+ * (and control/) is in the zbmd binary only; in test programs that link
+ * the dataplane without them these are NULL and no control thread runs. */
+extern __typeof__(dp__run_control_host) dp__run_control_host __attribute__((weak));
+extern __typeof__(dp__run_ctl_fini) dp__run_ctl_fini __attribute__((weak));
+extern __typeof__(dp__run_ctl_leave_on_stop) dp__run_ctl_leave_on_stop
+	__attribute__((weak));
 
 /* Keeps this object in the binary (see the header comment). */
 const int coll_dpdk_anchor = 1;
@@ -115,6 +134,62 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 	return ev;
 }
 
+/* dp_on_epoch callback, on lane `index`'s lcore right after it applied a
+ * view with a new epoch (lock-free, no allocation). The lane's communicator
+ * was built on the ring of the config's nodes: when the new view no longer
+ * holds one of them that an earlier view held (a node convicted and
+ * removed, or one that left), the ring it runs on is gone, and its running
+ * and later collectives fail with ZB_ERR_EPOCH on every surviving rank —
+ * each survivor applies the same committed view. Views that only add nodes
+ * (the cluster forming) leave it alone. */
+static void cd_on_epoch(void *arg, unsigned index, uint64_t old_epoch,
+			const struct dp_cluster_view *v)
+{
+	struct cd_host *H = arg;
+	uint64_t now = 0, gone, mine = 0;
+	char why[200], members[3 * DP_CLUSTER_MAX + 1] = "";
+	int off = 0;
+
+	ZB_ASSERT(H != NULL && v != NULL);
+	if (index >= H->nlanes)
+		return;
+	struct cd_lane *ln = &H->lane[index];
+	for (uint16_t r = 0; r < v->n_members && r < DP_CLUSTER_MAX; r++)
+		if (v->ring[r] < 64) {
+			now |= 1ull << v->ring[r];
+			if (off >= 0 && (size_t)off < sizeof(members))
+				off += snprintf(members + off, sizeof(members) - (size_t)off,
+						"%s%u", r ? " " : "", v->ring[r]);
+		}
+	gone = ln->seen & ~now;
+	ln->seen |= now;
+	if (atomic_load_explicit(&ln->state, memory_order_acquire) != LANE_READY)
+		return;
+	for (uint32_t r = 0; r < coll_nranks(ln->comm); r++) {
+		uint16_t node = coll_node_of_rank(ln->comm, r);
+		if (node < 64)
+			mine |= 1ull << node;
+	}
+	gone &= mine;
+	if (!gone)
+		return;
+	unsigned first = (unsigned)__builtin_ctzll(gone);
+	snprintf(why, sizeof(why), "membership epoch changed from %llu to %llu: "
+		 "node %u removed%s (members now: %s)", (unsigned long long)old_epoch,
+		 (unsigned long long)v->epoch, first,
+		 (gone & (gone - 1)) ? " (and others)" : "", members);
+	(void)coll_abort_async(ln->comm, ZB_ERR_EPOCH, why);
+}
+
+/* Did a lane's communicator fail (as its owner saw it)? Owner thread. */
+static bool cd_failed(const struct cd_host *H)
+{
+	for (unsigned i = 0; i < H->nlanes; i++)
+		if (H->lane[i].comm && coll_error(H->lane[i].comm)[0])
+			return true;
+	return false;
+}
+
 static void cd_close(void *h)
 {
 	struct cd_host *H = h;
@@ -131,9 +206,19 @@ static void cd_close(void *h)
 		 * the loops still running (so acks still flow). */
 		usleep(250000u * coll_rank(H->lane[0].comm));
 	}
+	if (H->launched && H->ctl && cd_failed(H)) {
+		/* No graceful leave (see cd_open): if this node is the Raft
+		 * leader that just committed the epoch which failed the run,
+		 * the followers learn the commit from its next heartbeats —
+		 * stay that long, loops and control thread running. */
+		uint32_t hb = H->raft_hb_ms;
+		usleep(1000u * (hb * 3 < 50 ? 50 : hb * 3 > 1000 ? 1000 : hb * 3));
+	}
 	if (H->launched) {
 		dp_node_request_stop();
 		dp_node_stop();
+		if (dp__run_ctl_fini)
+			dp__run_ctl_fini();   /* the control thread has ended */
 	}
 	/* Failed communicators too: the provider's fini makes the transport
 	 * drop its payload references first (net_dpdk.c, "Lifetime"). */
@@ -170,6 +255,28 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 			 "an ip)");
 		rc = ZB_ERR_UNAVAILABLE;
 		goto fail;
+	}
+	/* The control thread (Raft membership) when the config has one, as
+	 * `zbmd run` starts it; each lane then fails its communicator on an
+	 * epoch that removes one of its nodes (cd_on_epoch). */
+	if (dp__run_control_host) {
+		char what[1024];
+		rc = dp__run_control_host(a->cfg, NULL, stderr, &H->ctl, what,
+					  sizeof(what), err, errlen);
+		if (rc < 0)
+			goto fail;
+		if (H->ctl) {
+			fprintf(stderr, "zbmd: node %u: control: %s\n", a->cfg->node.id, what);
+			/* the benchmark's nodes end together: no graceful leave
+			 * (it would change the epoch under peers still finishing
+			 * their last collective, and delay every exit) */
+			dp__run_ctl_leave_on_stop(false);
+			H->raft_hb_ms = a->cfg->control.raft_heartbeat_ms;
+			if ((rc = dp_on_epoch(cd_on_epoch, H)) < 0) {
+				snprintf(err, errlen, "dp_on_epoch: %s", zb_strerror(rc));
+				goto fail;
+			}
+		}
 	}
 	/* The dpdk provider connects at once: nothing waits for the other nodes
 	 * to start. The communicators begin with the connect timeout as their
@@ -233,6 +340,10 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 	*out = H;
 	return 0;
 fail:
+	if (!H->launched && dp__run_ctl_fini) {
+		dp_node_stop();       /* a control thread a failed launch started */
+		dp__run_ctl_fini();   /* metrics collector, control node */
+	}
 	cd_close(H);
 	return rc;
 }

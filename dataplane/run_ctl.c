@@ -18,7 +18,9 @@
 #include "run_ctl.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_cycles.h>
 
@@ -55,6 +57,7 @@ static struct {
 	int collector;
 	struct ctl_node *ctl;
 	struct dp_control_ops ops;
+	bool no_leave;                /* stop without leaving the cluster */
 } g = {.collector = -1};
 
 /* ---- the lcore side --------------------------------------------------------- */
@@ -406,7 +409,12 @@ static int ops_run(void *arg)
 
 static void ops_stop(void *arg)
 {
-	ctl_node_request_stop(arg, true);
+	ctl_node_request_stop(arg, !g.no_leave);
+}
+
+void dp__run_ctl_leave_on_stop(bool leave)
+{
+	g.no_leave = !leave;
 }
 
 int dp__run_ctl_init(const struct zb_config *cfg, const struct ctl_opts *opts,
@@ -434,6 +442,62 @@ int dp__run_ctl_init(const struct zb_config *cfg, const struct ctl_opts *opts,
 		g.ctl = NULL;
 	}
 	return rc;
+}
+
+/* The control thread's log lines (any thread): one line each, with time. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ctl_log(void *arg, int level, const char *msg)
+{
+	FILE *out = arg;
+	struct timespec ts;
+
+	ZB_ASSERT(out != NULL && msg != NULL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pthread_mutex_lock(&log_lock);
+	fprintf(out, "%ld.%03ld %s %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000,
+		level <= CTL_LOG_ERR ? "error" : level <= CTL_LOG_WARN ? "warn" : "info",
+		msg);
+	fflush(out);
+	pthread_mutex_unlock(&log_lock);
+}
+
+int dp__run_control_host(const struct zb_config *cfg, struct act_runtime *actors,
+			 FILE *log, bool *started, char *what, size_t whatlen,
+			 char *err, size_t errlen)
+{
+	char why[384], cerr[512] = "";
+
+	ZB_ASSERT(cfg != NULL && started != NULL);
+	ZB_ASSERT(what != NULL && err != NULL);
+	*started = false;
+	bool want = dp__run_ctl_wanted(cfg, why, sizeof(why));
+	int rc = dp__run_metrics_init(cfg, actors);
+	if (rc) {
+		snprintf(err, errlen, "dataplane metrics: %s", zb_strerror(rc));
+		return rc;
+	}
+	if (!want) {
+		snprintf(what, whatlen, "off: %s", why);
+		return 0;
+	}
+	struct ctl_opts opts = {.log = log ? ctl_log : NULL, .log_arg = log};
+	rc = dp__run_ctl_init(cfg, &opts, cerr, sizeof(cerr));
+	if (rc) {
+		snprintf(err, errlen, "control plane (%s): %s", why,
+			 cerr[0] ? cerr : zb_strerror(rc));
+		return rc;
+	}
+	*started = true;
+	snprintf(what, whatlen, "on (%s): cluster %u, listen %s, admin %s, "
+		 "metrics %s, raft_dir %s, %u member seed(s), %s", why,
+		 cfg->cluster.id, cfg->control.listen,
+		 cfg->control.admin_listen[0] ? cfg->control.admin_listen : "off",
+		 cfg->metrics.listen[0] ? cfg->metrics.listen : "off",
+		 cfg->control.raft_dir, cfg->cluster.seed_count,
+		 cfg->cluster.psk_file[0] ? "PSK-authenticated" :
+		 "no psk_file: a single-node cluster with a random key");
+	return 0;
 }
 
 struct ctl_node *dp__run_ctl_node(void)

@@ -10,12 +10,18 @@
  *                         metrics collector, and the dataplane's control hook
  *   dp__run_ctl_fini()    after dp_node_stop (control thread ended): remove
  *                         the collector, free the control node
+ *   dp__run_control_host() the three above as one step (what callers use)
+ *
+ * Callers: cmd_run.c, and coll_dpdk.c through weak references (test
+ * programs link the dataplane library without control/; there the symbols
+ * are NULL and collectives run without a control thread).
  */
 #ifndef ZBMD_DATAPLANE_RUN_CTL_H
 #define ZBMD_DATAPLANE_RUN_CTL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "zbmd/control.h"
 
@@ -41,5 +47,27 @@ struct ctl_node *dp__run_ctl_node(void);
 /* After dp_node_stop(): metrics collector removed, control node freed.
  * Idempotent. */
 void dp__run_ctl_fini(void);
+
+/* Whether dp_node_stop() makes the node leave the cluster gracefully (ask
+ * the leader to remove it; a bounded wait) before its control thread ends:
+ * yes by default (`zbmd run`). A host whose nodes all end together (the
+ * benchmark) says no: its peers see it go as a failure instead, and its
+ * exit is not delayed. Before dp_node_stop(). */
+void dp__run_ctl_leave_on_stop(bool leave);
+
+/* What every node process does between dp_node_init() and dp_node_launch()
+ * (`zbmd run`, and the dpdk collective host of `zbmd bench allreduce`):
+ * the dataplane's metrics (dp__run_metrics_init) and, when the config asks
+ * for one (dp__run_ctl_wanted), the control thread (dp__run_ctl_init) with
+ * its log lines written to `log` (one timestamped line each, any thread;
+ * NULL: dropped). *started says whether a control thread will run; `what`
+ * gets one line for the operator: "on (WHY): cluster 77, listen ..." or
+ * "off: WHY". Returns 0, or a negative error with err naming what failed
+ * ("dataplane metrics: ...", "control plane (WHY): ..."); ZB_ERR_CONFIG
+ * for control settings that cannot work. Undo with dp__run_ctl_fini()
+ * after dp_node_stop(). */
+int dp__run_control_host(const struct zb_config *cfg, struct act_runtime *actors,
+			 FILE *log, bool *started, char *what, size_t whatlen,
+			 char *err, size_t errlen);
 
 #endif

@@ -23,8 +23,12 @@
  * progress for [coll] timeout_ms fails it with -ZB_ERR_TIMEOUT. A failure
  * closes every connection of the communicator at once, so the neighbours
  * see it immediately and the failure travels around the ring: every
- * surviving rank fails within timeout_ms. After a failure the communicator
- * is unusable (every call returns the error); destroy it.
+ * surviving rank fails within timeout_ms. Where a control plane runs (the
+ * dpdk host with [control] on), a committed membership change that removes
+ * one of the communicator's nodes fails it sooner, on every survivor, with
+ * -ZB_ERR_EPOCH ("membership epoch changed from E1 to E2: node N removed";
+ * coll_abort_async()). After a failure the communicator is unusable (every
+ * call returns the error); destroy it.
  *
  * Threads: a communicator belongs to one thread (an lcore, the benchmark's
  * main thread); the callbacks run on it, from coll_progress().
@@ -90,6 +94,16 @@ int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms);
  * -ZB_ERR_PEER_DOWN), and every later call returns err. `why` ends up in
  * coll_error(). Owner thread only. Returns err (or the earlier failure). */
 int coll_abort(struct coll_comm *c, int err, const char *why);
+
+/* coll_abort() from any thread (a dataplane lcore's dp_on_epoch callback,
+ * the control thread): lock-free, never blocks, allocates nothing. The
+ * first request wins (err and why are copied; later ones return -EALREADY).
+ * The owner applies it as coll_abort(c, err, why) at its next
+ * coll_progress() / coll_start() (so a running collective fails within one
+ * owner poll — coll_wait() polls at least every 160 us — and a later one
+ * is refused); the lanes then close their comms as for any failure.
+ * 0, -EALREADY. */
+int coll_abort_async(struct coll_comm *c, int err, const char *why);
 
 /* The communicator's last failure in words ("rank 1 (node 1): recv from
  * node 0 on channel 0: peer down"), "" when none. */
