@@ -241,12 +241,12 @@ uint64_t dp_now_ns(uint64_t tsc);
  *  - transport: when a view removes a node, every lane resets its session
  *    with that node (tp_peer_reset): pending sends to it fail with
  *    ZB_ERR_EPOCH at once instead of after peer_timeout_ms;
- *  - collectives: a communicator owned by lcore L registers a dp_on_epoch
- *    callback (before launch) and calls, from it,
- *        coll_abort(comm, ZB_ERR_EPOCH, "membership epoch changed")
- *    when the epoch differs from the one the communicator was created
- *    under (dp_cluster_epoch(L) at creation). The callback runs on lcore L,
- *    the communicator's owner thread, as coll_abort requires. */
+ *  - collectives: dataplane/coll_dpdk.c registers a dp_on_epoch callback
+ *    per lane (before launch); when a committed view drops a node that an
+ *    earlier view held, it calls
+ *        coll_abort_async(comm, ZB_ERR_EPOCH, "membership epoch changed ...")
+ *    which any thread may call (the communicator's owner applies it at its
+ *    next progress call). Views that only add nodes abort nothing. */
 #define DP_CLUSTER_MAX 64        /* = CFG_MAX_NODES */
 #define DP_EPOCH_HOOKS 8
 
