@@ -6,7 +6,10 @@
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
 #include "zbmd/gpu.h"
+#include "zbmd/metrics.h"
 #include "zbmd/net.h"
+
+#include <pthread.h>
 
 #include <sched.h>
 #include <stdarg.h>
@@ -33,6 +36,7 @@ struct coll_op {
 	int state;
 	int status;
 	uint32_t tag;
+	uint64_t t0_ns;                 /* coll_start: for the latency metric */
 };
 
 struct coll_chan {
@@ -87,7 +91,59 @@ struct coll_comm {
 	int err;
 	char errmsg[256];
 	uint8_t bar_send, bar_recv[CFG_MAX_NODES];
+	unsigned mslot;                 /* metrics row written by the owner */
 };
+
+/* ---- metrics (Prometheus, via the process registry) ------------------------
+ * Per kind: completed collectives, their payload bytes (count x dtype size,
+ * per rank), the time from coll_start to completion; failures. Registered
+ * once per process; every communicator writes its own row (slot), so the
+ * owner thread adds without atomics shared with other communicators. */
+static struct {
+	int ops[COLL_KIND_COUNT], bytes[COLL_KIND_COUNT], lat[COLL_KIND_COUNT];
+	int failures;
+	bool ok;
+} cm;
+static pthread_once_t cm_once = PTHREAD_ONCE_INIT;
+static atomic_uint cm_next_slot;
+
+static void cm_register(void)
+{
+	static const double bounds[] = {1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2,
+					3e-2, 0.1, 0.3, 1, 3, 10};
+	char lab[64];
+	bool ok = true;
+	for (int k = 0; k < COLL_KIND_COUNT; k++) {
+		snprintf(lab, sizeof(lab), "kind=\"%s\"", coll_kind_name((enum coll_kind)k));
+		cm.ops[k] = zb_metrics_counter("zbmd_coll_ops_total",
+					       "collectives completed", lab);
+		cm.bytes[k] = zb_metrics_counter("zbmd_coll_bytes_total",
+						 "payload bytes of completed collectives (per rank)", lab);
+		cm.lat[k] = zb_metrics_histogram("zbmd_coll_latency_seconds",
+						 "collective latency, start to completion", lab,
+						 bounds, ZB_ARRAY_LEN(bounds));
+		ok = ok && cm.ops[k] >= 0 && cm.bytes[k] >= 0 && cm.lat[k] >= 0;
+	}
+	cm.failures = zb_metrics_counter("zbmd_coll_failures_total",
+					 "collectives that failed (timeout, peer down, epoch, abort)", NULL);
+	cm.ok = ok && cm.failures >= 0;
+}
+
+static void cm_record(const struct coll_comm *c, const struct coll_op *op, int status)
+{
+	if (!cm.ok)
+		return;
+	if (status != 0) {
+		zb_metrics_add(cm.failures, c->mslot, 1);
+		return;
+	}
+	enum coll_kind k = op->a.kind;
+	zb_metrics_add(cm.ops[k], c->mslot, 1);
+	if (k != COLL_BARRIER)
+		zb_metrics_add(cm.bytes[k], c->mslot,
+			       (uint64_t)op->a.count * zb_dtype_size(op->a.dtype));
+	zb_metrics_observe(cm.lat[k], c->mslot, (double)(zb_now_ns() - op->t0_ns) / 1e9);
+}
 
 /* ---- small accessors ------------------------------------------------------- */
 
@@ -206,6 +262,7 @@ static void coll_fail_ops(struct coll_comm *c, int err)
 		struct coll_op *op = &c->ops_pool[c->q[(c->q_head + i) % COLL_MAX_OPS]];
 		op->status = err;
 		op->state = OP_DONE;
+		cm_record(c, op, err);
 		if (op->a.done) {
 			op->a.done(op->a.done_arg, err);
 			op->state = OP_FREE;
@@ -343,6 +400,8 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	pthread_once(&cm_once, cm_register);
+	c->mslot = atomic_fetch_add(&cm_next_slot, 1) % ZB_METRICS_SLOT_OTHER;
 	c->ops = ops;
 	c->cfg = cfg;
 	c->threaded = a->threaded_channels;
@@ -471,7 +530,8 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 		;
 	ZB_ASSERT(i < COLL_MAX_OPS);   /* q_len < max implies a free op */
 	struct coll_op *op = &c->ops_pool[i];
-	*op = (struct coll_op){.comm = c, .a = *a, .state = OP_QUEUED};
+	*op = (struct coll_op){.comm = c, .a = *a, .state = OP_QUEUED,
+			       .t0_ns = zb_now_ns()};
 	if (a->kind == COLL_BARRIER) {
 		op->a.sendbuf = &c->bar_send;
 		op->a.recvbuf = c->bar_recv;
@@ -830,6 +890,7 @@ static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
 	op->status = status;
 	op->state = OP_DONE;
 	c->st.collectives++;
+	cm_record(c, op, status);
 	if (op->a.done) {
 		op->a.done(op->a.done_arg, status);
 		op->state = OP_FREE;

@@ -7,7 +7,7 @@ coll_SRCS := $(filter-out dataplane/coll_dpdk%,$(wildcard dataplane/net.c datapl
 # into every binary that links the dataplane archive; harmless elsewhere (an
 # -u symbol that no archive defines stays undefined and unreferenced).
 coll_LDLIBS := -Wl,-u,coll_dpdk_anchor
-coll_DEPS := config gpu common
+coll_DEPS := config gpu metrics common
 # test_lanes runs channels on their own threads: worth ThreadSanitizer.
 TSAN_MODULES += coll
 coll_SUMMARY := net registry + tcp provider; ring all-reduce, reduce-scatter, all-gather, broadcast, barrier; bench allreduce (--provider tcp|dpdk), local (--link memif|veth|tcp)

@@ -13,6 +13,6 @@ dataplane_SRCS := $(filter-out $(transport_SRCS) $(coll_SRCS),$(wildcard datapla
 dataplane_CFLAGS := $(subst -I/,-isystem /,$(DPDK_CFLAGS))
 dataplane_LDLIBS := $(DPDK_LIBS)
 # only the modules present in this tree (actors/gpu land on other branches)
-dataplane_DEPS := $(filter $(MODULES),coll transport config actors gpu common)
+dataplane_DEPS := $(filter $(MODULES),coll transport config actors gpu) metrics common
 TSAN_MODULES += transport
 dataplane_SUMMARY := DPDK $(shell $(PKG_CONFIG) --modversion libdpdk 2>/dev/null || echo MISSING): node (zbmd run), lcore loop, ARP/ICMP, transport on ports, dpdk net provider

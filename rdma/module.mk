@@ -6,7 +6,7 @@ RDMA_CORE_VERSION := $(shell dpkg-query -W -f='$${Version}' rdma-core 2>/dev/nul
 RDMA_DEVICES := $(shell ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
 # coll (the net registry, dataplane/net.c) once it is in the tree: provider.c
 # then registers rdma_net_ops with net_register() from a constructor.
-rdma_DEPS := $(if $(wildcard dataplane/net.c),coll) config gpu common
+rdma_DEPS := $(if $(wildcard dataplane/net.c),coll metrics) config gpu common
 rdma_CFLAGS := -DZB_RDMA_CORE_VERSION='"$(RDMA_CORE_VERSION)"'
 rdma_LDLIBS := -libverbs
 rdma_SUMMARY := verbs provider built (rdma-core $(RDMA_CORE_VERSION)); devices: $(if $(strip $(RDMA_DEVICES)),$(strip $(RDMA_DEVICES)),none here (tests skip))

@@ -6,6 +6,7 @@
 #include "tap.h"
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
+#include "zbmd/metrics.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -117,12 +118,22 @@ static void *node_main(void *arg)
 	return NULL;
 }
 
+/* The value of the first sample line starting with `series ` in text. */
+static double sample(const char *text, const char *series)
+{
+	size_t n = strlen(series);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, series, n) == 0 && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return -1;
+}
+
 int main(void)
 {
 	static struct node nd[2] = {{.id = 0}, {.id = 1}};
 	pthread_t th[2];
 
-	tap_plan(6);
+	tap_plan(9);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 200);
 	pthread_barrier_init(&bar, NULL, 2);
@@ -147,6 +158,24 @@ int main(void)
 	   "(%d calls, %s)", nd[1].cb_calls, zb_strerror(nd[1].cb_status));
 	ok(strstr(coll_error(nd[1].c), "node 0") != NULL, "... naming the peer: %s",
 	   coll_error(nd[1].c));
+	/* The collectives' Prometheus series (scraped as /metrics would be). */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ok(f && zb_metrics_write(f) == 0 && fclose(f) == 0 && text,
+	   "metrics registry writes Prometheus text");
+	double ops = sample(text, "zbmd_coll_ops_total{kind=\"allreduce\"}");
+	double cnt = sample(text, "zbmd_coll_latency_seconds_count{kind=\"allreduce\"}");
+	double bytes = sample(text, "zbmd_coll_bytes_total{kind=\"allreduce\"}");
+	double want = 0;   /* node_main's 12 counts, on both nodes */
+	for (int k = 0; k < 12; k++)
+		want += 2.0 * (double)(((size_t)(k * 25013) % CNT + (size_t)k) * sizeof(float));
+	ok(ops == 24 && cnt == 24 && bytes == want,
+	   "24 all-reduces counted: ops %.0f, latency observations %.0f, bytes %.0f",
+	   ops, cnt, bytes);
+	double fails = sample(text, "zbmd_coll_failures_total");
+	ok(fails >= 1, "the failed collective is counted (%.0f)", fails);
+	free(text);
 	for (int i = 0; i < 2; i++) {
 		coll_comm_destroy(nd[i].c);
 		free(nd[i].s);
