@@ -198,6 +198,7 @@ struct act_runtime {
 	pthread_mutex_t names_lock;
 	struct act_name *names;
 	_Atomic uint64_t ext_sends, ext_full, ext_stale; /* non-worker senders */
+	_Atomic uint64_t restarts;          /* supervisor child restarts */
 	size_t footprint;
 };
 

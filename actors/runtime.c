@@ -400,4 +400,7 @@ void act_get_stats(struct act_runtime *rt, struct act_stats *out)
 	}
 	out->actors_live = atomic_load_explicit(&rt->live, RLX);
 	out->msgs_free = atomic_load_explicit(&rt->msg_free_n, RLX) + cached;
+	out->msgs_in_use = out->msgs_free < rt->p.message_pool
+			   ? rt->p.message_pool - out->msgs_free : 0;
+	out->restarts = atomic_load_explicit(&rt->restarts, RLX);
 }

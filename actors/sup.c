@@ -175,6 +175,8 @@ static void on_failure(struct act_ctx *ctx, struct sup *s, uint32_t i, int reaso
 		begin_shutdown(ctx, s, ACT_SHUTDOWN); /* escalate */
 		return;
 	}
+	if (act__tls.rt)
+		atomic_fetch_add_explicit(&act__tls.rt->restarts, 1, memory_order_relaxed);
 	uint32_t first = i, last = i;
 	if (s->spec->strategy == ACT_ONE_FOR_ALL) {
 		first = 0;

@@ -312,6 +312,11 @@ static void collect_actors(struct zb_metrics_out *out, const char *node)
 	     s.actors_live);
 	emit(out, "zbmd_actors_messages_total", ZB_METRIC_COUNTER,
 	     "Messages handled by actors", node, (double)s.messages);
+	emit(out, "zbmd_actors_messages_in_use", ZB_METRIC_GAUGE,
+	     "Messages queued in mailboxes, in flight or held (all mailboxes' depth, approx)",
+	     node, (double)s.msgs_in_use);
+	emit(out, "zbmd_actors_restarts_total", ZB_METRIC_COUNTER,
+	     "Children restarted by supervisors", node, (double)s.restarts);
 	emit(out, "zbmd_actors_sends_total", ZB_METRIC_COUNTER,
 	     "Messages sent to actors", node, (double)s.sends);
 	emit(out, "zbmd_actors_mailbox_full_total", ZB_METRIC_COUNTER,

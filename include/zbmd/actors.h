@@ -362,8 +362,11 @@ struct act_stats {
 	uint64_t parks;        /* times a worker thread slept */
 	uint64_t late_replies; /* replies discarded after a timeout */
 	uint64_t timers_fired, timers_dropped;
+	uint64_t restarts;     /* children restarted by supervisors */
 	uint32_t actors_live;
 	uint32_t msgs_free;    /* messages in the global free list (approx) */
+	uint32_t msgs_in_use;  /* message_pool - msgs_free: queued in mailboxes,
+				* in flight or held by actors (approx) */
 };
 void act_get_stats(struct act_runtime *rt, struct act_stats *out);
 /* Bytes the runtime allocated at create (pools, queues). */

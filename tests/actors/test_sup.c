@@ -110,7 +110,7 @@ int main(void)
 		{"rest_for_one", ACT_REST_FOR_ONE, "TB TD TC SB SC SD"},
 		{"simple_one_for_one", ACT_SIMPLE_ONE_FOR_ONE, "TB SB"},
 	};
-	tap_plan(4 * 3 + 13);
+	tap_plan(4 * 3 + 14);
 	struct act_runtime *rt = mk_rt(1, 0);
 	act_id sup;
 
@@ -272,6 +272,8 @@ int main(void)
 	struct act_stats st;
 	act_get_stats(rt, &st);
 	is_int(st.actors_live, 0, "no actors left");
+	ok(st.restarts >= 4, "stats: %llu supervisor restarts counted (%u messages in use)",
+	   (unsigned long long)st.restarts, st.msgs_in_use);
 	act_runtime_destroy(rt);
 	return tap_done();
 }
