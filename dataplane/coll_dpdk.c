@@ -79,6 +79,7 @@ struct cd_host {
  * the dataplane without them these are NULL and no control thread runs. */
 extern __typeof__(dp__run_control_host) dp__run_control_host __attribute__((weak));
 extern __typeof__(dp__run_ctl_fini) dp__run_ctl_fini __attribute__((weak));
+extern __typeof__(dp__run_ctl_log_level) dp__run_ctl_log_level __attribute__((weak));
 extern __typeof__(dp__run_ctl_leave_on_stop) dp__run_ctl_leave_on_stop
 	__attribute__((weak));
 
@@ -261,6 +262,8 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 	 * epoch that removes one of its nodes (cd_on_epoch). */
 	if (dp__run_control_host) {
 		char what[1024];
+		if (dp__run_ctl_log_level)   /* warnings only: keep the table clean */
+			dp__run_ctl_log_level(CTL_LOG_WARN);
 		rc = dp__run_control_host(a->cfg, NULL, stderr, &H->ctl, what,
 					  sizeof(what), err, errlen);
 		if (rc < 0)

@@ -452,12 +452,21 @@ int dp__run_ctl_init(const struct zb_config *cfg, const struct ctl_opts *opts,
 /* The control thread's log lines (any thread): one line each, with time. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static int ctl_log_max = CTL_LOG_INFO;
+
+void dp__run_ctl_log_level(int max_level)
+{
+	ctl_log_max = max_level;
+}
+
 static void ctl_log(void *arg, int level, const char *msg)
 {
 	FILE *out = arg;
 	struct timespec ts;
 
 	ZB_ASSERT(out != NULL && msg != NULL);
+	if (level > ctl_log_max)
+		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	pthread_mutex_lock(&log_lock);
 	fprintf(out, "%ld.%03ld %s %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000,

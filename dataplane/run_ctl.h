@@ -70,4 +70,8 @@ int dp__run_control_host(const struct zb_config *cfg, struct act_runtime *actors
 			 FILE *log, bool *started, char *what, size_t whatlen,
 			 char *err, size_t errlen);
 
+/* Most verbose control log level written (CTL_LOG_*; default CTL_LOG_INFO).
+ * Benchmarks keep their tables clean with CTL_LOG_WARN. Before the host call. */
+void dp__run_ctl_log_level(int max_level);
+
 #endif
