@@ -12,6 +12,7 @@
 #include "zbmd/common.h"
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
+#include "node_helper.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -128,16 +129,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: helper_allreduce -c NODE.ini [--count N] [--iters K] [--channels C]\n");
 		return 2;
 	}
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sigset_t old;
+	nh_signals_block(on_signal, &old);
 
 	struct dp_err err;
 	if (dp_node_init(&cfg, &err) != 0) {
@@ -168,17 +161,7 @@ int main(int argc, char **argv)
 	}
 	printf("READY rank=%u nranks=%u channels=%u\n", rank, nranks, channels);
 	fflush(stdout);
-	if (dp_main_polls()) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		dp_node_wait();
-	} else {
-		sigset_t wm = old;
-		sigdelset(&wm, SIGINT);
-		sigdelset(&wm, SIGTERM);
-		while (!stop)
-			sigsuspend(&wm);
-	}
-	dp_node_stop();
+	nh_run_until(&stop, &old);
 	int good = finished && !failed_status && wrong == 0 && iter == iters;
 	printf("RESULT rank=%u iters=%u wrong=%lu status=%d (%s) %s\n", rank, iter,
 	       (unsigned long)wrong, failed_status, zb_strerror(failed_status),

@@ -22,6 +22,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/transport.h"
+#include "node_helper.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -386,16 +387,8 @@ int main(int argc, char **argv)
 		memset(bslots[s].buf, 0x5a, BULK_MAX);
 	}
 
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sigset_t old;
+	nh_signals_block(on_signal, &old);
 
 	struct dp_err err;
 	if (dp_node_init(&cfg, &err) != 0) {
@@ -418,17 +411,7 @@ int main(int argc, char **argv)
 	printf("READY node=%u peer=%u role=%s\n", self, peer,
 	       client ? "client" : "server");
 	fflush(stdout);
-	if (dp_main_polls()) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		dp_node_wait();
-	} else {
-		sigset_t wait_mask = old;
-		sigdelset(&wait_mask, SIGINT);
-		sigdelset(&wait_mask, SIGTERM);
-		while (!stop)
-			sigsuspend(&wait_mask);
-	}
-	dp_node_stop();
+	nh_run_until(&stop, &old);
 	if (getenv("ZBPERF_STATS"))
 		dp_stats_dump(stdout);
 	const struct tp_stats *ts = tp_stats(dp_transport(0));

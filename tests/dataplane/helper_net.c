@@ -12,6 +12,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/net.h"
+#include "node_helper.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -185,16 +186,8 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++)
 		if (cfg.peers[i].present && i != self)
 			peer = (uint16_t)i;
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sigset_t old;
+	nh_signals_block(on_signal, &old);
 
 	struct dp_err err;
 	if (dp_node_init(&cfg, &err) != 0) {
@@ -225,17 +218,7 @@ int main(int argc, char **argv)
 	}
 	printf("READY node=%u peer=%u rounds=%u\n", self, peer, rounds);
 	fflush(stdout);
-	if (dp_main_polls()) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		dp_node_wait();
-	} else {
-		sigset_t wm = old;
-		sigdelset(&wm, SIGINT);
-		sigdelset(&wm, SIGTERM);
-		while (!stop)
-			sigsuspend(&wm);
-	}
-	dp_node_stop();
+	nh_run_until(&stop, &old);
 	printf("RESULT node=%u rounds=%u ok=%lu bad=%lu errors=%lu emsgsize=%d badtag=%d\n",
 	       self, round_no, (unsigned long)ok_msgs, (unsigned long)bad_msgs,
 	       (unsigned long)errors, emsgsize_ok, badtag_ok);

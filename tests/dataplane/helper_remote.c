@@ -25,6 +25,7 @@
 #include "zbmd/dataplane.h"
 #include "zbmd/remote.h"
 #include "zbmd/transport.h"
+#include "node_helper.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -1007,16 +1008,8 @@ int main(int argc, char **argv)
 			path ? ": " : "", path ? cerr.msg : "");
 		return 2;
 	}
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sigset_t old;
+	nh_signals_block(on_signal, &old);
 	struct dp_err err;
 	if (dp_node_init(&cfg, &err) != 0) {
 		fprintf(stderr, "helper_remote: %s\n", err.msg);

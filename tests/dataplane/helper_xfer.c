@@ -40,6 +40,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/transport.h"
+#include "node_helper.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -547,16 +548,8 @@ int main(int argc, char **argv)
 		}
 	}
 
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sigset_t old;
+	nh_signals_block(on_signal, &old);
 
 	struct dp_err err;
 	if (dp_node_init(&cfg, &err) != 0) {
@@ -577,17 +570,7 @@ int main(int argc, char **argv)
 	}
 	printf("READY node=%u to=%d from=%d count=%u\n", self, nouts, nins, count);
 	fflush(stdout);
-	if (dp_main_polls()) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		dp_node_wait();
-	} else {
-		sigset_t wait_mask = old;
-		sigdelset(&wait_mask, SIGINT);
-		sigdelset(&wait_mask, SIGTERM);
-		while (!stop)
-			sigsuspend(&wait_mask);
-	}
-	dp_node_stop();
+	nh_run_until(&stop, &old);
 
 	uint64_t sent = 0, acked = 0, failed = 0, received = 0, bytes = 0, csum = 0;
 	int ok = bad == 0 && order_err == 0;
