@@ -300,12 +300,11 @@ bool dp__ports_fini(struct dp_node *n)
 				}
 				rte_delay_us_sleep(1000);
 			}
-			/* not run in time (interrupt thread stuck): take it back */
-			if (!ran && rte_eal_alarm_cancel(memif_fini_alarm, &job) > 0)
-				ran = false;
-			else if (!ran) {
+			/* Not run in time (interrupt thread stuck): take it back and
+			 * close here; if it cannot be taken back it is running now. */
+			if (!ran && rte_eal_alarm_cancel(memif_fini_alarm, &job) <= 0) {
 				while (!__atomic_load_n(&job.done, __ATOMIC_ACQUIRE))
-					rte_delay_us_sleep(1000);  /* it is running now */
+					rte_delay_us_sleep(1000);
 				ran = true;
 			}
 		}
