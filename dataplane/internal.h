@@ -150,6 +150,10 @@ uint32_t dp__link_sleep_cap_us(unsigned index, uint64_t now_tsc);
  * send_done: 1 when the cookie was the provider's. */
 int dp__net_deliver(unsigned lane, struct tp_msg *m);
 int dp__net_send_done(unsigned lane, uint64_t cookie, int status);
+void *dp__net_rx_place(unsigned lane, uint16_t peer, uint16_t stream,
+		       uint32_t msg_id, size_t len);
+void dp__net_rx_unplace(unsigned lane, uint16_t peer, uint16_t stream,
+			uint32_t msg_id);
 struct net_ops;
 extern const struct net_ops dp_net_dpdk_ops;
 

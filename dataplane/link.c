@@ -140,6 +140,20 @@ static int link_deliver(void *user, struct tp_msg *m)
 	return 0;
 }
 
+static void *link_rx_place(void *user, uint16_t peer, uint16_t stream,
+			   uint32_t msg_id, size_t len)
+{
+	struct dp_link *l = user;
+	return dp__net_rx_place(l->index, peer, stream, msg_id, len);
+}
+
+static void link_rx_unplace(void *user, uint16_t peer, uint16_t stream,
+			    uint32_t msg_id)
+{
+	struct dp_link *l = user;
+	dp__net_rx_unplace(l->index, peer, stream, msg_id);
+}
+
 static void link_send_done(void *user, uint64_t cookie, int status)
 {
 	struct dp_link *l = user;
@@ -161,6 +175,8 @@ static const struct tp_ops link_ops = {
 	.tx = link_tx,
 	.deliver = link_deliver,
 	.send_done = link_send_done,
+	.rx_place = link_rx_place,
+	.rx_unplace = link_rx_unplace,
 	.peer_event = link_peer_event,
 };
 

@@ -11,9 +11,12 @@
  * One isend = two transport messages on that stream: an 8-byte header
  * {tag, size} (copied), then the payload (sent zero-copy: the request's
  * tp_ref keeps it pinned until the transport and the NIC are done). The
- * receiver alternates header / payload per (peer, stream); a payload is
- * copied into the oldest posted irecv of that comm (matching in posting
- * order, net.h) — or, with no irecv posted (or no comm accepted yet), left
+ * receiver alternates header / payload per (peer, stream); a payload goes
+ * into the oldest posted irecv of that comm (matching in posting order,
+ * net.h): straight from the frames when that irecv was posted before the
+ * payload's first fragment came and fits the header's size and tag (the
+ * transport's rx_place: one copy, frame -> user buffer), else through the
+ * transport's reassembly arena (a second copy) — or, with no irecv posted (or no comm accepted yet), left
  * with the transport (deliver returns -EAGAIN), which holds back the stream:
  * that is the backpressure. test() reports the size, or -EMSGSIZE (message
  * larger than the irecv), ZB_ERR_BAD_FRAME (tag mismatch), or the
@@ -57,6 +60,8 @@ struct nd_req {
 	uint8_t payload_posted;  /* send: payload accepted by the transport */
 	uint8_t ref_dropped;     /* send: transport + NIC released the payload */
 	uint8_t acks;            /* send: send_done calls seen (2 = both) */
+	uint8_t placed;          /* recv: the transport writes into buf */
+	uint32_t msg_id;         /* recv, placed: the payload's message */
 	int status;
 	size_t size;
 	void *buf;               /* recv: destination; send: source */
@@ -74,7 +79,7 @@ struct nd_comm {
 	/* recv: posted irecvs, oldest first; the header seen, if any */
 	struct nd_req *head, *tail;
 	bool have_hdr;
-	uint32_t hdr_tag, hdr_size;
+	uint32_t hdr_tag, hdr_size, hdr_msg_id;
 };
 
 struct nd_ctx {
@@ -124,8 +129,9 @@ static void complete_recv(struct nd_comm *cm, struct tp_msg *m)
 		r->status = -EMSGSIZE;
 	else if (cm->hdr_tag != r->tag)
 		r->status = ZB_ERR_BAD_FRAME;
-	else if (m->len)
+	else if (m->len && !r->placed)
 		memcpy(r->buf, m->data, m->len);
+	ZB_DASSERT(!r->placed || (r->msg_id == m->msg_id && m->data == r->buf));
 	r->size = m->len;
 	r->done = 1;
 }
@@ -148,6 +154,7 @@ int dp__net_deliver(unsigned lane, struct tp_msg *m)
 		memcpy(h, m->data, sizeof(h));
 		cm->hdr_tag = h[0];
 		cm->hdr_size = h[1];
+		cm->hdr_msg_id = m->msg_id;
 		cm->have_hdr = true;
 		return 1;
 	}
@@ -156,6 +163,47 @@ int dp__net_deliver(unsigned lane, struct tp_msg *m)
 	complete_recv(cm, m);
 	cm->have_hdr = false;
 	return 1;
+}
+
+/* The payload msg_id of (peer, stream) begins to arrive: the head irecv's
+ * buffer when it is the payload's (the header came, sizes and tags agree). */
+void *dp__net_rx_place(unsigned lane, uint16_t peer, uint16_t stream,
+		       uint32_t msg_id, size_t len)
+{
+	struct nd_ctx *c = lane < CFG_MAX_LCORES ? lanes[lane] : NULL;
+	if (!c || peer >= CFG_MAX_NODES || stream >= DP_NET_CHANNELS)
+		return NULL;
+	struct nd_comm *cm = &c->recv[peer][stream];
+	struct nd_req *r = cm->head;
+	if (!cm->used || !cm->have_hdr || msg_id != cm->hdr_msg_id + 1 || !r ||
+	    r->placed || len != cm->hdr_size || len > r->size ||
+	    r->tag != cm->hdr_tag)
+		return NULL;
+	r->placed = 1;
+	r->msg_id = msg_id;
+	return r->buf;
+}
+
+/* A placed payload will not come (session reset): buf is ours again. */
+void dp__net_rx_unplace(unsigned lane, uint16_t peer, uint16_t stream,
+			uint32_t msg_id)
+{
+	struct nd_ctx *c = lane < CFG_MAX_LCORES ? lanes[lane] : NULL;
+	if (!c || peer >= CFG_MAX_NODES || stream >= DP_NET_CHANNELS)
+		return;
+	for (struct nd_req *r = c->recv[peer][stream].head; r; r = r->next)
+		if (r->placed && r->msg_id == msg_id)
+			r->placed = 0;
+}
+
+/* Take the buffer of a placed receive back from the transport. */
+static void req_unplace(struct nd_ctx *c, struct nd_req *r)
+{
+	if (!r->placed)
+		return;
+	tp_rx_detach(c->tp, r->comm->peer, r->comm->channel, r->msg_id,
+		     tsc_now_ns());
+	r->placed = 0;
 }
 
 /* 1: the cookie was ours */
@@ -336,8 +384,13 @@ static int nd_accept(void *ctx, uint16_t peer, uint16_t channel, void **comm)
 static void nd_close(void *comm)
 {
 	struct nd_comm *cm = comm;
-	if (cm)
-		cm->used = false;
+	if (!cm)
+		return;
+	/* the receives' buffers stop being written now (the caller may free
+	 * them on return) */
+	for (struct nd_req *r = cm->is_send ? NULL : cm->head; r; r = r->next)
+		req_unplace(cm->ctx, r);
+	cm->used = false;
 }
 
 static int nd_reg_mr(void *comm, void *data, size_t size,
@@ -406,6 +459,9 @@ static void nd_fini(void *ctx)
 	/* peers that still hold a send of ours: a header or payload not
 	 * completed (acks < 2), or a payload not yet handed over (stalled) */
 	bool reset[CFG_MAX_NODES] = {false};
+	for (unsigned i = 0; i < DP_NET_REQS; i++)
+		if (c->reqs[i].kind == REQ_RECV)
+			req_unplace(c, &c->reqs[i]);
 	for (unsigned i = 0; i < DP_NET_REQS; i++) {
 		const struct nd_req *r = &c->reqs[i];
 		if (r->kind == REQ_SEND && r->acks < 2)

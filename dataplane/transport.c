@@ -128,7 +128,8 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 	int rc;
 
 	ZB_ASSERT(p != NULL && ops != NULL && out != NULL);
-	if (!ops->tx || !ops->deliver || !ops->send_done)
+	if (!ops->tx || !ops->deliver || !ops->send_done ||
+	    (ops->rx_place && !ops->rx_unplace))
 		return -EINVAL;
 	rc = check_params(p);
 	if (rc)
@@ -483,6 +484,7 @@ void tp_stats_foreach(const struct tp_stats *s,
 	C(payload_bytes_tx); C(payload_bytes_rx); C(retransmits);
 	C(rto_timeouts); C(fast_retransmits); C(tx_busy); C(acks_rx);
 	C(dup_frames); C(ooo_frames); C(no_buffer_drops); C(window_stalls);
+	C(msgs_placed); C(placed_detached);
 	C(msgs_sent); C(msgs_failed); C(msgs_delivered); C(bytes_delivered);
 	C(deliver_deferred); C(peer_up); C(peer_restarts); C(peer_downs);
 	C(stale_replies); C(fault_drops); C(fault_dups); C(fault_reorders);

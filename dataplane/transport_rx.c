@@ -252,8 +252,17 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 			return WIRE_E_MSG_WINDOW;
 		if (!tp->rxfree)
 			return PLACE_NOBUF;
-		if (tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk))
+		/* the consumer's buffer, when it has one ready for this message */
+		uint8_t *buf = NULL;
+		if (tp->ops.rx_place && h->msg_len)
+			buf = tp->ops.rx_place(tp->user, pe->node, h->stream,
+					       h->msg_id, h->msg_len);
+		if (buf) {
+			blk = nblk = 0;
+			tp->st.msgs_placed++;
+		} else if (tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk)) {
 			return PLACE_NOBUF;
+		}
 		m = tp->rxfree;
 		tp->rxfree = m->next__;
 		tp->rx_free_count--;
@@ -263,7 +272,8 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		m->msg_id = h->msg_id;
 		m->epoch = pe->remote_epoch;
 		m->len = h->msg_len;
-		m->data = nblk ? tp->arena.base + (size_t)blk * TP_BLK : NULL;
+		m->data = buf ? buf : nblk ? tp->arena.base + (size_t)blk * TP_BLK : NULL;
+		m->placed__ = buf != NULL;
 		m->blk__ = blk;
 		m->nblk__ = nblk;
 		m->frags_got__ = 0;
@@ -469,6 +479,66 @@ int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
 	return tp__rx_frame(tp, frame, len, flags, now_ns);
 }
 
+/* Move a placed message into the arena (the consumer takes its buffer
+ * back). 0, or -ENOMEM (no arena space). */
+static int unplace_one(struct tp *tp, struct tp_msg *m)
+{
+	uint32_t blk, nblk;
+
+	ZB_DASSERT(m->placed__ && m->nblk__ == 0);
+	if (tp__arena_alloc(&tp->arena, m->len, &blk, &nblk))
+		return -ENOMEM;
+	uint8_t *to = tp->arena.base + (size_t)blk * TP_BLK;
+	memcpy(to, m->data, m->len);   /* holes included: they are rewritten */
+	m->data = to;
+	m->blk__ = blk;
+	m->nblk__ = nblk;
+	m->placed__ = 0;
+	tp->st.placed_detached++;
+	return 0;
+}
+
+int tp_rx_detach(struct tp *tp, uint16_t peer, uint16_t stream,
+		 uint32_t msg_id, uint64_t now_ns)
+{
+	uint64_t key = msg_key(peer, stream, msg_id);
+	struct tp_msg *m = hfind(tp, key, NULL), **at;
+
+	ZB_ASSERT(tp != NULL);
+	if (!m) {   /* a complete one from a reset session waits as an orphan */
+		for (at = &tp->orphans; *at && m_key(*at) != key; at = &(*at)->next__)
+			;
+		if (!*at || !(*at)->placed__)
+			return 0;
+		if (unplace_one(tp, *at) == 0)
+			return 0;
+		m = *at;               /* no room: its consumer is gone; drop it */
+		*at = m->next__;
+		m->state__ = TP_MS_FREE;
+		m->placed__ = 0;
+		m->next__ = tp->rxfree;
+		tp->rxfree = m;
+		tp->rx_free_count++;
+		return 1;
+	}
+	if (!m->placed__ || m->state__ == TP_MS_DELIVERED)
+		return 0;
+	if (unplace_one(tp, m) == 0)
+		return 0;
+	/* No room. Fragments of it were acknowledged and will not come again:
+	 * without them the stream cannot go on, so the message is dropped and
+	 * the session starts over (the caller holds the buffer already: no
+	 * rx_unplace for it). */
+	hremove(tp, m);
+	m->state__ = TP_MS_FREE;
+	m->placed__ = 0;
+	m->data = NULL;
+	m->next__ = tp->rxfree;
+	tp->rxfree = m;
+	tp->rx_free_count++;
+	return tp_peer_reset(tp, peer, now_ns) == 0 ? 1 : 0;
+}
+
 /* Drop pe's receive state. Complete messages that wait for an earlier one
  * of their stream are not lost: their sender saw them acknowledged, so they
  * go to the orphan list and are delivered (in msg_id order per stream) from
@@ -489,6 +559,9 @@ void tp__rx_reset(struct tp *tp, struct tp_peer *pe)
 		found = m->next__;
 		hremove(tp, m);
 		if (m->state__ != TP_MS_COMPLETE) {
+			if (m->placed__)   /* the consumer's buffer is its own again */
+				tp->ops.rx_unplace(tp->user, m->peer, m->stream,
+						   m->msg_id);
 			tp__arena_free(&tp->arena, m->blk__, m->nblk__);
 			m->state__ = TP_MS_FREE;
 			m->next__ = tp->rxfree;

@@ -130,7 +130,7 @@ write_config() {  # write_config I N MODE
 				echo "[port.$k]"
 				# ring buffers that hold a whole frame (one per frame)
 				local bs=2048; [ "${ZBN_MTU:-1500}" -gt 2000 ] && bs=$(( (ZBN_MTU + 64 + 1023) / 1024 * 1024 ))
-				echo "vdev = net_memif$k,role=$role,id=0,socket=$DIR/memif-$a-$b.sock,bsize=$bs"
+				echo "vdev = net_memif$k,role=$role,id=0,socket=$DIR/memif-$a-$b.sock,bsize=$bs${ZBN_MEMIF_RSIZE:+,rsize=$ZBN_MEMIF_RSIZE}"
 				echo "ip = 10.78.0.$i/24"; echo "mac = $(mac_of 63 "$i")"
 				echo "mtu = ${ZBN_MTU:-1500}"
 				echo "[peer.$j]"; echo "ip = 10.78.0.$j"

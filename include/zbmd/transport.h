@@ -80,7 +80,9 @@ struct tp_frame {
 
 /* ---- received messages ---------------------------------------------------
  * Delivered by ops->deliver as a buffer reference into the transport's
- * reassembly arena (every fragment was copied there exactly once). The
+ * reassembly arena (every fragment was copied there exactly once), or —
+ * when ops->rx_place gave a buffer for it — into the consumer's own buffer
+ * (data points there: the fragments were copied straight into it). The
  * consumer owns it until tp_msg_release(); unreleased messages hold arena
  * space and shrink the credit advertised to the sender (backpressure). */
 struct tp_msg {
@@ -96,6 +98,7 @@ struct tp_msg {
 	uint32_t frags_got__, frag_count__;
 	uint16_t frag_size__;
 	uint8_t state__;
+	uint8_t placed__;        /* data is the consumer's (ops->rx_place) */
 };
 
 enum tp_peer_event {
@@ -129,6 +132,20 @@ struct tp_ops {
 	 * message may or may not have reached the peer's consumer (it was not
 	 * fully acknowledged; as with any RPC). Required. */
 	void (*send_done)(void *user, uint64_t cookie, int status);
+	/* Receive in place. Optional (NULL: every message is reassembled in
+	 * the arena). Called when the first fragment of a new message (peer,
+	 * stream, msg_id) of len bytes (> 0) arrives: return a buffer of at
+	 * least len bytes to reassemble it into, or NULL for the arena. The
+	 * buffer is the transport's to write until the message is delivered
+	 * (deliver gets m->data == that buffer), until rx_unplace, or until
+	 * the consumer takes it back with tp_rx_detach(). */
+	void *(*rx_place)(void *user, uint16_t peer, uint16_t stream,
+			  uint32_t msg_id, size_t len);
+	/* A placed message will not be delivered (its session was reset
+	 * while it was partial): the buffer is the consumer's again. Required
+	 * when rx_place is given. */
+	void (*rx_unplace)(void *user, uint16_t peer, uint16_t stream,
+			   uint32_t msg_id);
 	/* Session events for the control plane / metrics. Optional (NULL). */
 	void (*peer_event)(void *user, uint16_t peer, enum tp_peer_event ev,
 			   uint32_t remote_epoch);
@@ -208,6 +225,7 @@ struct tp_stats {
 	uint64_t window_stalls;
 	uint64_t msgs_sent, msgs_failed, msgs_delivered, bytes_delivered;
 	uint64_t deliver_deferred;
+	uint64_t msgs_placed, placed_detached; /* rx_place used; taken back */
 	uint64_t peer_up, peer_restarts, peer_downs, stale_replies;
 	uint64_t fault_drops, fault_dups, fault_reorders;
 	uint64_t bad_frames;                  /* sum of bad[] */
@@ -269,6 +287,16 @@ uint64_t tp_next_deadline(const struct tp *tp);
 
 /* Give a delivered message back (its arena space returns to the pool). */
 void tp_msg_release(struct tp *tp, struct tp_msg *m);
+
+/* Take back the buffer that ops->rx_place gave for (peer, stream, msg_id)
+ * before the message was delivered (the consumer cancels the receive: a
+ * closed comm). What arrived so far moves to the arena and the message is
+ * delivered from there as usual; the buffer is never written again after
+ * this returns. Without arena space the message is dropped and the
+ * session with the peer reset (its sender gets an error). 0: taken back
+ * (or not placed: nothing to do), 1: dropped with a session reset. */
+int tp_rx_detach(struct tp *tp, uint16_t peer, uint16_t stream,
+		 uint32_t msg_id, uint64_t now_ns);
 
 /* Streams per peer of this instance (params.streams): valid streams for
  * tp_send are 0..tp_streams(tp)-1. */

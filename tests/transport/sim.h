@@ -72,6 +72,11 @@ struct sim {
 	void (*send_done)(struct sim_node *n, uint64_t cookie, int status);
 	void (*peer_event)(struct sim_node *n, uint16_t peer, enum tp_peer_event ev,
 			   uint32_t epoch);
+	/* optional receive in place (NULL: the arena, as without rx_place) */
+	void *(*rx_place)(struct sim_node *n, uint16_t peer, uint16_t stream,
+			  uint32_t msg_id, size_t len);
+	void (*rx_unplace)(struct sim_node *n, uint16_t peer, uint16_t stream,
+			   uint32_t msg_id);
 	/* optional tx tap (e.g. to record frames for replay) */
 	void (*tap)(struct sim *s, uint16_t src, const uint8_t *frame, size_t len);
 };
@@ -224,10 +229,27 @@ static void sim_cb_peer_event(void *user, uint16_t peer, enum tp_peer_event ev,
 		n->sim->peer_event(n, peer, ev, epoch);
 }
 
+static void *sim_cb_rx_place(void *user, uint16_t peer, uint16_t stream,
+			     uint32_t msg_id, size_t len)
+{
+	struct sim_node *n = user;
+	return n->sim->rx_place ? n->sim->rx_place(n, peer, stream, msg_id, len)
+				: NULL;
+}
+static void sim_cb_rx_unplace(void *user, uint16_t peer, uint16_t stream,
+			      uint32_t msg_id)
+{
+	struct sim_node *n = user;
+	ZB_ASSERT(n->sim->rx_unplace != NULL);  /* only placed messages */
+	n->sim->rx_unplace(n, peer, stream, msg_id);
+}
+
 static const struct tp_ops sim_ops = {
 	.tx = sim_tx,
 	.deliver = sim_cb_deliver,
 	.send_done = sim_cb_send_done,
+	.rx_place = sim_cb_rx_place,
+	.rx_unplace = sim_cb_rx_unplace,
 	.peer_event = sim_cb_peer_event,
 };
 
