@@ -58,12 +58,26 @@ struct dp_poller {
 
 /* Per-lcore state: cache-aligned, touched only by its lcore on the fast path
  * (stats are read by others with relaxed atomic loads). */
+/* Frames a TX burst could not place (the queue's ring was full), kept in
+ * order for the next flush instead of dropped; while any wait, dp_tx
+ * refuses new frames (the transport sees a full link: backpressure).
+ * A queue that takes nothing for DP_TXHOLD_TRIES drains in a row (link
+ * down) has its kept frames dropped. */
+#define DP_TXHOLD_TRIES 4096        /* drains that sent nothing: then drop */
+struct dp_txhold {
+	struct dp_lcore *lc;
+	uint16_t n;
+	uint32_t fails;                 /* drains in a row that sent nothing */
+	struct rte_mbuf *m[DP_BURST_MAX];
+};
+
 struct dp_lcore {
 	unsigned index, lcore_id;
 	uint16_t nb_rxq;
 	struct dp_rxq rxq[DP_RXQ_MAX];
 	/* tx[p]: TX buffer for port index p, NULL when no queue for us. */
 	struct rte_eth_dev_tx_buffer *tx[CFG_MAX_PORTS];
+	struct dp_txhold *hold[CFG_MAX_PORTS];   /* with tx[p] */
 	uint16_t txq[CFG_MAX_PORTS];
 	struct rte_ring *inbox;      /* zbmd frames for our lane from other lcores */
 	uint32_t nb_pollers;         /* published with release */

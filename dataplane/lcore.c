@@ -22,11 +22,41 @@
 
 static RTE_DEFINE_PER_LCORE(int, dp_index) = -1;
 
-static void tx_drop_cb(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
+/* A flush left `unsent` frames: keep them (in order) for the next flush. */
+static void tx_unsent_cb(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
 {
-	struct dp_lcore *lc = arg;
-	rte_pktmbuf_free_bulk(pkts, unsent);
-	DP_STAT_ADD(lc, tx_drops, unsent);
+	struct dp_txhold *h = arg;
+	uint16_t room = (uint16_t)(DP_BURST_MAX - h->n);
+	uint16_t keep = unsent < room ? unsent : room;
+	memcpy(h->m + h->n, pkts, keep * sizeof(*pkts));
+	h->n = (uint16_t)(h->n + keep);
+	if (keep < unsent) {   /* cannot happen while dp_tx refuses when held */
+		rte_pktmbuf_free_bulk(pkts + keep, (unsigned)(unsent - keep));
+		DP_STAT_ADD(h->lc, tx_drops, unsent - keep);
+	}
+}
+
+/* Send what the last flush kept. Returns the number still held. */
+static inline uint16_t tx_hold_drain(struct dp_lcore *lc, uint16_t k)
+{
+	struct dp_txhold *h = lc->hold[k];
+	if (!h->n)
+		return 0;
+	uint16_t sent = rte_eth_tx_burst(dp__node.ports[k].port_id, lc->txq[k],
+					  h->m, h->n);
+	if (sent) {
+		h->n = (uint16_t)(h->n - sent);
+		memmove(h->m, h->m + sent, h->n * sizeof(h->m[0]));
+		h->fails = 0;
+	} else if (++h->fails >= DP_TXHOLD_TRIES) {
+		/* the queue takes nothing (link down, peer gone): drop them
+		 * rather than refuse this port's frames for good */
+		rte_pktmbuf_free_bulk(h->m, h->n);
+		DP_STAT_ADD(lc, tx_drops, h->n);
+		h->n = 0;
+		h->fails = 0;
+	}
+	return h->n;
 }
 
 int dp__lcores_init(struct dp_node *n, struct dp_err *err)
@@ -66,8 +96,15 @@ int dp__lcores_init(struct dp_node *n, struct dp_err *err)
 			if (!lc->tx[k])
 				return dp__err(err, -ENOMEM,
 					       "tx buffer: out of memory");
+			lc->hold[k] = rte_zmalloc_socket("zbmd_txhold",
+				sizeof(struct dp_txhold), 0, sock);
+			if (!lc->hold[k])
+				return dp__err(err, -ENOMEM,
+					       "tx buffer: out of memory");
+			lc->hold[k]->lc = lc;
 			rte_eth_tx_buffer_init(lc->tx[k], n->burst);
-			rte_eth_tx_buffer_set_err_callback(lc->tx[k], tx_drop_cb, lc);
+			rte_eth_tx_buffer_set_err_callback(lc->tx[k], tx_unsent_cb,
+							   lc->hold[k]);
 			lc->txq[k] = (uint16_t)i;
 		}
 	}
@@ -89,9 +126,13 @@ void dp__lcores_fini(struct dp_node *n)
 	for (unsigned i = 0; i < n->nb_lcores; i++)
 		for (unsigned k = 0; k < CFG_MAX_PORTS; k++) {
 			struct rte_eth_dev_tx_buffer *b = n->lcores[i].tx[k];
+			struct dp_txhold *h = n->lcores[i].hold[k];
 			if (b && b->length)  /* loops flush on exit; belt and braces */
 				rte_pktmbuf_free_bulk(b->pkts, b->length);
+			if (h && h->n)
+				rte_pktmbuf_free_bulk(h->m, h->n);
 			rte_free(b);
+			rte_free(h);
 		}
 	rte_free(n->lcores);
 	n->lcores = NULL;
@@ -173,7 +214,9 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 {
 	for (uint16_t k = 0; k < nb_ports; k++) {
 		struct rte_eth_dev_tx_buffer *b = lc->tx[k];
-		if (b && b->length)
+		if (!b || tx_hold_drain(lc, k))
+			continue;   /* kept frames go first (dp_tx refused meanwhile) */
+		if (b->length)   /* what does not fit is kept (tx_unsent_cb) */
 			rte_eth_tx_buffer_flush(dp__node.ports[k].port_id,
 						lc->txq[k], b);
 	}
@@ -322,6 +365,12 @@ int dp_tx(uint16_t port, struct rte_mbuf *m)
 		DP_STAT_ADD(lc, tx_drops, 1);
 		return 0;
 	}
+	if (unlikely(lc->hold[port]->n) && tx_hold_drain(lc, port)) {
+		/* the queue is still full: refuse (the transport retries) */
+		rte_pktmbuf_free(m);
+		DP_STAT_ADD(lc, tx_full, 1);
+		return 0;
+	}
 	DP_STAT_ADD(lc, tx_packets, 1);
 	DP_STAT_ADD(lc, tx_bytes, rte_pktmbuf_pkt_len(m));
 	rte_eth_tx_buffer(n->ports[port].port_id, lc->txq[port], b, m);
@@ -444,14 +493,14 @@ void dp_stats_dump(FILE *out)
 		fprintf(out,
 			"stats lcore=%u index=%u iterations=%" PRIu64 " idle=%" PRIu64
 			" sleeps=%" PRIu64 " rx_packets=%" PRIu64 " rx_bytes=%" PRIu64
-			" tx_packets=%" PRIu64 " tx_bytes=%" PRIu64 " tx_drops=%" PRIu64
+			" tx_packets=%" PRIu64 " tx_bytes=%" PRIu64 " tx_drops=%" PRIu64 " tx_full=%" PRIu64
 			" rx_drops=%" PRIu64 " arp_replies=%" PRIu64 " icmp_replies=%" PRIu64
 			" arp_requests=%" PRIu64 " arp_learned=%" PRIu64
 			" lane_fwd=%" PRIu64 " lane_drops=%" PRIu64 " zc_frames=%" PRIu64
 			" udp_rx=%" PRIu64 " poll_events=%" PRIu64 "\n",
 			dp__node.lcore_ids[i], i, s.iterations, s.idle_iterations,
 			s.sleeps, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes,
-			s.tx_drops, s.rx_drops, s.arp_replies, s.icmp_replies,
+			s.tx_drops, s.tx_full, s.rx_drops, s.arp_replies, s.icmp_replies,
 			s.arp_requests, s.arp_learned, s.lane_fwd, s.lane_drops, s.zc_frames, s.udp_rx,
 			s.poll_events);
 	}

@@ -425,6 +425,8 @@ uint64_t tp_poll(struct tp *tp, uint64_t now_ns)
 			next = pe->ack_due;
 		if (pe->snd_una != pe->snd_next && pe->rto_due < next)
 			next = pe->rto_due;
+		if (pe->tx_blocked && pe->busy_due < next)
+			next = pe->busy_due;
 		if (((pe->stalled && pe->snd_una == pe->snd_next) ||
 		     pe->state == TP_PS_DOWN) && pe->probe_due < next)
 			next = pe->probe_due;

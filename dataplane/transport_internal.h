@@ -87,7 +87,9 @@ struct tp_peer {
 	uint32_t rr;                    /* round-robin cursor over streams */
 	uint64_t srtt_ns, rttvar_ns, rto_ns;
 	uint8_t has_rtt, backoff, stalled;
-	uint64_t rto_due, probe_due;
+	uint8_t tx_blocked;             /* blocked_seq was assigned, the link was full */
+	uint32_t blocked_seq;
+	uint64_t rto_due, probe_due, busy_due;
 
 	/* receive side */
 	uint64_t *rcv_bits;             /* [window / 64] ring, bit = seq received */
@@ -176,6 +178,7 @@ int tp__arena_alloc(struct tp_arena *a, size_t bytes, uint32_t *blk, uint32_t *n
 void tp__arena_free(struct tp_arena *a, uint32_t blk, uint32_t nblk);
 
 /* transport_tx.c */
+#define TP_BUSY_RETRY_NS 20000ull       /* link full: try the frame again after */
 void tp__pump(struct tp *tp, struct tp_peer *pe, uint64_t now);
 void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now);
 enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,

@@ -124,6 +124,16 @@ void tp__pump(struct tp *tp, struct tp_peer *pe, uint64_t now)
 {
 	bool sent = false, was_idle = pe->snd_una == pe->snd_next;
 
+	if (pe->tx_blocked) {   /* the frame the full link refused goes first */
+		struct tp_slot *sl = &pe->win[pe->blocked_seq & tp->wmask];
+		if (sl->msg && tp__sdiff(pe->blocked_seq, pe->snd_una) >= 0 &&
+		    send_slot(tp, pe, pe->blocked_seq, sl, 0, now) == -EAGAIN) {
+			pe->busy_due = now + TP_BUSY_RETRY_NS;
+			tp__arm(tp, pe->busy_due);
+			return;
+		}
+		pe->tx_blocked = 0;
+	}
 	while (pe->tx_pending_streams) {
 		struct tp_stream_tx *s;
 		struct tp_txmsg *m;
@@ -167,8 +177,15 @@ void tp__pump(struct tp *tp, struct tp_peer *pe, uint64_t now)
 		    pe->snd_next == pe->snd_limit)
 			flags = WIRE_F_ACKREQ;
 		sent = true;
-		if (send_slot(tp, pe, seq, sl, flags, now) == -EAGAIN)
-			break;  /* link full: the RTO timer resends it */
+		if (send_slot(tp, pe, seq, sl, flags, now) == -EAGAIN) {
+			/* link full (a TX ring the NIC has not drained yet): not a
+			 * loss, so not the RTO's business; try again shortly */
+			pe->tx_blocked = 1;
+			pe->blocked_seq = seq;
+			pe->busy_due = now + TP_BUSY_RETRY_NS;
+			tp__arm(tp, pe->busy_due);
+			break;
+		}
 	}
 	if (sent && was_idle) {
 		pe->rto_due = now + tp__rto(tp, pe);
@@ -329,6 +346,8 @@ enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
 /* Per-frame retransmission timers and window probes; from tp_poll. */
 void tp__tx_timers(struct tp *tp, struct tp_peer *pe, uint64_t now)
 {
+	if (pe->tx_blocked && now >= pe->busy_due)
+		tp__pump(tp, pe, now);
 	if (pe->snd_una != pe->snd_next && now >= pe->rto_due) {
 		uint64_t rto = tp__rto(tp, pe), next = UINT64_MAX;
 		bool first = true, oldest_fired = false;
@@ -421,6 +440,7 @@ void tp__tx_reset(struct tp *tp, struct tp_peer *pe, struct tp_txmsg **fail)
 	pe->snd_limit = pe->credit = tp->p.window;
 	pe->queued_msgs = 0;
 	pe->stalled = 0;
+	pe->tx_blocked = 0;
 	pe->backoff = 0;
 	pe->rto_due = 0;
 	pe->busy_since_ns = 0;

@@ -43,7 +43,8 @@
 # Configs, logs, pid files: D (default /tmp/zbn-T).
 # Environment: ZBMD (binary; default build/bin/zbmd beside this script),
 # ZBN_LCORES (default 0-1: node I polls on CPU I mod 2), ZBN_MEMORY_MB (256), ZBN_IDLE (adaptive),
-# ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096),
+# ZBN_MTU (1500), ZBN_AF_FRAMES (af_packet ring frames per queue, 4096), ZBN_MEMIF_RSIZE
+# (log2 of memif ring slots; the PMD default, 10, when unset),
 # ZBN_RTO_US_MIN (5000), ZBN_EXTRA_INI (text appended to every node's config),
 # ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60), ZBN_PEER_MAC=arp
 # (leave peers' MACs out of the configs, to be resolved by ARP),

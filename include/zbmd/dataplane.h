@@ -179,7 +179,8 @@ struct dp_lcore_stats {
 	uint64_t sleeps;          /* adaptive back-off sleeps */
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;  /* queued for TX */
-	uint64_t tx_drops;        /* driver refused, or no TX queue */
+	uint64_t tx_drops;        /* no TX queue, or a kept frame had no room */
+	uint64_t tx_full;         /* refused by dp_tx: the queue's ring was full */
 	uint64_t rx_drops;        /* not ours / malformed / no handler */
 	uint64_t arp_replies, icmp_replies;
 	uint64_t arp_requests, arp_learned;  /* sent for peers / MACs learnt */

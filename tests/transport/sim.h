@@ -48,6 +48,7 @@ struct sim_link {
 	uint64_t delay_ns;            /* one-way base delay */
 	uint64_t reorder_ns;          /* extra delay (uniform 0..) when reordered */
 	uint64_t jitter_ns;           /* extra delay (uniform 0..) on every frame */
+	double busy;                  /* tx refuses the frame (-EAGAIN: ring full) */
 };
 
 struct sim {
@@ -192,6 +193,8 @@ static int sim_tx(void *user, const struct tp_frame *f)
 		s->dropped++;
 		return 0;
 	}
+	if (s->link.busy > 0 && sim_rand01(s) < s->link.busy)
+		return -EAGAIN;            /* not taken: the sender keeps it */
 	u = sim_rand01(s);
 	if (u < s->link.loss) {
 		s->dropped++;
