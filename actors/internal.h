@@ -150,6 +150,7 @@ struct act_worker {
 	_Atomic(struct act_actor *) rq[RQ_CAP];
 	struct act__mpsc inject ZB_ALIGNED_CL; /* actors made runnable elsewhere */
 	struct act__mpsc timer_inbox;          /* send_after from other threads */
+	_Atomic uint32_t tcancel;              /* timers of our heap cancelled elsewhere */
 	_Atomic uint32_t parked ZB_ALIGNED_CL; /* futex word */
 	/* owner-only below */
 	struct act_actor *lifo ZB_ALIGNED_CL;

@@ -289,7 +289,9 @@ int act_reply(struct act_runtime *rt, const struct act_msg *req,
  * drops it (counted). 0 or -ENOBUFS (timer slots of this worker used up). */
 int act_send_after(struct act_runtime *rt, act_id to, uint64_t delay_ns,
 		   struct act_msg *m, uint64_t *tref);
-/* 0 if cancelled before it fired (the message is freed), else -ENOENT. */
+/* 0 if cancelled before it fired (the message is freed: at once when called
+ * on the worker that armed it, else on that worker's next timer pass, never
+ * left until the old deadline), else -ENOENT. */
 int act_cancel_timer(struct act_runtime *rt, uint64_t tref);
 
 /* ---- links and monitors (inside an actor) ------------------------------------ */

@@ -134,7 +134,7 @@ static int router(void *ctx, struct act_msg *m)
 
 int main(void)
 {
-	tap_plan(58);
+	tap_plan(59);
 	struct act_runtime *rt = mk_rt(1, 8);
 	struct rec_log log = {0};
 	act_id a, b;
@@ -245,6 +245,25 @@ int main(void)
 	ok(log3.n == 1 && log3.tags[0] == 61, "only the uncancelled timer fired");
 	ok(el >= 20000000, "not before its delay (%.1f ms)", el / 1e6);
 	is_int(act_cancel_timer(rt, t1), -ENOENT, "cancel after firing: ENOENT");
+	/* A cancelled timer gives its message back now, not at its deadline:
+	 * cancelled here (not a worker) while in the worker's heap, and while
+	 * still in its inbox. */
+	struct act_stats ts0, ts1;
+	uint64_t t3;
+	act_get_stats(rt, &ts0);
+	m = act_msg_alloc(rt);
+	act_send_after(rt, c, 10000000000ull, m, &t1);
+	m = act_msg_alloc(rt);
+	act_send_after(rt, c, 10000000000ull, m, &t2);
+	drain(rt, 1); /* both into the heap */
+	m = act_msg_alloc(rt);
+	act_send_after(rt, c, 10000000000ull, m, &t3);
+	int crc = act_cancel_timer(rt, t2) | act_cancel_timer(rt, t3) | act_cancel_timer(rt, t1);
+	drain(rt, 1);
+	act_get_stats(rt, &ts1);
+	ok(crc == 0 && ts1.msgs_in_use == ts0.msgs_in_use,
+	   "cancelled 10 s timers freed on the next poll (%u in use, %u before)",
+	   ts1.msgs_in_use, ts0.msgs_in_use);
 
 	/* links, monitors, trap_exit */
 	struct rec_log lx = {0}, ly = {0}, lz = {0};

@@ -64,7 +64,7 @@ static const struct act_behaviour cli = {.name = "cli", .handle = cli_handle};
 
 int main(void)
 {
-	tap_plan(11);
+	tap_plan(12);
 	struct act_runtime *rt = mk_rt(2, 0);
 	act_spawn(rt, &srv, NULL, &server);
 	act_start_threads(rt);
@@ -113,6 +113,26 @@ int main(void)
 	struct act_stats st;
 	act_get_stats(rt, &st);
 	is_int(st.late_replies, 1, "late reply counted as discarded");
+
+	/* Timers cancelled from a plain thread while the workers move them from
+	 * their inboxes into their heaps: each message comes back on the
+	 * owner's next timer pass (parks are at most 100 ms), none waits for
+	 * its 10 s deadline. */
+	uint32_t base = st.msgs_in_use;
+	int bad = 0;
+	for (int k = 0; k < 2000; k++) {
+		struct act_msg *t = act_msg_alloc(rt);
+		uint64_t tref;
+		if (!t || act_send_after(rt, k & 1 ? c : server, 10000000000ull, t, &tref) ||
+		    act_cancel_timer(rt, tref))
+			bad++;
+		if (k % 16 == 0)
+			usleep(50); /* the woken workers drain meanwhile */
+	}
+	WAIT_UNTIL((act_get_stats(rt, &st), st.msgs_in_use == base), 1000);
+	ok(!bad && st.msgs_in_use == base,
+	   "2000 timers cancelled from a thread: all freed within 1 s (%u in use, %u before)",
+	   st.msgs_in_use, base);
 	act_runtime_destroy(rt);
 	return tap_done();
 }

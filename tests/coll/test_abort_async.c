@@ -7,8 +7,7 @@
  * no-progress bound is 5 s), the message says why, later calls are
  * refused, a second request is -EALREADY. Run under TSan too. */
 #include "tap.h"
-#include "zbmd/coll.h"
-#include "zbmd/config.h"
+#include "two_node_cfg.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,20 +65,10 @@ static void *node_main(void *arg)
 {
 	struct node *n = arg;
 	struct lane_arg la[NCH];
-	struct cfg_error ce;
-	char text[512];
 	pthread_t ab;
 
-	snprintf(text, sizeof(text),
-		 "[node]\nid = %d\n[cluster]\nid = 8\n[transport]\nkind = tcp\ntcp_port = %d\n"
-		 "[coll]\nchannels = %d\nchunk_kb = 16\ntimeout_ms = 5000\n"
-		 "[peer.0]\nip = 127.81.%d.1\n[peer.1]\nip = 127.81.%d.2\n",
-		 n->id, port, NCH, sub, sub);
-	if ((n->rc = cfg_load_string(&n->cfg, text, "test", &ce)) < 0)
-		return NULL;
-	struct coll_comm_args a = {.cfg = &n->cfg, .threaded_channels = true,
-				   .connect_timeout_ms = 10000};
-	if ((n->rc = coll_comm_create(&a, &n->c, n->err, sizeof(n->err))) < 0)
+	if ((n->rc = two_node_comm(n->id, 81, sub, port, NCH, &n->cfg, &n->c, n->err,
+				   sizeof(n->err))) < 0)
 		return NULL;
 	for (uint16_t i = 0; i < NCH; i++) {
 		la[i] = (struct lane_arg){.nd = n, .ch = i};
@@ -103,19 +92,14 @@ static void *node_main(void *arg)
 
 int main(void)
 {
-	pthread_t th[2];
-
 	tap_plan(6);
-	port = 20000 + (int)((getpid() + 7919) % 20000);
-	sub = (int)(getpid() % 200);
+	two_node_place(7919, &port, &sub);
 	pthread_barrier_init(&bar, NULL, 2);
 	for (int i = 0; i < 2; i++) {
 		nd[i].s = calloc(CNT, sizeof(float));
 		nd[i].r = calloc(CNT, sizeof(float));
-		pthread_create(&th[i], NULL, node_main, &nd[i]);
 	}
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
+	two_node_run(node_main, &nd[0], &nd[1]);
 	for (int i = 0; i < 2; i++)
 		if (nd[i].rc)
 			tap_diag("node %d: %s (%s)", i, nd[i].err, zb_strerror(nd[i].rc));

@@ -6,12 +6,19 @@
 Z=$ZBMD_BUILD/bin/zbmd
 plan 14
 E=/tmp/zbcoll-faults.$$
-trap 'rm -f $E' EXIT
+P=/tmp/zbcoll-faults-pids.$$
+: >$P
+trap 'rm -f $E $P' EXIT
+# `zbmd local` names its namespaces zbcoll-PID-* after its own pid. Run it as
+# (zlocal ARGS) or $(zlocal ARGS): the subshell records its pid, then becomes
+# zbmd, so test 12 can look for this run's namespaces only (other jobs may
+# have theirs up meanwhile).
+zlocal() { echo $BASHPID >>$P; exec "$Z" local "$@"; }
 # Longest time (ms) any surviving node took to exit after the fault.
 slowest() { grep -v "killed by signal" "$1" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1; }
 
 # 1. kill -9 of node 2 of 4 mid-run: the others fail fast, with a clear message.
-"$Z" local --nodes 4 --kill 2@1200 -- bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>$E
+(zlocal --nodes 4 --kill 2@1200 -- bench allreduce -b 4M -e 4M -n 1000000 -w 0) >/dev/null 2>$E
 rc=$?
 ok $([ $rc -ne 0 ]; echo $?) "kill -9: zbmd local exits non-zero ($rc)"
 n=$(grep -c "exited with status 1 .*after the fault" $E)
@@ -27,8 +34,8 @@ if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
 fi
 
 # 2. Link of node 1 down (no RST, no FIN): the no-progress deadline fires.
-"$Z" local --nodes 3 --set coll.timeout_ms=1500 --linkdown 1@1000 -- \
-	bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>$E
+(zlocal --nodes 3 --set coll.timeout_ms=1500 --linkdown 1@1000 -- \
+	bench allreduce -b 4M -e 4M -n 1000000 -w 0) >/dev/null 2>$E
 rc=$?
 n=$(grep -c "exited with status 1 .*after the fault" $E)
 s=$(slowest $E)
@@ -38,7 +45,7 @@ grep -q "made no progress for 1500 ms" $E
 ok $? "link down: the error says what timed out"
 
 # 3. tcp between namespaces over veth + bridge: still exact.
-out=$("$Z" local --nodes 3 --ns --set coll.chunk_kb=4 -- bench allreduce -N 1,2,1001,65536 -d all -o all -n 1 -w 0 2>$E)
+out=$(zlocal --nodes 3 --ns --set coll.chunk_kb=4 -- bench allreduce -N 1,2,1001,65536 -d all -o all -n 1 -w 0 2>$E)
 rc=$?
 bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
 rows=$(echo "$out" | awk '!/^#/ && NF == 12' | wc -l)
@@ -46,7 +53,7 @@ ok $([ $rc -eq 0 ] && [ "$bad" -eq 0 ] && [ "$rows" -eq 120 ]; echo $?) "namespa
 
 # 4a. Real packet loss without netem: a token bucket with a tiny queue on every
 # node's link drops what overflows it (tail drop); TCP retransmits.
-out=$("$Z" local --nodes 3 --set coll.timeout_ms=20000 --qdisc "tbf rate 1gbit burst 64kb limit 64kb" -- \
+out=$(zlocal --nodes 3 --set coll.timeout_ms=20000 --qdisc "tbf rate 1gbit burst 64kb limit 64kb" -- \
 	bench allreduce -N 1,1001,262144 -d float -o all -n 2 -w 0 2>$E)
 rc=$?
 bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
@@ -58,7 +65,7 @@ ok $([ "${drops:-0}" -gt 0 ]; echo $?) "... and packets really were dropped (${d
 if ip netns add zbcoll-probe-$$ 2>/dev/null && ip -n zbcoll-probe-$$ link add d0 type veth peer name d1 &&
 	ip netns exec zbcoll-probe-$$ tc qdisc add dev d0 root netem loss 1% 2>/dev/null; then
 	ip netns del zbcoll-probe-$$
-	out=$("$Z" local --nodes 3 --netem "loss 2% delay 1ms reorder 25% 50%" -- \
+	out=$(zlocal --nodes 3 --netem "loss 2% delay 1ms reorder 25% 50%" -- \
 		bench allreduce -N 1,1001,262144 -d float -o all -n 2 -w 0 2>$E)
 	rc=$?
 	bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
@@ -67,7 +74,10 @@ else
 	ip netns del zbcoll-probe-$$ 2>/dev/null
 	ok 0 "# SKIP this kernel has no sch_netem (tc qdisc netem: unknown qdisc kind)"
 fi
-ok $(ip netns list | grep -q "^zbcoll-"; [ $? -ne 0 ]; echo $?) "no zbcoll- namespaces left behind"
+# Ours only: the probe's and those of the runs above (zbcoll-PID-*).
+mine="^zbcoll-(probe-$$|$(paste -sd '|' $P))(-| |\$)"
+left=$(ip netns list | grep -E "$mine" | awk '{print $1}' | tr '\n' ' ')
+ok $([ -z "$left" ]; echo $?) "no namespaces of this test's runs left behind (${left:-none}; pids $(paste -sd ' ' $P))"
 
 # 5. Ctrl-C (SIGINT) of zbmd local mid-run: nodes and namespaces gone.
 "$Z" local --nodes 3 --ns -- bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>$E &

@@ -4,8 +4,7 @@
  * node 0 aborts, every lane of both nodes stops and the ops complete with
  * the error only after the lanes let go of the buffers. Run under TSan too. */
 #include "tap.h"
-#include "zbmd/coll.h"
-#include "zbmd/config.h"
+#include "two_node_cfg.h"
 #include "zbmd/metrics.h"
 
 #include <pthread.h>
@@ -60,19 +59,9 @@ static void on_done(void *arg, int status)
 static void *node_main(void *arg)
 {
 	struct node *nd = arg;
-	struct cfg_error ce;
-	char text[512];
 
-	snprintf(text, sizeof(text),
-		 "[node]\nid = %d\n[cluster]\nid = 8\n[transport]\nkind = tcp\ntcp_port = %d\n"
-		 "[coll]\nchannels = %d\nchunk_kb = 16\ntimeout_ms = 5000\n"
-		 "[peer.0]\nip = 127.80.%d.1\n[peer.1]\nip = 127.80.%d.2\n",
-		 nd->id, port, NCH, sub, sub);
-	if ((nd->rc = cfg_load_string(&nd->cfg, text, "test", &ce)) < 0)
-		return NULL;
-	struct coll_comm_args a = {.cfg = &nd->cfg, .threaded_channels = true,
-				   .connect_timeout_ms = 10000};
-	if ((nd->rc = coll_comm_create(&a, &nd->c, nd->err, sizeof(nd->err))) < 0)
+	if ((nd->rc = two_node_comm(nd->id, 80, sub, port, NCH, &nd->cfg, &nd->c, nd->err,
+				    sizeof(nd->err))) < 0)
 		return NULL;
 	for (uint16_t i = 0; i < NCH; i++) {
 		nd->lanes[i] = (struct lane){.nd = nd, .ch = i};
@@ -131,19 +120,14 @@ static double sample(const char *text, const char *series)
 int main(void)
 {
 	static struct node nd[2] = {{.id = 0}, {.id = 1}};
-	pthread_t th[2];
-
 	tap_plan(9);
-	port = 20000 + (int)(getpid() % 20000);
-	sub = (int)(getpid() % 200);
+	two_node_place(0, &port, &sub);
 	pthread_barrier_init(&bar, NULL, 2);
 	for (int i = 0; i < 2; i++) {
 		nd[i].s = calloc(CNT, sizeof(float));
 		nd[i].r = calloc(CNT, sizeof(float));
-		pthread_create(&th[i], NULL, node_main, &nd[i]);
 	}
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
+	two_node_run(node_main, &nd[0], &nd[1]);
 	for (int i = 0; i < 2; i++)
 		if (nd[i].rc)
 			tap_diag("node %d: %s (%s)", i, nd[i].err, zb_strerror(nd[i].rc));

@@ -11,21 +11,18 @@
  * Runs until SIGTERM/SIGINT, then prints "impair: forwarded=... dropped=...
  * duplicated=... reordered=..." and exits 0. Plain AF_PACKET sockets, no
  * DPDK: the impairment happens on the wire, below both nodes. */
-#include <arpa/inet.h>
+#include "det_rand.h"
+#include "raw_link.h"
+
 #include <errno.h>
 #include <getopt.h>
-#include <linux/if_packet.h>
-#include <net/ethernet.h>
-#include <net/if.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #define MAX_IF 16
 #define MAX_MAC 256
@@ -52,10 +49,7 @@ static volatile sig_atomic_t stop;
 
 static double rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (double)(rng >> 11) / (double)(1ull << 53);
+	return (double)(dr_xorshift64(&rng) >> 11) / (double)(1ull << 53);
 }
 
 static uint64_t now_ns(void)
@@ -67,16 +61,9 @@ static uint64_t now_ns(void)
 
 static int open_if(const char *name)
 {
-	int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+	int fd = rl_open(name);
 	if (fd < 0)
 		return -1;
-	struct sockaddr_ll sll = {.sll_family = AF_PACKET,
-				  .sll_protocol = htons(ETH_P_ALL),
-				  .sll_ifindex = (int)if_nametoindex(name)};
-	if (sll.sll_ifindex == 0 || bind(fd, (struct sockaddr *)&sll, sizeof(sll))) {
-		close(fd);
-		return -1;
-	}
 	int big = 256 << 10;   /* a switch-sized buffer: deep ones make RTTs explode */
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));

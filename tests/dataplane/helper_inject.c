@@ -29,20 +29,17 @@
  * sent=... to_transport=... link_drops=...".
  * Exit 0, 1 (no frame captured / socket errors), 2 (usage). Plain sockets:
  * no DPDK, no zbmd code (the format is rebuilt from the spec). */
-#include <arpa/inet.h>
+#include "det_rand.h"
+#include "raw_link.h"
+
 #include <errno.h>
 #include <getopt.h>
-#include <linux/if_packet.h>
-#include <net/ethernet.h>
-#include <net/if.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #define FRAME_MAX 1514
 #define ZB_OFF 42          /* zbmd header: after Ethernet 14 + IPv4 20 + UDP 8 */
@@ -53,10 +50,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return dr_xorshift64(&rng);
 }
 
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -82,21 +76,6 @@ static uint16_t csum(const uint8_t *b, size_t n)
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)~s;
-}
-
-static int open_if(const char *name)
-{
-	int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
-	if (fd < 0)
-		return -1;
-	struct sockaddr_ll sll = {.sll_family = AF_PACKET,
-				  .sll_protocol = htons(ETH_P_ALL),
-				  .sll_ifindex = (int)if_nametoindex(name)};
-	if (sll.sll_ifindex == 0 || bind(fd, (struct sockaddr *)&sll, sizeof(sll))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 /* a zbmd DATA frame received (not sent) on fd, within 20 s: its length */
@@ -160,7 +139,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: helper_inject --capture IFACE --out IFACE [--each N] [--seed S]\n");
 		return 2;
 	}
-	int cfd = open_if(cap_if), ofd = open_if(out_if);
+	int cfd = rl_open(cap_if), ofd = rl_open(out_if);
 	/* past any qdisc (tc netem) on --out: every forged frame arrives */
 	int one = 1;
 	if (ofd >= 0)

@@ -25,6 +25,7 @@
 #include "zbmd/dataplane.h"
 #include "zbmd/remote.h"
 #include "zbmd/transport.h"
+#include "det_rand.h"
 #include "node_helper.h"
 
 #include <getopt.h>
@@ -51,20 +52,11 @@ static struct act_runtime *rt;
 static volatile sig_atomic_t stop;
 static int failures;
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 /* Message seq of sender s: every 5th is a buffer (sizes across the
  * one-message / two-message boundary), the rest inline of 16..40 bytes. */
 static uint32_t data_len(uint32_t s, uint32_t seq, bool *is_buf)
 {
-	uint64_t r = mix((uint64_t)s << 32 | seq);
+	uint64_t r = dr_mix64((uint64_t)s << 32 | seq);
 	*is_buf = s < INLINE_ONLY_FROM && seq % 5 == 4;
 	if (*is_buf)
 		return 16 + (uint32_t)(r % (BUF_BYTES - 16));
@@ -75,13 +67,9 @@ static void fill(uint8_t *b, uint32_t s, uint32_t seq, uint32_t len)
 {
 	uint32_t h[4] = {BUF_MAGIC, s, seq, len};
 	memcpy(b, h, sizeof(h));
-	uint64_t x = mix((uint64_t)s << 32 | seq) | 1;
-	for (uint32_t i = sizeof(h); i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (uint8_t)x;
-	}
+	uint64_t x = dr_mix64((uint64_t)s << 32 | seq) | 1;
+	for (uint32_t i = sizeof(h); i < len; i++)
+		b[i] = (uint8_t)dr_xorshift64(&x);
 }
 
 /* content checksum (order-independent sum over messages) */
@@ -90,7 +78,7 @@ static uint64_t csum(const uint8_t *b, uint32_t len)
 	uint64_t c = len;
 	for (uint32_t i = 0; i < len; i++)
 		c = c * 1099511628211ull + b[i];
-	return mix(c);
+	return dr_mix64(c);
 }
 
 /* ---- serving actors ------------------------------------------------------- */

@@ -40,6 +40,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/transport.h"
+#include "det_rand.h"
 #include "node_helper.h"
 
 #include <getopt.h>
@@ -103,21 +104,12 @@ static volatile sig_atomic_t stop;
 static uint64_t t0_ns;         /* first send (transport clock) */
 static uint64_t t0_wall;       /* first send (zb_now_ns) */
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
-
 /* Size of message i from node src to node dst. */
 static uint32_t msg_size(uint16_t src, uint16_t dst, uint32_t i)
 {
 	if (fixed_size)
 		return fixed_size;
-	uint64_t r = mix(seed * 1000003u + src * 7919u + dst * 104729u + i);
+	uint64_t r = dr_mix64(seed * 1000003u + src * 7919u + dst * 104729u + i);
 	uint32_t k = (uint32_t)(r % 1000);
 	uint32_t v = (uint32_t)(r >> 16);
 	if (mix_small) {
@@ -145,22 +137,18 @@ struct gen {
 
 static void gen_init(struct gen *g, uint16_t src, uint16_t dst, uint32_t i)
 {
-	g->x = mix(seed ^ ((uint64_t)src << 48) ^ ((uint64_t)dst << 32) ^ i) | 1;
+	g->x = dr_mix64(seed ^ ((uint64_t)src << 48) ^ ((uint64_t)dst << 32) ^ i) | 1;
 }
 
 static void gen_fill(struct gen *g, uint8_t *b, size_t n)
 {
 	size_t o = 0;
 	for (; o + 8 <= n; o += 8) {
-		g->x ^= g->x << 13;
-		g->x ^= g->x >> 7;
-		g->x ^= g->x << 17;
+		dr_xorshift64(&g->x);
 		memcpy(b + o, &g->x, 8);
 	}
 	if (o < n) {
-		g->x ^= g->x << 13;
-		g->x ^= g->x >> 7;
-		g->x ^= g->x << 17;
+		dr_xorshift64(&g->x);
 		memcpy(b + o, &g->x, n - o);
 	}
 }
@@ -204,7 +192,7 @@ static uint64_t content_hash(const uint8_t *b, size_t len)
 	}
 	for (; o < len; o++)
 		h = (h ^ b[o]) * 0x100000001b3ull;
-	return mix(h);
+	return dr_mix64(h);
 }
 
 static void fail(const char *what, uint16_t node, uint32_t i)
