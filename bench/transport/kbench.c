@@ -8,6 +8,12 @@
  *   kbench tcp-echo PORT                 echo one connection's bytes back
  *   kbench tcp-ping IP PORT N            N ping-pongs of 64 bytes (after 1000
  *                                        warm-up ones); print RTT p50/p99
+ *   kbench copy PAYLOAD SECONDS          one core's copy rate as a copying
+ *                                        memif sender sees it: 16 MiB
+ *                                        messages (two, alternating), cut
+ *                                        into PAYLOAD-byte pieces, copied
+ *                                        into a 1024-slot ring of 2 KiB (or
+ *                                        PAYLOAD rounded up to 1 KiB) slots
  *
  * Output: "RESULT key=value ..." lines. Exit 0 ok, 1 failure, 2 usage. */
 #ifndef _GNU_SOURCE
@@ -191,8 +197,48 @@ static int tcp_ping(const char *ip, const char *port, long n)
 	return 0;
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int copy_rate(long payload, double secs)
+{
+	const size_t msg = 16u << 20, slots = 1024;
+	size_t slot = payload <= 2048 ? 2048 : ((size_t)payload + 1023) / 1024 * 1024;
+	uint8_t *src = aligned_alloc(64, 2 * msg), *ring = aligned_alloc(64, slots * slot);
+	if (payload < 64 || payload > 65536 || secs <= 0 || !src || !ring) {
+		fprintf(stderr, "kbench copy: bad arguments or out of memory\n");
+		free(src);
+		free(ring);
+		return 2;
+	}
+	memset(src, 1, 2 * msg);
+	memset(ring, 2, slots * slot);
+	double t0 = now_s(), t = t0;
+	uint64_t bytes = 0, s = 0, sum = 0;
+	for (unsigned m = 0; t - t0 < secs; m ^= 1, t = now_s()) {
+		const uint8_t *p = src + m * msg;
+		for (size_t off = 0; off < msg; off += (size_t)payload, s++) {
+			size_t n = msg - off < (size_t)payload ? msg - off : (size_t)payload;
+			memcpy(ring + (s % slots) * slot, p + off, n);
+			bytes += n;
+		}
+		sum += ring[(s % slots) * slot];
+	}
+	printf("RESULT copy_payload=%ld copy_Gbps=%.2f check=%llu\n", payload,
+	       (double)bytes * 8 / (t - t0) / 1e9, (unsigned long long)sum);
+	free(src);
+	free(ring);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "copy"))
+		return copy_rate(atol(argv[2]), atof(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "udp-sink"))
 		return udp_sink(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "udp-blast"))
@@ -202,6 +248,6 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "tcp-ping") && atol(argv[4]) >= 100)
 		return tcp_ping(argv[2], argv[3], atol(argv[4]));
 	fprintf(stderr, "usage: kbench udp-sink PORT | udp-blast IP PORT SECS | "
-			"tcp-echo PORT | tcp-ping IP PORT N(>=100)\n");
+			"tcp-echo PORT | tcp-ping IP PORT N(>=100) | copy PAYLOAD SECS\n");
 	return 2;
 }

@@ -136,6 +136,11 @@ for sz in 64 1500; do
 	run_testpmd "$sz"
 done
 
+log "one core's copy rate over the bulk test's data (kbench copy)"
+for pl in 1400 $((MMTU - 100)); do
+	R[copy.$pl]=$(val RESULT <("$K" copy "$pl" 1 2>&1) copy_Gbps)
+done
+
 # ---- the table --------------------------------------------------------------
 g() { local v=${R[$1]:-}; echo "${v:-n/a}"; }
 ratio() {  # a / b, or n/a
@@ -163,12 +168,16 @@ row "retransmissions (sender)" "$(g memif.rtx)" "$(g memif1500.rtx)" "$(g veth.r
 echo
 echo "dpdk-testpmd raw memif (rxonly receiver, best second, M pkt/s): 64 B $(g tp.64), 1500 B $(g tp.1500)"
 echo "  = raw payload ceiling at 1500-byte frames: $raw_gbps Gbit/s (1400 zbmd payload bytes per frame)"
+echo "one core copying the bulk test's 2 x 16 MiB messages piece by piece into a 1024-slot ring"
+echo "  (what a copying memif sender must do at least once per byte): $(g copy.1400) Gbit/s in"
+echo "  1400-byte pieces, $(g copy.$((MMTU - 100))) Gbit/s in $((MMTU - 100))-byte pieces"
 echo
 echo "ratios"
 echo "  memif rate / kernel UDP lo:     $(ratio "$(g memif.rate)" "$(g lo.krate)")    veth rate / kernel UDP veth: $(ratio "$(g veth.rate)" "$(g veth.krate)")"
 echo "  memif rate / raw memif 64 B:    $(ratio "$(g memif.rate)" "$(g tp.64)")"
 echo "  kernel TCP lo p50 / memif p50:  $(ratio "$(g lo.kp50)" "$(g memif.p50)")    kernel TCP veth p50 / veth p50: $(ratio "$(g veth.kp50)" "$(g veth.p50)")"
 echo "  memif-1500 16 MiB goodput / raw 1500: $(ratio "$(g memif1500.bulk16)" "$raw_gbps")   memif-$MMTU 16 MiB / raw 1500: $(ratio "$(g memif.bulk16)" "$raw_gbps")"
+echo "  memif-1500 16 MiB goodput / one core's copy rate (1400 B): $(ratio "$(g memif1500.bulk16)" "$(g copy.1400)")"
 echo
 half=$(awk -v r="$raw_gbps" 'BEGIN { if (r == "n/a") print "n/a"; else printf "%.2f", r / 2 }')
 echo "goals (issue 4, over memif)"
