@@ -329,7 +329,7 @@ struct rdma_comm {
 	bool user_open;          /* connect/accept returned it */
 	bool qp_error;           /* moved to ERR */
 	bool abort_posted;       /* sent the peer an abort: keep the QP up */
-	bool blob_sent;          /* bootstrap: our blob is on its way */
+	bool blob_sent;          /* bootstrap / send_blob: our blob is on its way */
 	/* send side: CTS FIFO written by the peer */
 	struct rdma_cts *fifo;
 	struct ibv_mr *fifo_mr;

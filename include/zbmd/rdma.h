@@ -82,6 +82,20 @@ struct rdma_provider_args {
 	/* The gpu/ context NET_MEM_GPU buffers belong to (their pointers are
 	 * its gpu_ptr_t values). NULL: reg_mr(NET_MEM_GPU) is unsupported. */
 	struct gpu_ctx *gpu;
+	/* external_exchange only. send_blob: connect()/accept() call it once
+	 * per comm with this side's blob for `peer` (made as rdma_conn_local
+	 * makes it), from the thread calling connect/accept: it must not
+	 * block (queue it: ctl_blob_send). 0 = on its way; -EAGAIN or
+	 * -ENOBUFS = not now (connect/accept return -EAGAIN and call it again
+	 * next time); another error fails connect/accept with it. NULL: the
+	 * control plane calls rdma_conn_local() itself. A blob for this node
+	 * itself is delivered directly, without send_blob. */
+	int (*send_blob)(void *exchange_arg, uint16_t peer, const void *blob, size_t len);
+	void *exchange_arg;
+	/* Called once by init, on its thread, with the new provider context
+	 * just before init returns it (for rdma_conn_deliver / rdma_cq_source
+	 * by whoever hosts the provider). May be NULL. */
+	void (*on_ready)(void *exchange_arg, void *ctx);
 };
 
 /* Encode this node's connection blob for the comm (peer, channel, side),
