@@ -368,6 +368,7 @@ struct rdma_ctx {
 	uint16_t self, channels, peers;
 	uint32_t cluster;
 	struct rdma_provider_args pargs;
+	bool announced;          /* pargs.on_ctx was told of this context */
 	struct ibv_context *dev;
 	char dev_name[64];
 	struct ibv_pd *pd;

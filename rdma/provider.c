@@ -198,8 +198,9 @@ static int rdma_init(const struct net_init_args *args, void **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
-	if (ctx->pargs.on_ready)
-		ctx->pargs.on_ready(ctx->pargs.exchange_arg, ctx);
+	ctx->announced = ctx->pargs.on_ctx != NULL;
+	if (ctx->announced)
+		ctx->pargs.on_ctx(ctx->pargs.exchange_arg, ctx);
 	*out = ctx;
 	return 0;
 fail:
@@ -213,6 +214,8 @@ static void rdma_fini(void *vctx)
 
 	if (!ctx)
 		return;
+	if (ctx->announced)   /* the host stops delivering to us */
+		ctx->pargs.on_ctx(ctx->pargs.exchange_arg, NULL);
 	rdma__boot_stop(ctx->boot);   /* no more deliveries */
 	ctx->boot = NULL;
 	if (ctx->dev && ctx->comms) {

@@ -92,10 +92,12 @@ struct rdma_provider_args {
 	 * itself is delivered directly, without send_blob. */
 	int (*send_blob)(void *exchange_arg, uint16_t peer, const void *blob, size_t len);
 	void *exchange_arg;
-	/* Called once by init, on its thread, with the new provider context
-	 * just before init returns it (for rdma_conn_deliver / rdma_cq_source
-	 * by whoever hosts the provider). May be NULL. */
-	void (*on_ready)(void *exchange_arg, void *ctx);
+	/* The provider context's life, for whoever hosts the provider
+	 * (rdma_conn_deliver, rdma_cq_source): called by init, on its thread,
+	 * with the new context just before init returns it, and with NULL
+	 * first thing in fini, before anything is freed (the host must stop
+	 * using the old context before it returns). May be NULL. */
+	void (*on_ctx)(void *exchange_arg, void *ctx);
 };
 
 /* Encode this node's connection blob for the comm (peer, channel, side),
