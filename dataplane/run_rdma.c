@@ -24,7 +24,8 @@
  * One lane: every channel of the one provider context is on lane 0's lcore
  * (a context per lane would need the lane in the blob's kind).
  * Work completions that say the peer is gone (retries exhausted) go to the
- * control thread as CTL_REQ_PEER_DOWN (from the lcore: a ring, no lock).
+ * control thread as CTL_REQ_PEER_DOWN (from the lcore: a ring, no lock); a
+ * slow-path thread reads the device's async events (rdma_poll_async).
  *
  * Linked into the zbmd binary only: run_ctl.c references rdma_host_anchor
  * (so test programs that link the dataplane library need neither rdma/ nor
@@ -53,7 +54,9 @@ struct rh_host {
 	_Atomic(void *) rctx;           /* the provider context, NULL when none */
 	_Atomic int state;
 	uint16_t channels;
-	bool launched, handler;
+	bool launched, handler, async_thread;
+	pthread_t async_tid;
+	_Atomic bool async_stop;
 	uint32_t timeout_ms, connect_timeout_ms;
 	struct rdma_provider_args pargs;
 	_Atomic uint64_t events, peer_down, blobs_queued, blobs_refused;
@@ -114,6 +117,23 @@ static void rh_on_event(void *arg, const struct rdma_event *ev)
 	}
 }
 
+/* A slow-path thread reads the device's async events (port down, QP fatal)
+ * every ASYNC_MS: rdma_poll_async fails the affected comms (their lcore sees
+ * it at its next call) and reports them through rh_on_event. */
+#define ASYNC_MS 50
+static void *rh_async_main(void *arg)
+{
+	struct rh_host *H = arg;
+	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
+
+	ZB_ASSERT(ctx != NULL);
+	while (!atomic_load_explicit(&H->async_stop, memory_order_acquire)) {
+		(void)rdma_poll_async(ctx);
+		usleep(ASYNC_MS * 1000);
+	}
+	return NULL;
+}
+
 /* ---- the lcore side ------------------------------------------------------ */
 
 static unsigned rh_poll(void *arg, uint64_t now_tsc)
@@ -143,6 +163,10 @@ static void rh_close(void *h)
 	if (H->launched) {
 		dp_node_request_stop();
 		dp_node_stop();         /* no lcore polls the CQs any more */
+	}
+	if (H->async_thread) {
+		atomic_store_explicit(&H->async_stop, true, memory_order_release);
+		pthread_join(H->async_tid, NULL);
 	}
 	/* The provider's fini tells rh_on_ctx (NULL): no delivery after it. */
 	coll_comm_destroy(H->comm);
@@ -235,6 +259,11 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 				 ch, zb_strerror(rc));
 			goto fail;
 		}
+	if (ctx && (rc = -pthread_create(&H->async_tid, NULL, rh_async_main, H)) < 0) {
+		snprintf(err, errlen, "async event thread: %s", strerror(-rc));
+		goto fail;
+	}
+	H->async_thread = ctx != NULL;
 	atomic_store_explicit(&H->state, RH_READY, memory_order_release);
 	*out = H;
 	return 0;
