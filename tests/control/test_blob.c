@@ -10,6 +10,7 @@
 #include "zbmd/control.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
+#include "prom_check.h"
 #include "tap.h"
 
 #include <arpa/inet.h>
@@ -82,6 +83,8 @@ static void make_cfg(int i, const char *psk, uint32_t cluster)
 	snprintf(c->control.raft_dir, CFG_STR, "%s/raft%d", dir, i);
 	c->control.admin_listen[0] = '\0';
 	c->metrics.listen[0] = '\0';
+	if (i == 0)
+		snprintf(c->metrics.listen, CFG_STR, "127.0.0.1:%d", base + 2);
 	c->control.heartbeat_ms = 50;
 	c->control.acceptable_pause_ms = 300;
 	c->control.phi_min_std_ms = 25;
@@ -200,6 +203,36 @@ static void put_hdr(uint8_t *p, uint16_t to, uint8_t kind, uint16_t len, uint64_
 	}
 }
 
+static char *http_get(int port, const char *path)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	char req[128];
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	int k = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+	ZB_ASSERT(write(fd, req, (size_t)k) == k);
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+	ZB_ASSERT(buf != NULL);
+	while (len < cap - 1 && (r = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)r;
+	close(fd);
+	buf[len] = '\0';
+	char *body = strstr(buf, "\r\n\r\n");
+	if (!body) {
+		free(buf);
+		return NULL;
+	}
+	memmove(buf, body + 4, strlen(body + 4) + 1);
+	return buf;
+}
+
 static struct ctl_opts opts_for(int i, uint32_t timeout_ms)
 {
 	(void)i;
@@ -212,7 +245,7 @@ int main(void)
 	uint8_t b72[72], b256[CTL_BLOB_MAX], b1[1] = {0xa5}, big[CTL_BLOB_MAX + 1] = {0};
 	struct ctl_opts o;
 
-	tap_plan(35);
+	tap_plan(36);
 	ZB_ASSERT(mkdtemp(dir));
 	base = 23000 + (int)(getpid() % 1500) * 10 + 5;
 	write_file("psk", "blob test cluster key, long enough");
@@ -390,6 +423,16 @@ int main(void)
 	send_raw(p, 22 + 72);                  /* a good one, for contrast */
 	w = (struct want){0, 6, 1, 1};
 	ok(wait_for(have, &w, 2000), "a well-formed one from the same sender is delivered");
+
+	/* The counters on /metrics (strict Prometheus text). */
+	char *m = http_get(base + 2, "/metrics");
+	char line[128];
+	snprintf(line, sizeof(line), "zbmd_control_blobs_total{node=\"0\",event=\"acked\"} %llu",
+		 (unsigned long long)stats(0).acked);
+	int prc = m ? prom_check(m, err, sizeof(err)) : -1;
+	ok(prc == 0 && strstr(m, line) && strstr(m, "event=\"malformed\"") &&
+	   strstr(m, "event=\"failed\""), "/metrics parses and has the blob counters (%s)", line);
+	free(m);
 
 	for (int i = 0; i < N; i++)
 		ctl_node_stop(node[i], false);
