@@ -10,8 +10,11 @@
  * Connection setup: for every comm the provider produces a *connection
  * blob* (QPN, PSN, GID/LID, MTU, FIFO address and rkey; versioned,
  * CRC-checked) with rdma_conn_local(); the control plane ships it to the
- * peer, which hands it to rdma_conn_deliver() (rdma_provider_args
- * .external_exchange = true). Without a control plane the provider's own
+ * peer (ctl_blob_send, kind CTL_BLOB_RDMA_CONN: authenticated, retried until
+ * acknowledged), which hands it to rdma_conn_deliver() (rdma_provider_args
+ * .external_exchange = true; with .send_blob set, connect/accept produce
+ * and hand over their blobs themselves; the "rdma" collective host in
+ * dataplane/run_rdma.c wires this up). Without a control plane the provider's own
  * TCP bootstrap does the same (see rdma_provider_args). connect()/accept()
  * return -EAGAIN until the peer's blob has arrived, then bring the QP
  * through INIT -> RTR -> RTS and return 0.
