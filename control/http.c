@@ -139,6 +139,7 @@ static void collect(void *arg, struct zb_metrics_out *out)
 		{"zbmd_control_auth_failures_total", "Control messages and raft connections rejected by authentication", ZB_METRIC_COUNTER},
 		{"zbmd_control_convictions_total", "Members removed by this node as leader after conviction", ZB_METRIC_COUNTER},
 		{"zbmd_control_events_dropped_total", "Events not delivered because an lcore ring was full", ZB_METRIC_COUNTER},
+		{"zbmd_control_blobs_total", "Node-to-node blobs (ctl_blob_send) by event: out = queued, queue_full, sent, retransmits, acked, refused, failed; in = delivered, duplicates, rejected, deferred, malformed", ZB_METRIC_COUNTER},
 	};
 	struct ctl_status *s = malloc(sizeof(*s) * 1);
 	char l[ZB_METRICS_LABELS_MAX];
@@ -181,6 +182,22 @@ static void collect(void *arg, struct zb_metrics_out *out)
 				break;
 			case 11: zb_metrics_sample(out, fam[f].name, node, (double)s->convictions); break;
 			case 12: zb_metrics_sample(out, fam[f].name, node, (double)s->events_dropped); break;
+			case 13: {
+				const struct ctl_blob_stats *b = &s->blobs;
+				const struct { const char *ev; uint64_t v; } bl[] = {
+					{"queued", b->queued}, {"queue_full", b->queue_full},
+					{"sent", b->sent}, {"retransmits", b->retransmits},
+					{"acked", b->acked}, {"refused", b->refused},
+					{"failed", b->failed}, {"delivered", b->delivered},
+					{"duplicates", b->duplicates}, {"rejected", b->rejected},
+					{"deferred", b->deferred}, {"malformed", b->malformed},
+				};
+				for (unsigned i = 0; i < ZB_ARRAY_LEN(bl); i++) {
+					snprintf(l, sizeof(l), "%s,event=\"%s\"", node, bl[i].ev);
+					zb_metrics_sample(out, fam[f].name, l, (double)bl[i].v);
+				}
+				break;
+			}
 			}
 		}
 	}

@@ -60,6 +60,33 @@ void ctl__reconcile(const struct raft *r, const struct ctl_state *st,
 		    const struct ctl_liveness *live, struct ctl_action *out);
 const char *ctl__action_name(enum ctl_action_type t);
 
+/* ---- opaque blobs (blob.c) -----------------------------------------------
+ * The reliable, authenticated blob exchange of ctl_blob_send(): the queue
+ * any thread fills, the sender's retransmission table and the receiver's
+ * duplicate filter. Everything but ctl__blobs_enqueue / _handle / queue_full
+ * runs on the control thread. Datagrams leave through `tx`, which seals
+ * them (ctl_auth_seal) and sends them to `to`, or, when to is NULL, to the
+ * peer's control address; it returns false when that is not known yet. */
+#include <netinet/in.h>
+struct ctl__blobs;
+typedef bool (*ctl__blob_tx_fn)(void *arg, uint16_t peer, const struct sockaddr_in *to,
+				uint8_t type, const void *payload, size_t len);
+#define CTL__MSG_BLOB      4
+#define CTL__MSG_BLOB_ACK  5
+int ctl__blobs_create(struct ctl__blobs **out, uint16_t self, uint64_t incarnation,
+		      const struct ctl_opts *opts, ctl__blob_tx_fn tx, void *tx_arg);
+void ctl__blobs_free(struct ctl__blobs *b);
+int ctl__blobs_enqueue(struct ctl__blobs *b, uint16_t peer, uint8_t kind,
+		       const void *blob, size_t len);
+int ctl__blobs_handle(struct ctl__blobs *b, uint8_t kind, ctl_blob_fn fn, void *arg);
+/* Control thread: take queued blobs, (re)transmit what is due, give up on
+ * what timed out. */
+void ctl__blobs_tick(struct ctl__blobs *b, uint64_t now_ns);
+/* Control thread: an authenticated BLOB or BLOB_ACK from `from` at src. */
+void ctl__blobs_on_msg(struct ctl__blobs *b, uint8_t type, uint16_t from,
+		       const struct sockaddr_in *src, const uint8_t *p, size_t len);
+void ctl__blobs_stats(const struct ctl__blobs *b, struct ctl_blob_stats *out);
+
 void ctl_fsm_close(struct raft_fsm *fsm);
 
 #endif

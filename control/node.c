@@ -89,6 +89,10 @@ struct ctl_node {
 	bool transferred;
 	struct raft_transfer transfer;
 
+	struct ctl__blobs *blobs;     /* ctl_blob_send (blob.c) */
+	struct sockaddr_in cfg_sa[CFG_MAX_NODES];  /* [peer.N] control */
+	bool cfg_sa_ok[CFG_MAX_NODES];
+
 	struct ctl_ring *commands;
 	struct ctl_ring *events[CFG_MAX_LCORES];
 	unsigned n_events;
@@ -242,6 +246,23 @@ static void send_msg(struct ctl_node *n, const struct sockaddr_in *to,
 		free(s);
 }
 
+/* blob.c's way out: to, else the peer's learnt address, else its
+ * [peer.N] control address. */
+static bool blob_tx(void *arg, uint16_t peer, const struct sockaddr_in *to,
+		    uint8_t type, const void *payload, size_t len)
+{
+	struct ctl_node *n = arg;
+
+	ZB_ASSERT(n != NULL && peer < CFG_MAX_NODES);
+	if (!to)
+		to = n->peers[peer].sa_ok ? &n->peers[peer].sa
+		     : n->cfg_sa_ok[peer] ? &n->cfg_sa[peer] : NULL;
+	if (!to)
+		return false;
+	send_msg(n, to, type, payload, len);
+	return true;
+}
+
 static size_t hb_payload(struct ctl_node *n, uint8_t *p, size_t cap)
 {
 	raft_id lid = 0;
@@ -365,6 +386,10 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 	} else if (type == MSG_LEAVE_ACK && plen == 8 && n->leaving &&
 		   memcmp(payload, &n->incarnation, 8) == 0) {
 		n->leave_acked = true;
+	} else if (type == CTL__MSG_BLOB || type == CTL__MSG_BLOB_ACK) {
+		ctl__blobs_on_msg(n->blobs, type, sender,
+				  from->sa_family == AF_INET ?
+				  (const struct sockaddr_in *)from : NULL, payload, plen);
 	}
 }
 
@@ -515,6 +540,7 @@ static void update_status(struct ctl_node *n, uint64_t now)
 	s->handshake_rejected = ts.rejected;
 	s->convictions = n->convictions;
 	s->events_dropped = n->events_dropped;
+	ctl__blobs_stats(n->blobs, &s->blobs);
 	pthread_mutex_unlock(&n->status_lock);
 }
 
@@ -567,6 +593,7 @@ static void on_tick(uv_timer_t *t)
 			n->next_hb_ns = now + n->hb_ns;
 	}
 	update_suspicion(n, now);
+	ctl__blobs_tick(n->blobs, now);
 	raft_id lid = 0;
 	const char *laddr;
 	raft_leader(&n->raft, &lid, &laddr);
@@ -877,6 +904,7 @@ static void node_free(struct ctl_node *n)
 	for (unsigned i = 0; i < n->n_events; i++)
 		ctl_ring_free(n->events[i]);
 	ctl_ring_free(n->commands);
+	ctl__blobs_free(n->blobs);
 	pthread_mutex_destroy(&n->status_lock);
 	sodium_memzero(&n->auth, sizeof(n->auth));
 	free(n);
@@ -936,10 +964,16 @@ int ctl_node_create(const struct zb_config *cfg, const struct ctl_opts *opts,
 	for (unsigned i = 0; rc == 0 && i < opts->event_consumers; i++, n->n_events++)
 		rc = ctl_ring_create(&n->events[i], opts->event_ring_size ? opts->event_ring_size : 64,
 				     sizeof(struct ctl_event));
+	if (rc == 0)
+		rc = ctl__blobs_create(&n->blobs, n->self, n->incarnation, opts, blob_tx, n);
 	if (rc != 0) {
-		snprintf(err, errlen, "event/command rings: %s", zb_strerror(rc));
+		snprintf(err, errlen, "event/command/blob rings: %s", zb_strerror(rc));
 		goto fail;
 	}
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
+		n->cfg_sa_ok[id] = id != n->self && cfg->peers[id].present &&
+				   cfg->peers[id].control[0] &&
+				   parse_addr(cfg->peers[id].control, &n->cfg_sa[id]) == 0;
 	rc = setup_net(n, err, errlen);
 	if (rc == 0)
 		rc = setup_raft(n, err, errlen);
@@ -1066,6 +1100,23 @@ int ctl_node_status(struct ctl_node *n, struct ctl_status *out)
 	*out = n->status;
 	pthread_mutex_unlock(&n->status_lock);
 	return 0;
+}
+
+int ctl_blob_send(struct ctl_node *n, uint16_t peer, uint8_t kind,
+		  const void *blob, size_t len)
+{
+	if (!n)
+		return -EINVAL;
+	ZB_ASSERT(n->blobs != NULL);
+	return ctl__blobs_enqueue(n->blobs, peer, kind, blob, len);
+}
+
+int ctl_blob_handle(struct ctl_node *n, uint8_t kind, ctl_blob_fn fn, void *arg)
+{
+	if (!n)
+		return -EINVAL;
+	ZB_ASSERT(n->blobs != NULL);
+	return ctl__blobs_handle(n->blobs, kind, fn, arg);
 }
 
 /* ---- the process-wide singleton ----------------------------------------- */

@@ -54,6 +54,16 @@ char *ctl_status_text(const struct ctl_status *s)
 	fprintf(f, "auth_rejected_raft_transport %llu\nconvictions %llu\n",
 		(unsigned long long)s->handshake_rejected,
 		(unsigned long long)s->convictions);
+	const struct ctl_blob_stats *b = &s->blobs;
+	fprintf(f, "blobs_out queued %llu sent %llu retransmits %llu acked %llu refused %llu "
+		"failed %llu queue_full %llu\n", (unsigned long long)b->queued,
+		(unsigned long long)b->sent, (unsigned long long)b->retransmits,
+		(unsigned long long)b->acked, (unsigned long long)b->refused,
+		(unsigned long long)b->failed, (unsigned long long)b->queue_full);
+	fprintf(f, "blobs_in delivered %llu duplicates %llu rejected %llu deferred %llu "
+		"malformed %llu\n", (unsigned long long)b->delivered,
+		(unsigned long long)b->duplicates, (unsigned long long)b->rejected,
+		(unsigned long long)b->deferred, (unsigned long long)b->malformed);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -96,7 +106,18 @@ char *ctl_status_json(const struct ctl_status *s)
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, ",\"%s\":%llu", ctl_auth_reason_name(r),
 			(unsigned long long)s->auth_rejected[r]);
-	fprintf(f, ",\"raft_transport\":%llu}}\n", (unsigned long long)s->handshake_rejected);
+	const struct ctl_blob_stats *b = &s->blobs;
+	fprintf(f, ",\"raft_transport\":%llu},\"blobs\":{\"queued\":%llu,\"sent\":%llu,"
+		"\"retransmits\":%llu,\"acked\":%llu,\"refused\":%llu,\"failed\":%llu,"
+		"\"queue_full\":%llu,\"delivered\":%llu,\"duplicates\":%llu,"
+		"\"rejected\":%llu,\"deferred\":%llu,\"malformed\":%llu}}\n",
+		(unsigned long long)s->handshake_rejected, (unsigned long long)b->queued,
+		(unsigned long long)b->sent, (unsigned long long)b->retransmits,
+		(unsigned long long)b->acked, (unsigned long long)b->refused,
+		(unsigned long long)b->failed, (unsigned long long)b->queue_full,
+		(unsigned long long)b->delivered, (unsigned long long)b->duplicates,
+		(unsigned long long)b->rejected, (unsigned long long)b->deferred,
+		(unsigned long long)b->malformed);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

@@ -896,8 +896,15 @@ int coll_bench_allreduce_main(int argc, char **argv)
 	}
 	b.host = coll_host_find(pname);
 	if (b.host) {
-		/* e.g. dpdk: start this node's dataplane, comms on its lcores */
-		if (b.host->open(&ca, &b.hh, err, sizeof(err)) < 0) {
+		/* e.g. dpdk: start this node's dataplane, comms on its lcores;
+		 * a host may decline (-EOPNOTSUPP: rdma without a control
+		 * plane), and the provider then runs on this thread */
+		rc = b.host->open(&ca, &b.hh, err, sizeof(err));
+		if (rc == -EOPNOTSUPP)
+			b.host = NULL;
+	}
+	if (b.host) {
+		if (rc < 0) {
 			fprintf(stderr, "zbmd bench allreduce: node %u: %s\n",
 				cfg->node.id, err);
 			b.host = NULL;

@@ -33,6 +33,11 @@
 #define RUN_HAS_ACTORS 1
 #endif
 
+/* The "rdma" collective host (run_rdma.c) comes with the control glue:
+ * this reference pulls it into every binary that links run_ctl.o. */
+extern const int rdma_host_anchor;
+__attribute__((used)) static const int *const pull_rdma_host = &rdma_host_anchor;
+
 #define SNAP_US 5000    /* transport counter snapshot period per lane */
 
 static_assert(sizeof(struct tp_stats) % sizeof(uint64_t) == 0,

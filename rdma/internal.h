@@ -329,7 +329,7 @@ struct rdma_comm {
 	bool user_open;          /* connect/accept returned it */
 	bool qp_error;           /* moved to ERR */
 	bool abort_posted;       /* sent the peer an abort: keep the QP up */
-	bool blob_sent;          /* bootstrap: our blob is on its way */
+	bool blob_sent;          /* bootstrap / send_blob: our blob is on its way */
 	/* send side: CTS FIFO written by the peer */
 	struct rdma_cts *fifo;
 	struct ibv_mr *fifo_mr;
@@ -368,6 +368,7 @@ struct rdma_ctx {
 	uint16_t self, channels, peers;
 	uint32_t cluster;
 	struct rdma_provider_args pargs;
+	bool announced;          /* pargs.on_ctx was told of this context */
 	struct ibv_context *dev;
 	char dev_name[64];
 	struct ibv_pd *pd;

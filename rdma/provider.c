@@ -81,6 +81,30 @@ static int boot_push(struct rdma_ctx *ctx, struct rdma_comm *c)
 	return rc;
 }
 
+/* External exchange: hand this side's blob for comm c to the host's
+ * send_blob (the control plane), or deliver it here when it is for us. */
+static int ext_push(struct rdma_ctx *ctx, struct rdma_comm *c)
+{
+	uint8_t blob[RDMA_CONN_BLOB_LEN];
+	int rc;
+
+	ZB_ASSERT(ctx->pargs.send_blob != NULL);
+	rc = rdma__conn_encode(&c->local, blob, sizeof(blob));
+	ZB_ASSERT(rc == RDMA_CONN_BLOB_LEN);
+	if (c->peer == ctx->self)
+		rc = rdma_conn_deliver(ctx, blob, sizeof(blob));
+	else
+		rc = ctx->pargs.send_blob(ctx->pargs.exchange_arg, c->peer, blob, sizeof(blob));
+	if (rc == -ENOBUFS)
+		rc = -EAGAIN;
+	if (rc < 0 && rc != -EAGAIN)
+		rdma__set_error("node %u ch %u: the control plane refused the connection "
+				"blob: %s", c->peer, c->channel, zb_strerror(rc));
+	if (rc == 0)
+		c->blob_sent = true;
+	return rc;
+}
+
 static int make_cqs(struct rdma_ctx *ctx, uint32_t peers)
 {
 	struct ibv_device_attr da;
@@ -174,6 +198,9 @@ static int rdma_init(const struct net_init_args *args, void **out)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	ctx->announced = ctx->pargs.on_ctx != NULL;
+	if (ctx->announced)
+		ctx->pargs.on_ctx(ctx->pargs.exchange_arg, ctx);
 	*out = ctx;
 	return 0;
 fail:
@@ -187,6 +214,8 @@ static void rdma_fini(void *vctx)
 
 	if (!ctx)
 		return;
+	if (ctx->announced)   /* the host stops delivering to us */
+		ctx->pargs.on_ctx(ctx->pargs.exchange_arg, NULL);
 	rdma__boot_stop(ctx->boot);   /* no more deliveries */
 	ctx->boot = NULL;
 	if (ctx->dev && ctx->comms) {
@@ -290,8 +319,8 @@ static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side
 		return c->err;
 	if (c->user_open)
 		return -EBUSY;
-	if (ctx->boot && !c->blob_sent) {
-		rc = boot_push(ctx, c);
+	if (!c->blob_sent && (ctx->boot || ctx->pargs.send_blob)) {
+		rc = ctx->boot ? boot_push(ctx, c) : ext_push(ctx, c);
 		if (rc)
 			return rc;
 		st = atomic_load(&c->state);

@@ -213,6 +213,8 @@ struct ctl_opts {
 	unsigned event_consumers;      /* SPSC event rings, one per lcore */
 	uint32_t event_ring_size;      /* 0 = 64 */
 	uint32_t command_ring_size;    /* 0 = 256 */
+	uint32_t blob_ring_size;       /* ctl_blob_send queue; 0 = 256 */
+	uint32_t blob_timeout_ms;      /* give a blob up after; 0 = 60000 */
 };
 
 struct ctl_node;
@@ -249,6 +251,57 @@ struct ctl_ring *ctl_node_commands(struct ctl_node *n);
 /* Current epoch, readable from any thread (one relaxed atomic load). */
 uint64_t ctl_node_epoch(const struct ctl_node *n);
 
+/* ------------------------------------------------------------------------ */
+/* Opaque blobs, node to node, over the authenticated control messages
+ * (docs/control.md, "Blobs"): how providers exchange connection parameters
+ * (the rdma provider's 72-byte connection blobs). A blob is sent in a BLOB
+ * message (MAC'd, cluster id, replay counter like every control message)
+ * and retransmitted (20 ms, doubling up to 320 ms) until the peer
+ * acknowledges it or opts.blob_timeout_ms passes (then it is dropped,
+ * counted in blobs.failed and logged). The receiver hands each blob to the
+ * handler of its kind once (duplicates are acknowledged, not delivered
+ * again) and acknowledges it; without a handler for the kind, or when the
+ * handler returns -EAGAIN, it does not acknowledge, so the sender retries
+ * until the receiver is ready. Blobs to one peer are not ordered. */
+#define CTL_BLOB_MAX      256    /* bytes of one blob */
+#define CTL_BLOB_KINDS    16     /* kinds 1 .. CTL_BLOB_KINDS - 1 */
+#define CTL_BLOB_INFLIGHT 64     /* blobs awaiting acknowledgement */
+enum { CTL_BLOB_RDMA_CONN = 1 }; /* rdma_conn_local() output (zbmd/rdma.h) */
+
+/* Returns 0 (delivered: acknowledged), -EAGAIN (not ready: not
+ * acknowledged, the sender retries) or another negative error (refused:
+ * acknowledged as refused, counted, logged; never retried). Runs on the
+ * control thread; must not block and must not call ctl_blob_handle(). */
+typedef int (*ctl_blob_fn)(void *arg, uint16_t from, uint8_t kind,
+			   const void *blob, size_t len);
+
+/* Queue blob (len 1..CTL_BLOB_MAX, copied) for node `peer`. Any thread; never
+ * blocks, no syscall (the control thread picks it up within one 10 ms tick).
+ * Returns 0, -EINVAL (no node, peer out of range or this node, kind 0 or
+ * >= CTL_BLOB_KINDS, blob NULL), -EMSGSIZE (len 0 or > CTL_BLOB_MAX),
+ * -ENOBUFS (the queue is full: try again later). */
+int ctl_blob_send(struct ctl_node *n, uint16_t peer, uint8_t kind,
+		  const void *blob, size_t len);
+/* Install (fn) or remove (NULL) the handler of `kind`. Any thread except
+ * from inside a handler; when it returns, the old handler is not running
+ * and will not be called again. 0 or -EINVAL. */
+int ctl_blob_handle(struct ctl_node *n, uint8_t kind, ctl_blob_fn fn, void *arg);
+
+struct ctl_blob_stats {
+	uint64_t queued;        /* accepted by ctl_blob_send */
+	uint64_t queue_full;    /* refused by ctl_blob_send: -ENOBUFS */
+	uint64_t sent;          /* BLOB datagrams sent (first + retransmits) */
+	uint64_t retransmits;
+	uint64_t acked;         /* acknowledged by the peer (delivered) */
+	uint64_t refused;       /* acknowledged as refused by the peer's handler */
+	uint64_t failed;        /* no acknowledgement within blob_timeout_ms */
+	uint64_t delivered;     /* received and handed to a handler (accepted) */
+	uint64_t duplicates;    /* received again: acknowledged, not delivered */
+	uint64_t rejected;      /* received, refused by our handler */
+	uint64_t deferred;      /* received, no handler / -EAGAIN: not acked */
+	uint64_t malformed;     /* authenticated but bad layout / not for us */
+};
+
 /* A point-in-time view for the admin API. */
 struct ctl_peer_status {
 	uint16_t id;
@@ -271,6 +324,7 @@ struct ctl_status {
 	uint64_t auth_ok, auth_rejected[CTL_AUTH_NREASONS];
 	uint64_t handshake_ok, handshake_rejected;
 	uint64_t convictions, events_dropped;
+	struct ctl_blob_stats blobs;
 };
 int ctl_node_status(struct ctl_node *n, struct ctl_status *out);
 /* Text ("key value" lines) or JSON rendering; malloc'd, caller frees. */

@@ -10,8 +10,11 @@
  * Connection setup: for every comm the provider produces a *connection
  * blob* (QPN, PSN, GID/LID, MTU, FIFO address and rkey; versioned,
  * CRC-checked) with rdma_conn_local(); the control plane ships it to the
- * peer, which hands it to rdma_conn_deliver() (rdma_provider_args
- * .external_exchange = true). Without a control plane the provider's own
+ * peer (ctl_blob_send, kind CTL_BLOB_RDMA_CONN: authenticated, retried until
+ * acknowledged), which hands it to rdma_conn_deliver() (rdma_provider_args
+ * .external_exchange = true; with .send_blob set, connect/accept produce
+ * and hand over their blobs themselves; the "rdma" collective host in
+ * dataplane/run_rdma.c wires this up). Without a control plane the provider's own
  * TCP bootstrap does the same (see rdma_provider_args). connect()/accept()
  * return -EAGAIN until the peer's blob has arrived, then bring the QP
  * through INIT -> RTR -> RTS and return 0.
@@ -82,6 +85,22 @@ struct rdma_provider_args {
 	/* The gpu/ context NET_MEM_GPU buffers belong to (their pointers are
 	 * its gpu_ptr_t values). NULL: reg_mr(NET_MEM_GPU) is unsupported. */
 	struct gpu_ctx *gpu;
+	/* external_exchange only. send_blob: connect()/accept() call it once
+	 * per comm with this side's blob for `peer` (made as rdma_conn_local
+	 * makes it), from the thread calling connect/accept: it must not
+	 * block (queue it: ctl_blob_send). 0 = on its way; -EAGAIN or
+	 * -ENOBUFS = not now (connect/accept return -EAGAIN and call it again
+	 * next time); another error fails connect/accept with it. NULL: the
+	 * control plane calls rdma_conn_local() itself. A blob for this node
+	 * itself is delivered directly, without send_blob. */
+	int (*send_blob)(void *exchange_arg, uint16_t peer, const void *blob, size_t len);
+	void *exchange_arg;
+	/* The provider context's life, for whoever hosts the provider
+	 * (rdma_conn_deliver, rdma_cq_source): called by init, on its thread,
+	 * with the new context just before init returns it, and with NULL
+	 * first thing in fini, before anything is freed (the host must stop
+	 * using the old context before it returns). May be NULL. */
+	void (*on_ctx)(void *exchange_arg, void *ctx);
 };
 
 /* Encode this node's connection blob for the comm (peer, channel, side),

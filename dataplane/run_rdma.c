@@ -1,0 +1,357 @@
+/* dataplane/run_rdma.c — the "rdma" collective host (zbmd/coll.h, "hosts"):
+ * a communicator over the rdma net provider driven by the dataplane's lcore
+ * loop, with the connection blobs carried by the control plane.
+ *
+ * open() needs a control plane ([control] enabled, dp__run_ctl_wanted);
+ * without one it returns -EOPNOTSUPP and the caller runs the provider on its
+ * own thread, the provider's TCP bootstrap exchanging the blobs
+ * (`zbmd bench allreduce --provider rdma` without control). With one:
+ *   1. dp_node_init (EAL, lcores; ports as configured: rdma does not use
+ *      them), then the control node as `zbmd run` starts it
+ *      (dp__run_control_host), no graceful leave at the end;
+ *   2. the handler of CTL_BLOB_RDMA_CONN blobs: rdma_conn_deliver on the
+ *      provider context (-EAGAIN, so the peer retries, until there is one);
+ *   3. dp_node_launch: the lcores and the control thread run;
+ *   4. the communicator (threaded channels) is created on the calling
+ *      thread with rdma_provider_args{external_exchange, send_blob =
+ *      ctl_blob_send, on_ctx}: connect/accept queue this side's blobs to
+ *      the control thread and wait (up to the connect timeout) for the
+ *      peers'; the provider's init failing (no device) fails open() with
+ *      its reason;
+ *   5. lane 0's lcore then polls every channel's CQ (dp_register_poller
+ *      with rdma_dp_poll on rdma_cq_source: the completion sources) and
+ *      progresses the channels (coll_progress_channel).
+ * One lane: every channel of the one provider context is on lane 0's lcore
+ * (a context per lane would need the lane in the blob's kind).
+ * Work completions that say the peer is gone (retries exhausted) go to the
+ * control thread as CTL_REQ_PEER_DOWN (from the lcore: a ring, no lock); a
+ * slow-path thread reads the device's async events (rdma_poll_async).
+ *
+ * Linked into the zbmd binary only: run_ctl.c references rdma_host_anchor
+ * (so test programs that link the dataplane library need neither rdma/ nor
+ * control/).
+ */
+#include "internal.h"
+#include "run_ctl.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zbmd/coll.h"
+#include "zbmd/control.h"
+#include "zbmd/rdma.h"
+
+const int rdma_host_anchor = 1;
+
+enum { RH_IDLE = 0, RH_READY };
+
+struct rh_host {
+	const struct zb_config *cfg;
+	struct ctl_node *ctl;
+	struct coll_comm *comm;
+	_Atomic(void *) rctx;           /* the provider context, NULL when none */
+	_Atomic int state;
+	uint16_t channels;
+	bool launched, handler, async_thread;
+	pthread_t async_tid;
+	_Atomic bool async_stop;
+	uint32_t timeout_ms, connect_timeout_ms;
+	struct rdma_provider_args pargs;
+	_Atomic uint64_t events, peer_down, blobs_queued, blobs_refused;
+};
+
+/* ---- the control plane side ------------------------------------------- */
+
+/* Control thread (under the blob handler lock): a peer's connection blob. */
+static int rh_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
+		      size_t len)
+{
+	struct rh_host *H = arg;
+	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
+
+	ZB_ASSERT(H != NULL && kind == CTL_BLOB_RDMA_CONN);
+	(void)from;
+	if (!ctx)
+		return -EAGAIN;         /* not up yet: the peer retries */
+	return rdma_conn_deliver(ctx, blob, len);
+}
+
+/* connect()/accept(), on the thread creating the communicator: queue it. */
+static int rh_send_blob(void *arg, uint16_t peer, const void *blob, size_t len)
+{
+	struct rh_host *H = arg;
+	int rc = ctl_blob_send(H->ctl, peer, CTL_BLOB_RDMA_CONN, blob, len);
+
+	ZB_ASSERT(H->ctl != NULL);
+	atomic_fetch_add_explicit(rc == 0 ? &H->blobs_queued : &H->blobs_refused, 1,
+				  memory_order_relaxed);
+	return rc;
+}
+
+/* The provider context's life (provider init / fini). */
+static void rh_on_ctx(void *arg, void *ctx)
+{
+	struct rh_host *H = arg;
+
+	atomic_store_explicit(&H->rctx, ctx, memory_order_release);
+	/* Going away: re-installing the handler waits for one that is
+	 * running (it holds the handler lock), so none uses the old ctx. */
+	if (!ctx && H->handler)
+		(void)ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_blob, H);
+}
+
+/* Any thread that saw the failure (an lcore polling a CQ): must not block. */
+static void rh_on_event(void *arg, const struct rdma_event *ev)
+{
+	struct rh_host *H = arg;
+	struct ctl_ring *cmds = H->ctl ? ctl_node_commands(H->ctl) : NULL;
+
+	atomic_fetch_add_explicit(&H->events, 1, memory_order_relaxed);
+	if (ev->kind == RDMA_EV_WC_ERROR && ev->err == ZB_ERR_PEER_DOWN && ev->peer >= 0 &&
+	    ev->peer < CFG_MAX_NODES && cmds) {
+		struct ctl_command c = {.type = CTL_REQ_PEER_DOWN, .node = (uint16_t)ev->peer};
+		if (ctl_ring_enqueue(cmds, &c) == 0)
+			atomic_fetch_add_explicit(&H->peer_down, 1, memory_order_relaxed);
+	}
+}
+
+/* A slow-path thread reads the device's async events (port down, QP fatal)
+ * every ASYNC_MS: rdma_poll_async fails the affected comms (their lcore sees
+ * it at its next call) and reports them through rh_on_event. */
+#define ASYNC_MS 50
+static void *rh_async_main(void *arg)
+{
+	struct rh_host *H = arg;
+	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
+
+	ZB_ASSERT(ctx != NULL);
+	while (!atomic_load_explicit(&H->async_stop, memory_order_acquire)) {
+		(void)rdma_poll_async(ctx);
+		usleep(ASYNC_MS * 1000);
+	}
+	return NULL;
+}
+
+/* ---- the lcore side ------------------------------------------------------ */
+
+static unsigned rh_poll(void *arg, uint64_t now_tsc)
+{
+	struct rh_host *H = arg;
+	unsigned ev = 0;
+	(void)now_tsc;
+
+	if (atomic_load_explicit(&H->state, memory_order_acquire) != RH_READY)
+		return 0;
+	for (uint16_t ch = 0; ch < H->channels; ch++) {
+		int rc = coll_progress_channel(H->comm, ch);
+		if (rc > 0)
+			ev += (unsigned)rc;
+	}
+	return ev;
+}
+
+/* ---- host ops ------------------------------------------------------------ */
+
+static void rh_close(void *h)
+{
+	struct rh_host *H = h;
+
+	if (!H)
+		return;
+	if (H->launched) {
+		dp_node_request_stop();
+		dp_node_stop();         /* no lcore polls the CQs any more */
+	}
+	if (H->async_thread) {
+		atomic_store_explicit(&H->async_stop, true, memory_order_release);
+		pthread_join(H->async_tid, NULL);
+	}
+	/* The provider's fini tells rh_on_ctx (NULL): no delivery after it. */
+	coll_comm_destroy(H->comm);
+	if (H->handler)
+		(void)ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, NULL, NULL);
+	dp_node_stop();                 /* a control thread a failed launch started */
+	dp__run_ctl_fini();
+	dp_node_fini();
+	free(H);
+}
+
+static int rh_open(const struct coll_comm_args *a, void **out, char *err,
+		   size_t errlen)
+{
+	struct rh_host *H;
+	struct dp_err derr;
+	char why[256], what[1024];
+	bool started = false;
+	int rc;
+
+	ZB_ASSERT(a != NULL && a->cfg != NULL);
+	ZB_ASSERT(out != NULL && err != NULL);
+	if (!dp__run_ctl_wanted(a->cfg, why, sizeof(why))) {
+		snprintf(err, errlen, "no control plane (%s): the rdma provider runs on "
+			 "the calling thread with its TCP bootstrap", why);
+		return -EOPNOTSUPP;
+	}
+	H = calloc(1, sizeof(*H));
+	if (!H)
+		return -ENOMEM;
+	H->cfg = a->cfg;
+	rc = dp_node_init(a->cfg, &derr);
+	if (rc < 0) {
+		snprintf(err, errlen, "starting the dataplane: %s", derr.msg);
+		free(H);
+		return rc;
+	}
+	dp__run_ctl_log_level(CTL_LOG_WARN);   /* keep the benchmark table clean */
+	rc = dp__run_control_host(a->cfg, NULL, stderr, &started, what, sizeof(what),
+				  err, errlen);
+	if (rc < 0)
+		goto fail;
+	if (!started || !(H->ctl = dp__run_ctl_node())) {
+		snprintf(err, errlen, "the control plane did not start: %s", what);
+		rc = ZB_ERR_CONFIG;
+		goto fail;
+	}
+	fprintf(stderr, "zbmd: node %u: control: %s\n", a->cfg->node.id, what);
+	dp__run_ctl_leave_on_stop(false);
+	if ((rc = ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_blob, H)) < 0) {
+		snprintf(err, errlen, "blob handler: %s", zb_strerror(rc));
+		goto fail;
+	}
+	H->handler = true;
+	H->pargs = (struct rdma_provider_args){
+		.on_event = rh_on_event, .arg = H, .external_exchange = true,
+		.send_blob = rh_send_blob, .exchange_arg = H, .on_ctx = rh_on_ctx};
+	H->timeout_ms = a->timeout_ms ? a->timeout_ms
+			: (a->cfg->coll.timeout_ms ? a->cfg->coll.timeout_ms : 5000);
+	H->connect_timeout_ms = a->connect_timeout_ms ? a->connect_timeout_ms
+				: COLL_CONNECT_TIMEOUT_MS;
+	if ((rc = dp_register_poller(0, rh_poll, H)) < 0) {
+		snprintf(err, errlen, "registering the lane poller: %s", zb_strerror(rc));
+		goto fail;
+	}
+	if ((rc = dp_node_launch(&derr)) < 0) {
+		snprintf(err, errlen, "launching the lcores: %s", derr.msg);
+		goto fail;
+	}
+	H->launched = true;
+	/* Connects here while the control thread carries the blobs. */
+	struct coll_comm_args ca = *a;
+	ca.provider = "rdma";
+	ca.provider_arg = &H->pargs;
+	ca.threaded_channels = true;
+	ca.timeout_ms = H->connect_timeout_ms;
+	rc = coll_comm_create(&ca, &H->comm, err, errlen);
+	if (rc < 0) {
+		/* the provider's own words (this thread's): which device, why */
+		size_t k = strlen(err);
+		if (rdma_last_error()[0] && k + 3 < errlen)
+			snprintf(err + k, errlen - k, " (%s)", rdma_last_error());
+		goto fail;
+	}
+	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
+	H->channels = coll_channels(H->comm);
+	for (uint16_t ch = 0; ctx && ch < H->channels; ch++)
+		if ((rc = dp_register_poller(0, rdma_dp_poll, rdma_cq_source(ctx, ch))) < 0) {
+			snprintf(err, errlen, "registering the CQ poller of channel %u: %s",
+				 ch, zb_strerror(rc));
+			goto fail;
+		}
+	if (ctx && (rc = -pthread_create(&H->async_tid, NULL, rh_async_main, H)) < 0) {
+		snprintf(err, errlen, "async event thread: %s", strerror(-rc));
+		goto fail;
+	}
+	H->async_thread = ctx != NULL;
+	atomic_store_explicit(&H->state, RH_READY, memory_order_release);
+	*out = H;
+	return 0;
+fail:
+	rh_close(H);
+	return rc;
+}
+
+static unsigned rh_comms(void *h, struct coll_comm **out, unsigned max)
+{
+	struct rh_host *H = h;
+
+	ZB_ASSERT(out != NULL && H != NULL);
+	if (max == 0)
+		return 0;
+	out[0] = H->comm;
+	return 1;
+}
+
+struct rh_thread {
+	struct rh_host *H;
+	int (*fn)(void *);
+	void *arg;
+	int rc;
+};
+
+/* A barrier under the connect timeout (every node is up), then the
+ * configured bound, then fn. */
+static int rh_call(struct rh_thread *t)
+{
+	int rc = coll_barrier(t->H->comm);
+
+	if (rc < 0) {
+		fprintf(stderr, "zbmd: node %u: the other nodes did not join within "
+			"%u ms: %s\n", t->H->cfg->node.id, t->H->connect_timeout_ms,
+			coll_error(t->H->comm));
+		return 1;
+	}
+	coll_set_timeout(t->H->comm, t->H->timeout_ms);
+	return t->fn(t->arg);
+}
+
+static void *rh_thread_main(void *p)
+{
+	struct rh_thread *t = p;
+
+	t->rc = rh_call(t);
+	dp_node_request_stop();
+	return NULL;
+}
+
+static int rh_run(void *h, int (*fn)(void *), void *arg)
+{
+	struct rh_thread t = {.H = h, .fn = fn, .arg = arg, .rc = 1};
+
+	ZB_ASSERT(h != NULL && fn != NULL);
+	if (!dp_main_polls())
+		return rh_call(&t);
+	pthread_t tid;
+	if (pthread_create(&tid, NULL, rh_thread_main, &t) != 0)
+		return 1;
+	dp_node_wait();
+	pthread_join(tid, NULL);
+	return t.rc;
+}
+
+static void rh_describe(void *h, char *buf, size_t len)
+{
+	struct rh_host *H = h;
+
+	ZB_ASSERT(buf != NULL && len > 0);
+	snprintf(buf, len, "rdma on dataplane lane 0 (%u channel(s), CQs polled by "
+		 "its lcore), connection blobs over the control plane: %llu sent, "
+		 "%llu provider event(s)", H->channels,
+		 (unsigned long long)atomic_load(&H->blobs_queued),
+		 (unsigned long long)atomic_load(&H->events));
+}
+
+static const struct coll_host_ops rh_host_ops = {
+	.provider = "rdma",
+	.open = rh_open,
+	.comms = rh_comms,
+	.run = rh_run,
+	.describe = rh_describe,
+	.close = rh_close,
+};
+
+__attribute__((constructor)) static void rh_register(void)
+{
+	(void)coll_host_register(&rh_host_ops);
+}
