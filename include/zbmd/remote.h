@@ -108,6 +108,10 @@ struct zbra_stats {
 	uint64_t deferred;      /* deliveries refused for now (mailbox full) */
 	uint64_t stale;         /* discarded: target gone (late replies too) */
 	uint64_t bad;           /* malformed messages (counted, dropped) */
+	uint64_t signals;       /* link/monitor signals received and applied */
+	uint64_t lost_notices;  /* EXIT/DOWN/DEMONITOR given on node loss */
+	uint64_t rtab_full;     /* links/monitors refused: table full */
+	uint64_t rtab_live;     /* remote links/monitors recorded now */
 };
 void zbra_get_stats(struct zbra_stats *out);
 
