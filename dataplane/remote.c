@@ -157,6 +157,7 @@ struct zbra_lane {
 	uint64_t signals, lost_notices;
 	_Atomic uint64_t rtab_full;    /* any thread */
 	uint64_t tick_at;              /* lane 0: next tick round */
+	uint64_t members;              /* bitmap of the last applied view */
 } ZB_ALIGNED_CL;
 
 static struct zbra {
@@ -987,6 +988,29 @@ static void zbra_peer_event(void *arg, unsigned index, uint16_t peer,
 	}
 }
 
+/* A committed membership view (dp_on_epoch, on lane `index`): nodes that the
+ * previous view held and this one drops are lost for links and monitors
+ * (their sessions are reset: dp_cluster_apply). */
+static void zbra_epoch(void *arg, unsigned index, uint64_t old_epoch,
+		       const struct dp_cluster_view *v)
+{
+	(void)arg;
+	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
+	ZB_ASSERT(v != NULL);
+	struct zbra_lane *l = &Z.lanes[index];
+	uint64_t now = 0;
+	for (unsigned i = 0; i < v->n_members && i < DP_CLUSTER_MAX; i++)
+		if (v->ring[i] < 64)
+			now |= 1ull << v->ring[i];
+	uint64_t gone = old_epoch ? l->members & ~now : 0;
+	l->members = now;
+	if (atomic_load_explicit(&Z.detached, memory_order_acquire))
+		return;
+	for (unsigned n = 0; gone && n < CFG_MAX_NODES; n++)
+		if (gone & (1ull << n))
+			l->lost_notices += node_lost((uint16_t)n);
+}
+
 static const struct dp_msg_ops zbra_msg_ops = {
 	.deliver = zbra_deliver,
 	.send_done = zbra_send_done,
@@ -1120,6 +1144,8 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 		memcpy(t->tick, &h, sizeof(h));
 	}
 	if ((rc = dp_set_msg_ops(&zbra_msg_ops, &Z)))
+		goto fail;
+	if ((rc = dp_on_epoch(zbra_epoch, &Z)))
 		goto fail;
 	for (unsigned i = 0; i < nl; i++)
 		if ((rc = dp_register_poller(i, zbra_poll, &Z.lanes[i])))

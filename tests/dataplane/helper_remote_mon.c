@@ -361,6 +361,44 @@ static unsigned injector(void *arg, uint64_t now_tsc)
 	return NBAD;
 }
 
+/* Membership views applied on every lane by its own poller, as the control
+ * glue of `zbmd run` does (dp_cluster_apply). */
+#define MAX_LANES 16
+static struct dp_cluster_view views[4];
+static _Atomic int view_req;
+static _Atomic int view_done[MAX_LANES];
+
+static unsigned applier(void *arg, uint64_t now_tsc)
+{
+	unsigned idx = (unsigned)(uintptr_t)arg;
+	int e = atomic_load_explicit(&view_req, memory_order_acquire);
+	if (!e || atomic_load(&view_done[idx]) == e)
+		return 0;
+	dp_cluster_apply(idx, &views[e], now_tsc);
+	atomic_store_explicit(&view_done[idx], e, memory_order_release);
+	return 1;
+}
+
+static bool apply_view(int epoch, uint16_t a, uint16_t b)
+{
+	struct dp_cluster_view *v = &views[epoch];
+	memset(v, 0, sizeof(*v));
+	v->epoch = (uint64_t)epoch;
+	v->leader = a;
+	v->ring[v->n_members++] = a;
+	if (b != UINT16_MAX)
+		v->ring[v->n_members++] = b;
+	atomic_store_explicit(&view_req, epoch, memory_order_release);
+	uint64_t end = zb_now_ns() + 3000000000ull;
+	for (unsigned i = 0; i < dp_lcore_count() && i < MAX_LANES; i++)
+		while (atomic_load_explicit(&view_done[i], memory_order_acquire) != epoch)
+			if (zb_now_ns() > end)
+				return false;
+			else
+				usleep(1000);
+	return true;
+}
+
 static void drive(const char *ids_path, const char *kill_flag)
 {
 	if (act_spawn(rt, &coll_beh, NULL, &collector) || read_ids(ids_path, 120)) {
@@ -472,6 +510,37 @@ static void drive(const char *ids_path, const char *kill_flag)
 	op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &st1);
 	check(zs.rtab_live == 0 && st1.v2 == 0,
 	      "no remote link/monitor entries left (here %llu, there %llu)",
+	      (unsigned long long)zs.rtab_live, (unsigned long long)st1.v2);
+
+	/* 11b: a committed membership view drops the node: noconnection at
+	 * once (session reset), not after the peer timeout; the node, reset
+	 * by the new session epoch, drops its side too; then it rejoins */
+	act_id we = local_agent(), le = local_agent(), ve = remote_agent();
+	uint64_t re = monitor(we, ve);
+	op(le, OP_TRAP, ACT_ID_NONE, 1, 0, NULL);
+	rc = op(le, OP_LINK, ve, 0, 0, NULL);
+	usleep(100000);
+	bool ok1 = apply_view(1, cfg.node.id, peer);
+	uint64_t te = zb_now_ns(), ate = 0;
+	bool ok2 = apply_view(2, cfg.node.id, UINT16_MAX);
+	struct event ee = {0}, el = {0};
+	bool ge = wait_event(ACT_TAG_DOWN, we, ve, re, 3000, &ee, &ate);
+	bool gl = wait_event(ACT_TAG_EXIT, le, ve, 0, 1000, &el, NULL);
+	double mse = (double)(ate - te) / 1e6;
+	check(ok1 && ok2 && rc == 0 && ge && gl && ee.reason == ZB_ERR_PEER_DOWN &&
+	      el.reason == ZB_ERR_PEER_DOWN && mse < 1000,
+	      "view drops the node: DOWN and EXIT %s after %.0f ms (got %s, %s)",
+	      act_reason_name(ZB_ERR_PEER_DOWN), mse,
+	      ge ? act_reason_name(ee.reason) : "none", gl ? act_reason_name(el.reason) : "none");
+	bool ok3 = apply_view(3, cfg.node.id, peer);
+	end = zb_now_ns() + 5000000000ull;
+	do {
+		usleep(20000);
+		rc = op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &st1);
+	} while ((rc || st1.v2) && zb_now_ns() < end);
+	zbra_get_stats(&zs);
+	check(ok3 && rc == 0 && zs.rtab_live == 0 && st1.v2 == 0,
+	      "node rejoins: calls work, no entries left on either side (here %llu, there %llu)",
 	      (unsigned long long)zs.rtab_live, (unsigned long long)st1.v2);
 
 	/* 12: node loss: kill -9 of the serving node */
@@ -606,6 +675,8 @@ int main(int argc, char **argv)
 		rc = zbra_attach(rt, &cfg);
 	if (rc == 0 && drive_ids)
 		rc = dp_register_poller(0, injector, NULL);
+	for (unsigned i = 0; rc == 0 && drive_ids && i < dp_lcore_count() && i < MAX_LANES; i++)
+		rc = dp_register_poller(i, applier, (void *)(uintptr_t)i);
 	if (rc == 0 && dp_node_launch(&err) != 0)
 		rc = -EIO;
 	if (rc) {
