@@ -134,6 +134,7 @@ enum {
 };
 
 static_assert((int)SYS_EXIT_LINK == (int)ACT_SIG_EXIT_LINK &&
+	      (int)SYS_EXIT_SIGNAL == (int)ACT_SIG_EXIT &&
 	      (int)SYS_LINK == (int)ACT_SIG_LINK &&
 	      (int)SYS_UNLINK == (int)ACT_SIG_UNLINK &&
 	      (int)SYS_MONITOR == (int)ACT_SIG_MONITOR &&

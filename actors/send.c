@@ -120,21 +120,6 @@ int act_deliver_remote(struct act_runtime *rt, struct act_msg *m)
 	return rc;
 }
 
-int act_exit_signal(struct act_runtime *rt, act_id to, int reason)
-{
-	ZB_ASSERT(rt != NULL);
-	if (act_id_node(to) != rt->p.node)
-		return ZB_ERR_UNSUPPORTED;
-	struct act_msg *m = act_msg_alloc(rt);
-	if (!m)
-		return -ENOBUFS;
-	m->_sys = SYS_EXIT_SIGNAL;
-	m->_reason = reason;
-	int rc = act__deliver(rt, to, m, true);
-	if (rc)
-		act_msg_free(rt, m);
-	return rc;
-}
 
 /* Signal m (m->_sys set, m->from the local sender) to `to`: into its
  * mailbox when local, else to the remote router (zbmd/actors.h "Remote links
@@ -156,6 +141,22 @@ static int signal_to(struct act_runtime *rt, act_id to, struct act_msg *m)
 	return rc;
 }
 
+int act_exit_signal(struct act_runtime *rt, act_id to, int reason)
+{
+	ZB_ASSERT(rt != NULL);
+	struct act_msg *m = act_msg_alloc(rt);
+	if (!m)
+		return -ENOBUFS;
+	m->_sys = SYS_EXIT_SIGNAL;
+	m->_reason = reason;
+	if (m->from == ACT_ID_NONE && act_id_node(to) != rt->p.node)
+		m->from = act_id_make(rt->p.node, 0, 0);   /* not an actor */
+	int rc = signal_to(rt, to, m);
+	if (rc)
+		act_msg_free(rt, m);
+	return rc;
+}
+
 /* Signal to `to`; freed when it has nobody to go to. */
 static void signal_or_free(struct act_runtime *rt, act_id to, struct act_msg *m)
 {
@@ -169,7 +170,8 @@ int act_deliver_remote_signal(struct act_runtime *rt, struct act_msg *m, int sig
 	ZB_ASSERT(rt != NULL && m != NULL);
 	ZB_ASSERT(m->_priv.state == MS_OWNED);
 	if (act_id_node(m->to) != rt->p.node ||
-	    (sig != SYS_EXIT_LINK && sig != SYS_LINK && sig != SYS_UNLINK &&
+	    (sig != SYS_EXIT_LINK && sig != SYS_EXIT_SIGNAL && sig != SYS_LINK &&
+	     sig != SYS_UNLINK &&
 	     sig != SYS_MONITOR && sig != SYS_DEMONITOR && sig != SYS_DOWN)) {
 		act_msg_free(rt, m);
 		return -EINVAL;

@@ -319,6 +319,8 @@ static int route_signal(struct zbra *z, struct act_msg *m, uint16_t node)
 	case ACT_SIG_DOWN:
 		rt_del(t, RE_TARGET, m->from, m->to, m->ref);
 		break;
+	case ACT_SIG_EXIT:
+		break;   /* act_exit_signal: nothing to record */
 	default:
 		return -EINVAL;
 	}
@@ -739,11 +741,16 @@ static int rx_signal(struct zbra_lane *l, uint16_t peer, const struct zbra_hdr *
 		       to == act_id_make(Z.self, 0, 0) && ref == 0 && reason == 0 ? 0 : 1;
 	bool has_ref = sig == ACT_SIG_MONITOR || sig == ACT_SIG_DEMONITOR ||
 		       sig == ACT_SIG_DOWN;
-	ok = ok && (sig == ACT_SIG_EXIT_LINK || sig == ACT_SIG_LINK ||
-		    sig == ACT_SIG_UNLINK || has_ref) &&
-	     act_id_gen(from) != 0 && act_id_gen(to) != 0 &&
+	/* an exit signal may come from a thread that is not an actor: from
+	 * is then the node-only id act_id_make(peer, 0, 0) */
+	bool from_ok = act_id_gen(from) != 0 ||
+		       (sig == ACT_SIG_EXIT && from == act_id_make(peer, 0, 0));
+	ok = ok && (sig == ACT_SIG_EXIT_LINK || sig == ACT_SIG_EXIT ||
+		    sig == ACT_SIG_LINK || sig == ACT_SIG_UNLINK || has_ref) &&
+	     from_ok && act_id_gen(to) != 0 &&
 	     (has_ref ? ref != 0 : ref == 0) &&
-	     (sig == ACT_SIG_EXIT_LINK || sig == ACT_SIG_DOWN || reason == 0);
+	     (sig == ACT_SIG_EXIT_LINK || sig == ACT_SIG_EXIT ||
+	      sig == ACT_SIG_DOWN || reason == 0);
 	if (!ok || !Z.rtab[peer].e)
 		return 1;
 	struct act_msg *m = act_msg_alloc(Z.rt);
@@ -769,6 +776,8 @@ static int rx_signal(struct zbra_lane *l, uint16_t peer, const struct zbra_hdr *
 		break;
 	case ACT_SIG_DEMONITOR:
 		rt_del(t, RE_TARGET, to, from, ref);
+		break;
+	case ACT_SIG_EXIT:
 		break;
 	default: /* DOWN */
 		rt_del(t, RE_WATCH, to, from, ref);

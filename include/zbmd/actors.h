@@ -275,6 +275,7 @@ int act_deliver_remote(struct act_runtime *rt, struct act_msg *m);
 enum act_signal {
 	ACT_SIG_NONE = 0,
 	ACT_SIG_EXIT_LINK = 1, /* the linked `from` exited with reason */
+	ACT_SIG_EXIT = 2,      /* act_exit_signal(to, reason) */
 	ACT_SIG_LINK = 3,      /* `from` links to `to` */
 	ACT_SIG_UNLINK = 4,
 	ACT_SIG_MONITOR = 5,   /* `from` monitors `to` with ref */
@@ -300,7 +301,10 @@ int act_deliver_remote_signal(struct act_runtime *rt, struct act_msg *m, int sig
 			      int reason);
 
 /* Exit signal to `to` with `reason` (ACT_KILL cannot be trapped; ACT_NORMAL
- * is ignored by a non-trapping target). Not subject to mailbox capacity. */
+ * is ignored by a non-trapping target). Not subject to mailbox capacity.
+ * A remote `to` goes through the router (the router's error, or 0: sent;
+ * from = the calling actor, or node-only act_id_make(node, 0, 0) from a
+ * thread that is not an actor). */
 int act_exit_signal(struct act_runtime *rt, act_id to, int reason);
 
 /* ---- request / reply --------------------------------------------------------

@@ -341,7 +341,7 @@ static unsigned injector(void *arg, uint64_t now_tsc)
 	memcpy(good + 24, &to, 8);
 	for (int i = 0; i < NBAD; i++)
 		memcpy(msgs[i], good, sizeof(good));
-	msgs[0][8] = 2;                  /* signal 2 (exit_signal): not remote */
+	msgs[0][8] = 9;                  /* an unknown signal */
 	uint64_t other = act_id_make((uint16_t)(cfg.node.id + 7), 1, 1);
 	memcpy(msgs[1] + 16, &other, 8); /* from a node that is not the sender */
 	msgs[2][8] = ACT_SIG_MONITOR;    /* a monitor without a ref */
@@ -482,6 +482,17 @@ static void drive(const char *ids_path, const char *kill_flag)
 	check(rc == 0 && alive_remote(v8),
 	      "unlinked (then crashed) and normally exiting linked actors leave the remote peer alive");
 
+	/* 9b: act_exit_signal to a remote actor from this (non-actor) thread:
+	 * an error reason kills it, ACT_KILL kills a trapping one `killed` */
+	act_id v9 = remote_agent(), v10 = remote_agent();
+	uint64_t r9 = monitor(w2, v9), r10 = monitor(w2, v10);
+	op(v10, OP_TRAP, ACT_ID_NONE, 1, 0, NULL);
+	rc = act_exit_signal(rt, v9, -ETIMEDOUT);
+	check(rc == 0, "act_exit_signal to a remote actor accepted (rc %d)", rc);
+	expect_down("remote exit signal", w2, v9, r9, -ETIMEDOUT);
+	act_exit_signal(rt, v10, ACT_KILL);
+	expect_down("remote kill signal to a trapping actor", w2, v10, r10, ACT_KILLED);
+
 	/* 10: link to a dead remote actor: EXIT noproc (trapping) */
 	act_id l7 = local_agent();
 	op(l7, OP_TRAP, ACT_ID_NONE, 1, 0, NULL);
@@ -569,7 +580,7 @@ static void drive(const char *ids_path, const char *kill_flag)
 	bool g3 = wait_event(ACT_TAG_DOWN, wn, ln, rn, 1000, NULL, &at3);
 	struct event e3 = {0};
 	wait_event(ACT_TAG_DOWN, wn, ln, rn, 1, &e3, NULL);
-	double ms1 = (double)(at1 - t0) / 1e6;
+	double ms1 = g1 ? (double)(at1 - t0) / 1e6 : -1;
 	check(g1 && e1.reason == ZB_ERR_PEER_DOWN,
 	      "node killed: monitor DOWN with reason %s (got %s)",
 	      act_reason_name(ZB_ERR_PEER_DOWN), g1 ? act_reason_name(e1.reason) : "none");

@@ -19,7 +19,7 @@ export ZBN_PREFIX=zbn-remote-mon
 H=$ZBMD_BUILD/tests/dataplane/helper_remote_mon
 CL="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAG --dir $T/cl"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-NCHECKS=30
+NCHECKS=33
 plan $((NCHECKS + 4))
 
 ZBN_LCORES=0-1 $CL up 2 >/dev/null
