@@ -269,6 +269,34 @@ static uint64_t monitor(act_id w, act_id target)
 	return rc ? 0 : r.v0;
 }
 
+/* Signal records the serving node / this node has applied so far. With
+ * several lanes a monitor made by W and a request sent by the driver travel
+ * on different lanes (per-pair order only): the driver waits until the
+ * monitor or link has arrived before it makes the target exit. */
+static uint64_t remote_signals(void)
+{
+	struct rep r;
+	return op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &r) ? 0 : r.v1;
+}
+
+static uint64_t local_signals(void)
+{
+	struct zbra_stats zs;
+	zbra_get_stats(&zs);
+	return zs.signals;
+}
+
+static bool wait_signals(uint64_t (*count)(void), uint64_t want)
+{
+	uint64_t end = zb_now_ns() + 3000000000ull;
+	while (count() < want)
+		if (zb_now_ns() > end)
+			return false;
+		else
+			usleep(1000);
+	return true;
+}
+
 static bool alive_remote(act_id v)
 {
 	return op(v, OP_PING, ACT_ID_NONE, 0, 0, NULL) == 0;
@@ -410,13 +438,17 @@ static void drive(const char *ids_path, const char *kill_flag)
 
 	/* 1-2: monitor, remote exits normally / crashes */
 	act_id w = local_agent(), v = remote_agent();
+	uint64_t sb = remote_signals();
 	uint64_t ref = monitor(w, v);
+	wait_signals(remote_signals, sb + 1);
 	check(w && v && act_id_node(v) == peer && ref, "local agent monitors a remote agent (ref %llu)",
 	      (unsigned long long)ref);
 	op(v, OP_EXIT, ACT_ID_NONE, ACT_NORMAL, 0, NULL);
 	expect_down("remote actor exits normally", w, v, ref, ACT_NORMAL);
 	act_id v2 = remote_agent();
+	sb = remote_signals();
 	uint64_t ref2 = monitor(w, v2);
+	wait_signals(remote_signals, sb + 1);
 	op(v2, OP_EXIT, ACT_ID_NONE, -EIO, 0, NULL);
 	expect_down("remote actor crashes (handler returns -EIO)", w, v2, ref2, -EIO);
 
@@ -429,7 +461,9 @@ static void drive(const char *ids_path, const char *kill_flag)
 
 	/* 4: demonitor: no DOWN for it afterwards */
 	act_id w2 = local_agent(), v3 = remote_agent();
+	sb = remote_signals();
 	uint64_t r5 = monitor(w, v3), r6 = monitor(w2, v3);
+	wait_signals(remote_signals, sb + 2);
 	int rc = op(w, OP_DEMONITOR, ACT_ID_NONE, 0, r5, NULL);
 	op(v3, OP_EXIT, ACT_ID_NONE, -EIO, 0, NULL);
 	expect_down("second watcher of a demonitored actor still told", w2, v3, r6, -EIO);
@@ -439,7 +473,9 @@ static void drive(const char *ids_path, const char *kill_flag)
 
 	/* 5: link local -> remote, local crashes: the remote peer dies with it */
 	act_id l = local_agent(), v4 = remote_agent();
+	sb = remote_signals();
 	uint64_t r7 = monitor(w2, v4);
+	wait_signals(remote_signals, sb + 1);
 	rc = op(l, OP_LINK, v4, 0, 0, NULL);
 	check(rc == 0, "local agent links to a remote agent (rc %d)", rc);
 	op(l, OP_EXIT, ACT_ID_NONE, -EPIPE, 0, NULL);
@@ -456,17 +492,19 @@ static void drive(const char *ids_path, const char *kill_flag)
 	/* 7: link remote -> local, remote crashes: the local peer dies */
 	act_id l3 = local_agent(), v6 = remote_agent();
 	uint64_t r8 = monitor(w2, l3);
+	uint64_t lb = local_signals();
 	rc = op(v6, OP_LINK, l3, 0, 0, NULL);
-	check(rc == 0, "remote agent links to a local agent (rc %d)", rc);
-	usleep(100000);   /* the LINK signal reaches l3 before the exit */
+	check(rc == 0 && wait_signals(local_signals, lb + 1),
+	      "remote agent links to a local agent (rc %d)", rc);
 	op(v6, OP_EXIT, ACT_ID_NONE, -ECONNRESET, 0, NULL);
 	expect_down("remote linked actor crashes: local peer killed", w2, l3, r8, -ECONNRESET);
 
 	/* 8: the local peer trapping exits */
 	act_id l4 = local_agent(), v7 = remote_agent();
 	op(l4, OP_TRAP, ACT_ID_NONE, 1, 0, NULL);
+	lb = local_signals();
 	op(v7, OP_LINK, l4, 0, 0, NULL);
-	usleep(100000);
+	wait_signals(local_signals, lb + 1);
 	op(v7, OP_EXIT, ACT_ID_NONE, -EIO, 0, NULL);
 	expect_exit("local trapping peer of a crashed remote actor", l4, v7, -EIO);
 	check(op(l4, OP_PING, ACT_ID_NONE, 0, 0, NULL) == 0, "local trapping peer still alive");
@@ -485,7 +523,9 @@ static void drive(const char *ids_path, const char *kill_flag)
 	/* 9b: act_exit_signal to a remote actor from this (non-actor) thread:
 	 * an error reason kills it, ACT_KILL kills a trapping one `killed` */
 	act_id v9 = remote_agent(), v10 = remote_agent();
+	sb = remote_signals();
 	uint64_t r9 = monitor(w2, v9), r10 = monitor(w2, v10);
+	wait_signals(remote_signals, sb + 2);
 	op(v10, OP_TRAP, ACT_ID_NONE, 1, 0, NULL);
 	rc = act_exit_signal(rt, v9, -ETIMEDOUT);
 	check(rc == 0, "act_exit_signal to a remote actor accepted (rc %d)", rc);
@@ -527,10 +567,11 @@ static void drive(const char *ids_path, const char *kill_flag)
 	 * once (session reset), not after the peer timeout; the node, reset
 	 * by the new session epoch, drops its side too; then it rejoins */
 	act_id we = local_agent(), le = local_agent(), ve = remote_agent();
+	sb = remote_signals();
 	uint64_t re = monitor(we, ve);
 	op(le, OP_TRAP, ACT_ID_NONE, 1, 0, NULL);
 	rc = op(le, OP_LINK, ve, 0, 0, NULL);
-	usleep(100000);
+	wait_signals(remote_signals, sb + 2);
 	bool ok1 = apply_view(1, cfg.node.id, peer);
 	uint64_t te = zb_now_ns(), ate = 0;
 	bool ok2 = apply_view(2, cfg.node.id, UINT16_MAX);
@@ -561,9 +602,12 @@ static void drive(const char *ids_path, const char *kill_flag)
 	op(lt, OP_TRAP, ACT_ID_NONE, 1, 0, NULL);
 	int rc1 = op(lt, OP_LINK, vk, 0, 0, NULL);
 	int rc2 = op(vk2, OP_LINK, ln, 0, 0, NULL);
-	usleep(100000);
-	zbra_get_stats(&zs);
-	op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &st1);
+	end = zb_now_ns() + 3000000000ull;
+	do {
+		usleep(1000);
+		zbra_get_stats(&zs);
+		op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &st1);
+	} while ((zs.rtab_live != 3 || st1.v2 != 3) && zb_now_ns() < end);
 	check(rk && rn && rc1 == 0 && rc2 == 0 && zs.rtab_live == 3 && st1.v2 == 3,
 	      "before the kill: 3 remote entries on each side (here %llu, there %llu)",
 	      (unsigned long long)zs.rtab_live, (unsigned long long)st1.v2);
