@@ -1004,8 +1004,10 @@ static void zbra_epoch(void *arg, unsigned index, uint64_t old_epoch,
 		       const struct dp_cluster_view *v)
 {
 	(void)arg;
-	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
 	ZB_ASSERT(v != NULL);
+	ZB_ASSERT(v->n_members <= DP_CLUSTER_MAX);
+	if (!Z.lanes || index >= Z.nlanes)
+		return;   /* attach failed after registering (the hook stays) */
 	struct zbra_lane *l = &Z.lanes[index];
 	uint64_t now = 0;
 	for (unsigned i = 0; i < v->n_members && i < DP_CLUSTER_MAX; i++)
