@@ -120,7 +120,6 @@ int act_deliver_remote(struct act_runtime *rt, struct act_msg *m)
 	return rc;
 }
 
-
 /* Signal m (m->_sys set, m->from the local sender) to `to`: into its
  * mailbox when local, else to the remote router (zbmd/actors.h "Remote links
  * and monitors"). 0, or the error with m still the caller's. */
@@ -171,8 +170,8 @@ int act_deliver_remote_signal(struct act_runtime *rt, struct act_msg *m, int sig
 	ZB_ASSERT(m->_priv.state == MS_OWNED);
 	if (act_id_node(m->to) != rt->p.node ||
 	    (sig != SYS_EXIT_LINK && sig != SYS_EXIT_SIGNAL && sig != SYS_LINK &&
-	     sig != SYS_UNLINK &&
-	     sig != SYS_MONITOR && sig != SYS_DEMONITOR && sig != SYS_DOWN)) {
+	     sig != SYS_UNLINK && sig != SYS_MONITOR && sig != SYS_DEMONITOR &&
+	     sig != SYS_DOWN)) {
 		act_msg_free(rt, m);
 		return -EINVAL;
 	}
