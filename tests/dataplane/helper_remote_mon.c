@@ -39,7 +39,12 @@
 
 enum { T_REQ = 1, T_EVENT };
 enum { OP_PING = 1, OP_MONITOR, OP_DEMONITOR, OP_LINK, OP_UNLINK, OP_TRAP,
-       OP_EXIT, OP_SPAWN, OP_STATS };
+       OP_EXIT, OP_SPAWN, OP_STATS, OP_MONMANY, OP_DEMONMANY };
+
+/* OP_MONMANY's refs (one agent of the driver node uses them) */
+#define MAX_REFS 2048
+static uint64_t many_refs[MAX_REFS];
+static unsigned n_many;
 
 struct req {
 	uint32_t op;
@@ -132,6 +137,23 @@ static int agent_handle(struct act_ctx *ctx, struct act_msg *m)
 		ref = id;
 		break;
 	}
+	case OP_MONMANY:   /* arg monitors of target; stops at the first error */
+		while (n_many < MAX_REFS && ref < (uint64_t)q.arg) {
+			rc = act_monitor(ctx, q.target, &many_refs[n_many]);
+			if (rc)
+				break;
+			n_many++;
+			ref++;
+		}
+		break;
+	case OP_DEMONMANY: /* the last arg of them */
+		while (n_many > 0 && ref < (uint64_t)q.arg) {
+			rc = act_demonitor(ctx, many_refs[--n_many]);
+			if (rc)
+				break;
+			ref++;
+		}
+		break;
 	case OP_STATS: {
 		struct zbra_stats zs;
 		zbra_get_stats(&zs);
@@ -554,9 +576,44 @@ static void drive(const char *ids_path, const char *kill_flag)
 	      "%d malformed signal records counted as bad (%llu) and dropped, node serving",
 	      NBAD, (unsigned long long)(st1.v0 - st0.v0));
 
-	/* tables hold nothing for finished links and monitors: only v5 (linked
-	 * to dead l2: removed) ... so 0 entries on either side now */
+	/* 11a: the table is bounded: ZBRA_RTAB_CAP (1024) links and monitors
+	 * per peer node; one more is refused with -ENOSPC, and demonitoring
+	 * frees the room (in chunks: the lane's ring holds 1024 signals) */
 	struct zbra_stats zs;
+	act_id wm = local_agent(), vm = remote_agent();
+	unsigned made = 0;
+	int mrc = 0;
+	for (int i = 0; i < 4 && mrc == 0; i++) {
+		struct rep r;
+		sb = remote_signals();
+		mrc = op(wm, OP_MONMANY, vm, 256, 0, &r);
+		made += (unsigned)r.v0;
+		wait_signals(remote_signals, sb + r.v0);
+	}
+	struct rep rf;
+	int frc = op(wm, OP_MONMANY, vm, 1, 0, &rf);
+	op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &st1);
+	zbra_get_stats(&zs);
+	check(mrc == 0 && made == 1024 && frc == -ENOSPC && zs.rtab_live == 1024 &&
+	      zs.rtab_full >= 1 && st1.v2 == 1024,
+	      "1024 remote monitors of one node recorded, the next refused: %s (here %llu, there %llu)",
+	      zb_strerror(frc), (unsigned long long)zs.rtab_live, (unsigned long long)st1.v2);
+	for (int i = 0; i < 4; i++) {
+		sb = remote_signals();
+		struct rep r;
+		op(wm, OP_DEMONMANY, ACT_ID_NONE, 256, 0, &r);
+		wait_signals(remote_signals, sb + r.v0);
+	}
+	frc = op(wm, OP_MONMANY, vm, 1, 0, &rf);
+	op(wm, OP_DEMONMANY, ACT_ID_NONE, 1, 0, NULL);
+	op(vm, OP_EXIT, ACT_ID_NONE, ACT_NORMAL, 0, NULL);
+	usleep(100000);
+	check(frc == 0 && rf.v0 == 1 && !wait_event(ACT_TAG_DOWN, wm, vm, 0, 1, NULL, NULL),
+	      "after demonitoring them, monitors are accepted again (rc %d), no DOWN for any",
+	      frc);
+
+	/* tables hold nothing for finished links and monitors: 0 entries on
+	 * either side now */
 	zbra_get_stats(&zs);
 	op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &st1);
 	check(zs.rtab_live == 0 && st1.v2 == 0,
