@@ -1135,7 +1135,7 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 	}
 	uint32_t pto = cfg->transport.peer_timeout_ms ? cfg->transport.peer_timeout_ms
 						      : 1000;
-	Z.tick_ns = (uint64_t)(pto / 4 ? pto / 4 : 1) * 1000000ull;
+	Z.tick_ns = (uint64_t)(pto / 8 ? pto / 8 : 1) * 1000000ull;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
 		struct zbra_rtab *t = &Z.rtab[i];
 		if (!Z.known[i])

@@ -76,7 +76,7 @@
  * from the runtime's message pool when the entry is made). When the node is
  * lost — a lane's transport reports it down (data unacknowledged for
  * peer_timeout_ms: while a node holds entries with a peer, lane 0 sends it a
- * tick every peer_timeout_ms / 4 so that this is noticed without traffic),
+ * tick every peer_timeout_ms / 8 so that this is noticed without traffic),
  * it restarts (new session epoch), or a committed membership view drops it
  * (dp_on_epoch) — every local actor linked to one of its actors gets an exit
  * signal, every local watcher a DOWN, with reason ZB_ERR_PEER_DOWN

@@ -12,7 +12,7 @@
 #   noconnection at once, and the node drops its side; then the serving
 #   node is killed with SIGKILL: the monitor gets DOWN and the linked actors
 #   EXIT with ZB_ERR_PEER_DOWN (noconnection) within the peer timeout (2 s)
-#   plus a tick, and new monitors/links to that node fail at once. Once with
+#   plus a tick (peer_timeout / 8), and new monitors/links to that node fail at once. Once with
 #   one lane, once with two (~10 s).
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
