@@ -125,6 +125,7 @@ int act_deliver_remote(struct act_runtime *rt, struct act_msg *m)
  * and monitors"). 0, or the error with m still the caller's. */
 static int signal_to(struct act_runtime *rt, act_id to, struct act_msg *m)
 {
+	ZB_DASSERT(rt != NULL && m != NULL);
 	ZB_DASSERT(m->_sys != SYS_NONE);
 	if (ZB_LIKELY(act_id_node(to) == rt->p.node))
 		return act__deliver(rt, to, m, true);

@@ -199,6 +199,8 @@ static int rt_find(const struct zbra_rtab *t, uint8_t kind, act_id local,
 		   act_id remote, uint64_t ref)
 {
 	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+	ZB_DASSERT(t->e != NULL && n <= ZBRA_RTAB_CAP);
+	ZB_DASSERT(kind >= RE_LINK && kind <= RE_TARGET);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct zbra_rent *e = &t->e[i];
 		if (e->kind != kind)
@@ -244,6 +246,7 @@ static void rt_del(struct zbra_rtab *t, uint8_t kind, act_id local, act_id remot
 		   uint64_t ref)
 {
 	ZB_DASSERT(t->e != NULL);
+	ZB_DASSERT(kind >= RE_LINK && kind <= RE_TARGET);
 	struct act_msg *pre = NULL;
 	rte_spinlock_lock(&t->lock);
 	int i = rt_find(t, kind, local, remote, ref);
@@ -267,6 +270,7 @@ static unsigned node_lost(uint16_t node)
 	struct zbra_rtab *t = &Z.rtab[node];
 	unsigned k = 0;
 	ZB_ASSERT(node < CFG_MAX_NODES);
+	ZB_ASSERT(Z.rt != NULL);
 	if (!t->e || atomic_load_explicit(&t->n, memory_order_relaxed) == 0)
 		return 0;
 	rte_spinlock_lock(&t->lock);
@@ -733,6 +737,7 @@ static int rx_signal(struct zbra_lane *l, uint16_t peer, const struct zbra_hdr *
 	uint64_t ref = le64toh(h->ref);
 	int64_t reason = (int64_t)le64toh(h->d0);
 	ZB_DASSERT(l != NULL && h != NULL);
+	ZB_DASSERT(h->kind == ZBRA_KIND_SIG);
 	bool ok = h->flags == 0 && h->ts_ns == 0 && h->d1 == 0 && h->d2 == 0 &&
 		  h->ilen == 0 && act_id_node(from) == peer &&
 		  reason >= INT32_MIN && reason <= INT32_MAX;
