@@ -511,7 +511,8 @@ int act_monitor(struct act_ctx *ctx, act_id target, uint64_t *ref)
 	int rc = signal_to(rt, target, down);
 	if (rc) {
 		bool remote = act_id_node(target) != rt->p.node;
-		if (remote && rc != ZB_ERR_PEER_DOWN && rc != -EHOSTUNREACH) {
+		if (remote && rc != ZB_ERR_PEER_DOWN && rc != -EHOSTUNREACH &&
+		    rc != ZB_ERR_STALE_ID) {
 			/* the router could not take it (table or ring full) */
 			act_msg_free(rt, list_take(&a->pending, 1, *ref, SYS_REC_MON));
 			act_msg_free(rt, down);
@@ -519,7 +520,7 @@ int act_monitor(struct act_ctx *ctx, act_id target, uint64_t *ref)
 			return rc;
 		}
 		down->_sys = SYS_DOWN;
-		down->_reason = remote ? rc : ACT_NOPROC;
+		down->_reason = remote && rc != ZB_ERR_STALE_ID ? rc : ACT_NOPROC;
 		down->from = target;
 		signal_or_free(rt, a->id, down);
 	}

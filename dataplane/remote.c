@@ -306,6 +306,8 @@ static int route_signal(struct zbra *z, struct act_msg *m, uint16_t node)
 	ZB_DASSERT(m->kind == ACT_PL_NONE);
 	m->flags = 0;
 	m->ts_ns = 0;
+	if (act_id_gen(m->to) == 0)
+		return ZB_ERR_STALE_ID;   /* names no actor (generation 0) */
 	switch (sig) {
 	case ACT_SIG_LINK:
 		rc = rt_add(t, added = RE_LINK, m->from, m->to, 0);

@@ -342,7 +342,7 @@ int act_cancel_timer(struct act_runtime *rt, uint64_t tref);
 /* Bidirectional link. ZB_ERR_STALE_ID if `other` is dead (no link made).
  * A remote `other` (zbmd/remote.h): the router's error (no link made:
  * ZB_ERR_PEER_DOWN, -EHOSTUNREACH, -ENOSPC link table full,
- * ZB_ERR_MAILBOX_FULL); a remote actor that turns out dead sends back an
+ * ZB_ERR_MAILBOX_FULL, ZB_ERR_STALE_ID generation 0); a remote actor that turns out dead sends back an
  * exit signal with ACT_NOPROC instead, as Erlang's link does. */
 int act_link(struct act_ctx *ctx, act_id other);
 int act_unlink(struct act_ctx *ctx, act_id other);

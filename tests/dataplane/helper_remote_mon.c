@@ -480,6 +480,9 @@ static void drive(const char *ids_path, const char *kill_flag)
 	act_id ghost = act_id_make(peer, 60000, 3);
 	uint64_t ref4 = monitor(w, ghost);
 	expect_down("monitor of a never-used remote slot", w, ghost, ref4, ACT_NOPROC);
+	act_id gen0 = act_id_make(peer, 7, 0);
+	uint64_t ref4b = monitor(w, gen0);
+	expect_down("monitor of a remote id with generation 0", w, gen0, ref4b, ACT_NOPROC);
 
 	/* 4: demonitor: no DOWN for it afterwards */
 	act_id w2 = local_agent(), v3 = remote_agent();

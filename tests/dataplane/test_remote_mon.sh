@@ -20,7 +20,7 @@ TAG=rmon$$
 export ZBN_PREFIX=zbn-remote-mon
 H=$ZBMD_BUILD/tests/dataplane/helper_remote_mon
 trap '$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}1 --dir $T/r1/cl down >/dev/null 2>&1; $ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}2 --dir $T/r2/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-NCHECKS=35
+NCHECKS=36
 plan $((2 * (NCHECKS + 4)))
 
 round() {
