@@ -133,6 +133,15 @@ enum {
 	SYS_SUP,         /* supervisor control message (sup.c) */
 };
 
+static_assert((int)SYS_EXIT_LINK == (int)ACT_SIG_EXIT_LINK &&
+	      (int)SYS_EXIT_SIGNAL == (int)ACT_SIG_EXIT &&
+	      (int)SYS_LINK == (int)ACT_SIG_LINK &&
+	      (int)SYS_UNLINK == (int)ACT_SIG_UNLINK &&
+	      (int)SYS_MONITOR == (int)ACT_SIG_MONITOR &&
+	      (int)SYS_DEMONITOR == (int)ACT_SIG_DEMONITOR &&
+	      (int)SYS_DOWN == (int)ACT_SIG_DOWN,
+	      "public remote signal values (zbmd/actors.h)");
+
 /* Message private state. */
 enum { MS_FREE = 0, MS_OWNED, MS_QUEUED, MS_HANDLING, MS_TIMER };
 

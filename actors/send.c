@@ -64,6 +64,7 @@ int act_send(struct act_runtime *rt, act_id to, struct act_msg *m)
 		if (!rt->router)
 			return ZB_ERR_PEER_DOWN;
 		uint8_t st = m->_priv.state;
+		m->_sys = SYS_NONE;
 		m->to = to;
 		m->_priv.state = MS_QUEUED;
 		rc = rt->router(rt->router_ctx, m);
@@ -119,17 +120,38 @@ int act_deliver_remote(struct act_runtime *rt, struct act_msg *m)
 	return rc;
 }
 
+/* Signal m (m->_sys set, m->from the local sender) to `to`: into its
+ * mailbox when local, else to the remote router (zbmd/actors.h "Remote links
+ * and monitors"). 0, or the error with m still the caller's. */
+static int signal_to(struct act_runtime *rt, act_id to, struct act_msg *m)
+{
+	ZB_DASSERT(rt != NULL && m != NULL);
+	ZB_DASSERT(m->_sys != SYS_NONE);
+	if (ZB_LIKELY(act_id_node(to) == rt->p.node))
+		return act__deliver(rt, to, m, true);
+	if (!rt->router)
+		return ZB_ERR_PEER_DOWN;
+	uint8_t st = m->_priv.state;
+	m->to = to;
+	m->kind = ACT_PL_NONE;
+	m->_priv.state = MS_QUEUED;
+	int rc = rt->router(rt->router_ctx, m);
+	if (rc)
+		m->_priv.state = st;
+	return rc;
+}
+
 int act_exit_signal(struct act_runtime *rt, act_id to, int reason)
 {
 	ZB_ASSERT(rt != NULL);
-	if (act_id_node(to) != rt->p.node)
-		return ZB_ERR_UNSUPPORTED;
 	struct act_msg *m = act_msg_alloc(rt);
 	if (!m)
 		return -ENOBUFS;
 	m->_sys = SYS_EXIT_SIGNAL;
 	m->_reason = reason;
-	int rc = act__deliver(rt, to, m, true);
+	if (m->from == ACT_ID_NONE && act_id_node(to) != rt->p.node)
+		m->from = act_id_make(rt->p.node, 0, 0);   /* not an actor */
+	int rc = signal_to(rt, to, m);
 	if (rc)
 		act_msg_free(rt, m);
 	return rc;
@@ -138,8 +160,39 @@ int act_exit_signal(struct act_runtime *rt, act_id to, int reason)
 /* Signal to `to`; freed when it has nobody to go to. */
 static void signal_or_free(struct act_runtime *rt, act_id to, struct act_msg *m)
 {
-	if (act__deliver(rt, to, m, true))
+	if (signal_to(rt, to, m))
 		act_msg_free(rt, m);
+}
+
+int act_deliver_remote_signal(struct act_runtime *rt, struct act_msg *m, int sig,
+			      int reason)
+{
+	ZB_ASSERT(rt != NULL && m != NULL);
+	ZB_ASSERT(m->_priv.state == MS_OWNED);
+	if (act_id_node(m->to) != rt->p.node ||
+	    (sig != SYS_EXIT_LINK && sig != SYS_EXIT_SIGNAL && sig != SYS_LINK &&
+	     sig != SYS_UNLINK && sig != SYS_MONITOR && sig != SYS_DEMONITOR &&
+	     sig != SYS_DOWN)) {
+		act_msg_free(rt, m);
+		return -EINVAL;
+	}
+	m->_sys = (uint8_t)sig;
+	m->_reason = reason;
+	m->kind = ACT_PL_NONE;
+	act_id to = m->to;
+	if (act__deliver(rt, to, m, true) == 0)
+		return 0;
+	if (sig == SYS_LINK || sig == SYS_MONITOR) {
+		/* as drain_one: answer noproc to the remote asker */
+		m->_sys = sig == SYS_LINK ? SYS_EXIT_LINK : SYS_DOWN;
+		m->_reason = ACT_NOPROC;
+		act_id back = m->from;
+		m->from = to;
+		signal_or_free(rt, back, m);
+	} else {
+		act_msg_free(rt, m);
+	}
+	return ZB_ERR_STALE_ID;
 }
 
 /* ---- owner-only lists ------------------------------------------------------ */
@@ -408,7 +461,7 @@ int act_link(struct act_ctx *ctx, act_id other)
 	}
 	theirs->_sys = SYS_LINK;
 	theirs->from = a->id;
-	int rc = act__deliver(rt, other, theirs, true);
+	int rc = signal_to(rt, other, theirs);
 	if (rc) {
 		act_msg_free(rt, mine);
 		act_msg_free(rt, theirs);
@@ -455,9 +508,19 @@ int act_monitor(struct act_ctx *ctx, act_id target, uint64_t *ref)
 	down->_sys = SYS_MONITOR;
 	down->ref = *ref;
 	down->from = a->id;
-	if (act__deliver(rt, target, down, true)) {
+	int rc = signal_to(rt, target, down);
+	if (rc) {
+		bool remote = act_id_node(target) != rt->p.node;
+		if (remote && rc != ZB_ERR_PEER_DOWN && rc != -EHOSTUNREACH &&
+		    rc != ZB_ERR_STALE_ID) {
+			/* the router could not take it (table or ring full) */
+			act_msg_free(rt, list_take(&a->pending, 1, *ref, SYS_REC_MON));
+			act_msg_free(rt, down);
+			*ref = 0;
+			return rc;
+		}
 		down->_sys = SYS_DOWN;
-		down->_reason = ACT_NOPROC;
+		down->_reason = remote && rc != ZB_ERR_STALE_ID ? rc : ACT_NOPROC;
 		down->from = target;
 		signal_or_free(rt, a->id, down);
 	}

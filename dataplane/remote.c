@@ -12,8 +12,13 @@
  *          releases at once, elsewhere it goes through relq (MPSC ring).
  *   rxpend per (peer, stream): the header of a two-part message whose
  *          payload is the next message of that stream.
- * Nothing here allocates after zbra_attach; nothing on the path locks or
- * makes a syscall (the actor runtime may wake a parked port: its futex).
+ *   rtab   per peer node: the remote links and monitors of local actors
+ *          (a bounded table sized at attach, under a spinlock: control
+ *          signals only, never the message path), each entry with the
+ *          message preallocated that tells its local actor when the node is
+ *          lost (EXIT / DOWN / DEMONITOR with ZB_ERR_PEER_DOWN).
+ * Nothing here allocates after zbra_attach; nothing on the message path
+ * locks or makes a syscall (the actor runtime may wake a parked port).
  */
 #include "zbmd/remote.h"
 
@@ -29,6 +34,7 @@
 #include <string.h>
 
 #include <rte_ring.h>
+#include <rte_spinlock.h>
 
 #define ZBRA_MAGIC 0x5a425241u   /* "ZBRA", version 1 in the low bits below */
 #define ZBRA_VERSION 1u
@@ -46,6 +52,33 @@
 	(ZBRA_COOKIE_MAGIC << 40 | (uint64_t)(part) << 32 | (uint32_t)(slot))
 
 enum { PS_UNKNOWN = 0, PS_DOWN = 1 };
+
+/* Signal records (link / monitor control, docs/remote.md): payload kind
+ * ZBRA_KIND_SIG, tag = enum act_signal or ZBRA_SIG_TICK, d0 = the reason
+ * (int32, sign-extended). A tick keeps data pending towards a node we hold
+ * links or monitors with, so that the transport notices its loss within
+ * peer_timeout even when no application traffic flows. */
+#define ZBRA_KIND_SIG 8u
+#define ZBRA_SIG_TICK 15u
+#define ZBRA_MF_SIG 0x80000000u    /* zbra_meta.flags only: a signal record */
+#define ZBRA_RTAB_CAP 1024u        /* remote links + monitors per peer node */
+
+enum { RE_LINK = 1, RE_WATCH, RE_TARGET };
+
+/* One remote link or monitor of a local actor. */
+struct zbra_rent {
+	act_id local, remote;
+	uint64_t ref;                  /* monitors */
+	struct act_msg *pre;           /* the node-loss notice, preallocated */
+	uint8_t kind;                  /* RE_* */
+};
+
+struct zbra_rtab {
+	rte_spinlock_t lock;
+	_Atomic uint32_t n;            /* entries in use (e[0..n)) */
+	struct zbra_rent *e;           /* ZBRA_RTAB_CAP, NULL: not a peer */
+	uint8_t tick[ZBRA_HDR_LEN];    /* the serialised tick record */
+};
 
 /* The serialised header (little-endian on the wire). */
 struct zbra_hdr {
@@ -121,6 +154,10 @@ struct zbra_lane {
 	/* lane-side counters: written by the lane only */
 	uint64_t sent, batches, zc_sent, failed, notified, notify_lost, received,
 		zc_received, deferred, stale, bad;
+	uint64_t signals, lost_notices;
+	_Atomic uint64_t rtab_full;    /* any thread */
+	uint64_t tick_at;              /* lane 0: next tick round */
+	uint64_t members;              /* bitmap of the last applied view */
 } ZB_ALIGNED_CL;
 
 static struct zbra {
@@ -135,6 +172,8 @@ static struct zbra {
 	 * traffic for it would only find out after peer_timeout) */
 	_Atomic uint32_t down_lanes[CFG_MAX_NODES];
 	struct zbra_lane *lanes;
+	struct zbra_rtab rtab[CFG_MAX_NODES];
+	uint64_t tick_ns;
 	_Atomic int detached;
 } Z;
 
@@ -152,7 +191,154 @@ static inline uint64_t pair_hash(act_id from, act_id to)
 	return mix64(from * 0x9e3779b97f4a7c15ull ^ to);
 }
 
+/* ---- remote links and monitors: the per-node table (any thread) ---------------- */
+
+/* Index of the entry, or -1. LINK: (local, remote); WATCH: (local, ref);
+ * TARGET: (remote, ref). Lock held. */
+static int rt_find(const struct zbra_rtab *t, uint8_t kind, act_id local,
+		   act_id remote, uint64_t ref)
+{
+	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+	ZB_DASSERT(t->e != NULL && n <= ZBRA_RTAB_CAP);
+	ZB_DASSERT(kind >= RE_LINK && kind <= RE_TARGET);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct zbra_rent *e = &t->e[i];
+		if (e->kind != kind)
+			continue;
+		if (kind == RE_LINK ? e->local == local && e->remote == remote
+		    : kind == RE_WATCH ? e->local == local && e->ref == ref
+				       : e->remote == remote && e->ref == ref)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Records a remote link / monitor. 0 (also: that link exists already),
+ * -ENOSPC (table full), -ENOBUFS (no message for its node-loss notice). */
+static int rt_add(struct zbra_rtab *t, uint8_t kind, act_id local, act_id remote,
+		  uint64_t ref)
+{
+	ZB_DASSERT(t->e != NULL);
+	ZB_DASSERT(kind >= RE_LINK && kind <= RE_TARGET);
+	struct act_msg *pre = act_msg_alloc(Z.rt);
+	if (!pre)
+		return -ENOBUFS;
+	int rc = 0;
+	rte_spinlock_lock(&t->lock);
+	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+	if (kind == RE_LINK && rt_find(t, kind, local, remote, ref) >= 0) {
+		rc = 1;
+	} else if (n == ZBRA_RTAB_CAP) {
+		rc = -ENOSPC;
+	} else {
+		t->e[n] = (struct zbra_rent){local, remote, ref, pre, kind};
+		atomic_store_explicit(&t->n, n + 1, memory_order_relaxed);
+		pre = NULL;
+	}
+	rte_spinlock_unlock(&t->lock);
+	if (pre)
+		act_msg_free(Z.rt, pre);
+	return rc > 0 ? 0 : rc;
+}
+
+/* Forgets a remote link / monitor (no-op when absent). */
+static void rt_del(struct zbra_rtab *t, uint8_t kind, act_id local, act_id remote,
+		   uint64_t ref)
+{
+	ZB_DASSERT(t->e != NULL);
+	ZB_DASSERT(kind >= RE_LINK && kind <= RE_TARGET);
+	struct act_msg *pre = NULL;
+	rte_spinlock_lock(&t->lock);
+	int i = rt_find(t, kind, local, remote, ref);
+	if (i >= 0) {
+		uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed) - 1;
+		pre = t->e[i].pre;
+		t->e[i] = t->e[n];
+		atomic_store_explicit(&t->n, n, memory_order_relaxed);
+	}
+	rte_spinlock_unlock(&t->lock);
+	if (pre)
+		act_msg_free(Z.rt, pre);
+}
+
+/* The node is lost (transport PEER_DOWN, or a new epoch: its actors are
+ * gone): every local actor linked to or monitoring one of its actors gets
+ * its EXIT / DOWN with ZB_ERR_PEER_DOWN (noconnection); a local actor it
+ * monitored forgets that monitor. Returns the notices delivered. */
+static unsigned node_lost(uint16_t node)
+{
+	struct zbra_rtab *t = &Z.rtab[node];
+	unsigned k = 0;
+	ZB_ASSERT(node < CFG_MAX_NODES);
+	ZB_ASSERT(Z.rt != NULL);
+	if (!t->e || atomic_load_explicit(&t->n, memory_order_relaxed) == 0)
+		return 0;
+	rte_spinlock_lock(&t->lock);
+	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+	for (uint32_t i = 0; i < n; i++) {
+		struct zbra_rent *e = &t->e[i];
+		struct act_msg *m = e->pre;
+		m->from = e->remote;
+		m->to = e->local;
+		m->ref = e->ref;
+		/* EXIT_LINK / DOWN / DEMONITOR never call back into the router */
+		int sig = e->kind == RE_LINK ? ACT_SIG_EXIT_LINK
+			: e->kind == RE_WATCH ? ACT_SIG_DOWN : ACT_SIG_DEMONITOR;
+		k += act_deliver_remote_signal(Z.rt, m, sig, ZB_ERR_PEER_DOWN) == 0;
+	}
+	atomic_store_explicit(&t->n, 0, memory_order_relaxed);
+	rte_spinlock_unlock(&t->lock);
+	return k;
+}
+
 /* ---- router (any thread) ------------------------------------------------------ */
+
+static int lane_enqueue(struct zbra *z, struct act_msg *m, uint16_t node);
+
+/* A link / monitor signal from local m->from to remote m->to: the table
+ * first (an entry exists before its signal leaves), then the lane. */
+static int route_signal(struct zbra *z, struct act_msg *m, uint16_t node)
+{
+	struct zbra_rtab *t = &z->rtab[node];
+	int sig = act_msg_signal(m), rc = 0;
+	uint8_t added = 0;
+	ZB_ASSERT(t->e != NULL);
+	ZB_DASSERT(m->kind == ACT_PL_NONE);
+	m->flags = 0;
+	m->ts_ns = 0;
+	if (act_id_gen(m->to) == 0)
+		return ZB_ERR_STALE_ID;   /* names no actor (generation 0) */
+	switch (sig) {
+	case ACT_SIG_LINK:
+		rc = rt_add(t, added = RE_LINK, m->from, m->to, 0);
+		break;
+	case ACT_SIG_MONITOR:
+		rc = rt_add(t, added = RE_WATCH, m->from, m->to, m->ref);
+		break;
+	case ACT_SIG_UNLINK:
+	case ACT_SIG_EXIT_LINK:
+		rt_del(t, RE_LINK, m->from, m->to, 0);
+		break;
+	case ACT_SIG_DEMONITOR:
+		rt_del(t, RE_WATCH, m->from, m->to, m->ref);
+		break;
+	case ACT_SIG_DOWN:
+		rt_del(t, RE_TARGET, m->from, m->to, m->ref);
+		break;
+	case ACT_SIG_EXIT:
+		break;   /* act_exit_signal: nothing to record */
+	default:
+		return -EINVAL;
+	}
+	if (rc) {
+		atomic_fetch_add_explicit(&z->lanes[0].rtab_full, 1, memory_order_relaxed);
+		return rc;
+	}
+	rc = lane_enqueue(z, m, node);
+	if (rc && added)
+		rt_del(t, added, m->from, m->to, m->ref);
+	return rc;
+}
 
 static int zbra_route(void *ctx, struct act_msg *m)
 {
@@ -163,6 +349,13 @@ static int zbra_route(void *ctx, struct act_msg *m)
 		atomic_fetch_add_explicit(&z->lanes[0].rc.refused, 1, memory_order_relaxed);
 		return -EHOSTUNREACH;
 	}
+	if (ZB_UNLIKELY(act_msg_signal(m) != ACT_SIG_NONE))
+		return route_signal(z, m, node);
+	return lane_enqueue(z, m, node);
+}
+
+static int lane_enqueue(struct zbra *z, struct act_msg *m, uint16_t node)
+{
 	struct zbra_lane *l = &z->lanes[pair_hash(m->from, m->to) % z->nlanes];
 	if (ZB_UNLIKELY(atomic_load_explicit(&z->down_lanes[node],
 					     memory_order_relaxed) != 0)) {
@@ -192,6 +385,8 @@ static void report_failure(struct zbra_lane *l, act_id from, act_id to,
 	l->failed++;
 	if (atomic_load_explicit(&Z.detached, memory_order_acquire))
 		return;
+	if (flags & ZBRA_MF_SIG)
+		return;   /* a link/monitor signal: node_lost tells its actor */
 	if ((flags & ACT_MF_REPLY) || from == ACT_ID_NONE ||
 	    act_id_node(from) != Z.self) {
 		l->notify_lost++;   /* a reply (the caller times out) or no actor */
@@ -303,6 +498,16 @@ static uint16_t serialise(uint8_t *dst, const struct act_msg *m, uint8_t *split)
 	h.ts_ns = htole64(m->ts_ns);
 	size_t extra = 0;
 	const void *src = NULL;
+	if (ZB_UNLIKELY(act_msg_signal(m) != ACT_SIG_NONE)) {
+		h.kind = ZBRA_KIND_SIG;
+		h.tag = htole32((uint32_t)act_msg_signal(m));
+		h.flags = 0;
+		h.ts_ns = 0;
+		h.d0 = htole64((uint64_t)(int64_t)act_msg_reason(m));
+		memcpy(dst, &h, sizeof(h));
+		*split = 0;
+		return (uint16_t)sizeof(h);
+	}
 	switch (m->kind) {
 	case ACT_PL_INLINE:
 		h.ilen = (uint8_t)m->len;
@@ -338,6 +543,11 @@ static uint16_t serialise(uint8_t *dst, const struct act_msg *m, uint8_t *split)
 	return (uint16_t)(sizeof(h) + extra);
 }
 
+static inline uint32_t meta_flags(const struct act_msg *m)
+{
+	return act_msg_signal(m) != ACT_SIG_NONE ? ZBRA_MF_SIG : m->flags;
+}
+
 static inline uint16_t stream_of(act_id from, act_id to)
 {
 	return (uint16_t)(Z.first_stream + (pair_hash(from, to) >> 32) % Z.nstreams);
@@ -362,7 +572,7 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 		s->stream = stream_of(m->from, m->to);
 		s->notified = 0;
 		s->msg = NULL;
-		s->rec[0] = (struct zbra_meta){m->from, m->to, m->ref, m->flags};
+		s->rec[0] = (struct zbra_meta){m->from, m->to, m->ref, meta_flags(m)};
 		s->nrec = 1;
 		s->len = serialise(s->buf, m, &s->split);
 		if (!s->split && m->kind != ACT_PL_BUF) {
@@ -375,7 +585,7 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 				    s->len + rec_len(n) > ZBRA_BATCH_BYTES)
 					break;
 				s->rec[s->nrec++] = (struct zbra_meta){n->from, n->to,
-								       n->ref, n->flags};
+								       n->ref, meta_flags(n)};
 				s->len += serialise(s->buf + s->len, n, &sp);
 			}
 		}
@@ -519,6 +729,86 @@ static void rxpend_clear(struct zbra_lane *l, uint16_t peer)
 	}
 }
 
+/* A signal record from `peer` (header validated as a record already):
+ * checks its fields, updates the table and hands it to the runtime. 0 done,
+ * -EAGAIN no message free (nothing done), 1 malformed. */
+static int rx_signal(struct zbra_lane *l, uint16_t peer, const struct zbra_hdr *h)
+{
+	uint32_t sig = le32toh(h->tag);
+	act_id from = le64toh(h->from), to = le64toh(h->to);
+	uint64_t ref = le64toh(h->ref);
+	int64_t reason = (int64_t)le64toh(h->d0);
+	ZB_DASSERT(l != NULL && h != NULL);
+	ZB_DASSERT(h->kind == ZBRA_KIND_SIG);
+	bool ok = h->flags == 0 && h->ts_ns == 0 && h->d1 == 0 && h->d2 == 0 &&
+		  h->ilen == 0 && act_id_node(from) == peer &&
+		  reason >= INT32_MIN && reason <= INT32_MAX;
+	if (sig == ZBRA_SIG_TICK)
+		return ok && from == act_id_make(peer, 0, 0) &&
+		       to == act_id_make(Z.self, 0, 0) && ref == 0 && reason == 0 ? 0 : 1;
+	bool has_ref = sig == ACT_SIG_MONITOR || sig == ACT_SIG_DEMONITOR ||
+		       sig == ACT_SIG_DOWN;
+	/* an exit signal may come from a thread that is not an actor: from
+	 * is then the node-only id act_id_make(peer, 0, 0) */
+	bool from_ok = act_id_gen(from) != 0 ||
+		       (sig == ACT_SIG_EXIT && from == act_id_make(peer, 0, 0));
+	ok = ok && (sig == ACT_SIG_EXIT_LINK || sig == ACT_SIG_EXIT ||
+		    sig == ACT_SIG_LINK || sig == ACT_SIG_UNLINK || has_ref) &&
+	     from_ok && act_id_gen(to) != 0 &&
+	     (has_ref ? ref != 0 : ref == 0) &&
+	     (sig == ACT_SIG_EXIT_LINK || sig == ACT_SIG_EXIT ||
+	      sig == ACT_SIG_DOWN || reason == 0);
+	if (!ok || !Z.rtab[peer].e)
+		return 1;
+	struct act_msg *m = act_msg_alloc(Z.rt);
+	if (ZB_UNLIKELY(!m)) {
+		l->deferred++;
+		return -EAGAIN;
+	}
+	m->from = from;
+	m->to = to;
+	m->ref = ref;
+	struct zbra_rtab *t = &Z.rtab[peer];
+	int rc = 0;
+	switch (sig) {
+	case ACT_SIG_LINK:
+		rc = rt_add(t, RE_LINK, to, from, 0);
+		break;
+	case ACT_SIG_MONITOR:
+		rc = rt_add(t, RE_TARGET, to, from, ref);
+		break;
+	case ACT_SIG_UNLINK:
+	case ACT_SIG_EXIT_LINK:
+		rt_del(t, RE_LINK, to, from, 0);
+		break;
+	case ACT_SIG_DEMONITOR:
+		rt_del(t, RE_TARGET, to, from, ref);
+		break;
+	case ACT_SIG_EXIT:
+		break;
+	default: /* DOWN */
+		rt_del(t, RE_WATCH, to, from, ref);
+		break;
+	}
+	if (rc) {
+		/* cannot record it: the link breaks / the monitor fires at once,
+		 * with the reason (-ENOSPC, -ENOBUFS) */
+		atomic_fetch_add_explicit(&l->rtab_full, 1, memory_order_relaxed);
+		act_msg_set_signal(m, sig == ACT_SIG_LINK ? ACT_SIG_EXIT_LINK
+							: ACT_SIG_DOWN, rc);
+		m->from = to;
+		m->to = from;
+		if (zbra_route(&Z, m))
+			act_msg_free(Z.rt, m);
+		return 0;
+	}
+	l->signals++;
+	/* a dead target answers LINK / MONITOR with noproc through the router,
+	 * which also forgets the entry made above */
+	act_deliver_remote_signal(Z.rt, m, (int)sig, (int)reason);
+	return 0;
+}
+
 /* Parses the record at *off of tm and delivers it (or only steps over it:
  * skip). 0: done, *off moved past it; -EAGAIN: hold tm (nothing of this
  * record was delivered); 1: malformed (stop). A buffer payload (its bytes, or
@@ -544,6 +834,9 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 		ok = ok && h.ilen <= ACT_INLINE_MAX;
 		extra = h.ilen;
 		break;
+	case ZBRA_KIND_SIG:
+		ok = ok && h.ilen == 0;
+		break;
 	case ACT_PL_BUF:
 		ok = ok && at == 0 &&
 		     (h.split ? room == 0 && d1 > ZBRA_SMALL_MAX - ZBRA_HDR_LEN
@@ -561,6 +854,12 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 	if (skip) {
 		*off = at + sizeof(h) + extra;
 		return 0;
+	}
+	if (h.kind == ZBRA_KIND_SIG) {
+		int rc = rx_signal(l, tm->peer, &h);
+		if (rc == 0)
+			*off = at + sizeof(h);
+		return rc;
 	}
 	struct act_msg *m = act_msg_alloc(Z.rt);
 	if (ZB_UNLIKELY(!m)) {
@@ -699,8 +998,35 @@ static void zbra_peer_event(void *arg, unsigned index, uint16_t peer,
 		atomic_fetch_add_explicit(&Z.down_lanes[peer], 1, memory_order_relaxed);
 	else if (was == PS_DOWN && now != PS_DOWN)
 		atomic_fetch_sub_explicit(&Z.down_lanes[peer], 1, memory_order_relaxed);
-	if (ev != TP_PEER_UP && !atomic_load_explicit(&Z.detached, memory_order_acquire))
+	if (ev != TP_PEER_UP && !atomic_load_explicit(&Z.detached, memory_order_acquire)) {
 		rxpend_clear(l, peer);   /* a half-received message is gone */
+		l->lost_notices += node_lost(peer);   /* its links and monitors */
+	}
+}
+
+/* A committed membership view (dp_on_epoch, on lane `index`): nodes that the
+ * previous view held and this one drops are lost for links and monitors
+ * (their sessions are reset: dp_cluster_apply). */
+static void zbra_epoch(void *arg, unsigned index, uint64_t old_epoch,
+		       const struct dp_cluster_view *v)
+{
+	(void)arg;
+	ZB_ASSERT(v != NULL);
+	ZB_ASSERT(v->n_members <= DP_CLUSTER_MAX);
+	if (!Z.lanes || index >= Z.nlanes)
+		return;   /* attach failed after registering (the hook stays) */
+	struct zbra_lane *l = &Z.lanes[index];
+	uint64_t now = 0;
+	for (unsigned i = 0; i < v->n_members && i < DP_CLUSTER_MAX; i++)
+		if (v->ring[i] < 64)
+			now |= 1ull << v->ring[i];
+	uint64_t gone = old_epoch ? l->members & ~now : 0;
+	l->members = now;
+	if (atomic_load_explicit(&Z.detached, memory_order_acquire))
+		return;
+	for (unsigned n = 0; gone && n < CFG_MAX_NODES; n++)
+		if (gone & (1ull << n))
+			l->lost_notices += node_lost((uint16_t)n);
 }
 
 static const struct dp_msg_ops zbra_msg_ops = {
@@ -722,6 +1048,17 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 		wrap_release_now(p[i]);
 	work += n;
 	uint64_t now = dp_now_ns(now_tsc);
+	if (l->index == 0 && ZB_UNLIKELY(now >= l->tick_at)) {
+		/* ticks towards nodes we hold links / monitors with */
+		l->tick_at = now + Z.tick_ns;
+		for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
+			struct zbra_rtab *t = &Z.rtab[i];
+			if (t->e && atomic_load_explicit(&t->n, memory_order_relaxed) &&
+			    !atomic_load_explicit(&Z.down_lanes[i], memory_order_relaxed))
+				(void)tp_send(l->tp, (uint16_t)i, Z.first_stream, t->tick,
+					      ZBRA_HDR_LEN, NULL, 0, now);
+		}
+	}
 	for (;;) {
 		if (l->bk_i == l->bk_n) {
 			l->bk_i = 0;
@@ -803,7 +1140,30 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 			l->wfree = &l->wraps[k];
 		}
 	}
+	uint32_t pto = cfg->transport.peer_timeout_ms ? cfg->transport.peer_timeout_ms
+						      : 1000;
+	Z.tick_ns = (uint64_t)(pto / 8 ? pto / 8 : 1) * 1000000ull;
+	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
+		struct zbra_rtab *t = &Z.rtab[i];
+		if (!Z.known[i])
+			continue;
+		rte_spinlock_init(&t->lock);
+		t->e = calloc(ZBRA_RTAB_CAP, sizeof(*t->e));
+		if (!t->e)
+			goto fail;
+		struct zbra_hdr h;
+		memset(&h, 0, sizeof(h));
+		h.magic = htole32(ZBRA_MAGIC);
+		h.version = ZBRA_VERSION;
+		h.kind = ZBRA_KIND_SIG;
+		h.tag = htole32(ZBRA_SIG_TICK);
+		h.from = htole64(act_id_make(Z.self, 0, 0));
+		h.to = htole64(act_id_make((uint16_t)i, 0, 0));
+		memcpy(t->tick, &h, sizeof(h));
+	}
 	if ((rc = dp_set_msg_ops(&zbra_msg_ops, &Z)))
+		goto fail;
+	if ((rc = dp_on_epoch(zbra_epoch, &Z)))
 		goto fail;
 	for (unsigned i = 0; i < nl; i++)
 		if ((rc = dp_register_poller(i, zbra_poll, &Z.lanes[i])))
@@ -822,6 +1182,10 @@ fail:
 	}
 	free(Z.lanes);
 	Z.lanes = NULL;
+	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
+		free(Z.rtab[i].e);
+		Z.rtab[i].e = NULL;
+	}
 	return rc;
 }
 
@@ -869,7 +1233,12 @@ void zbra_get_stats(struct zbra_stats *out)
 		out->deferred += l->deferred;
 		out->stale += l->stale;
 		out->bad += l->bad;
+		out->signals += l->signals;
+		out->lost_notices += l->lost_notices;
+		out->rtab_full += atomic_load_explicit(&l->rtab_full, memory_order_relaxed);
 	}
+	for (unsigned i = 0; Z.lanes && i < CFG_MAX_NODES; i++)
+		out->rtab_live += atomic_load_explicit(&Z.rtab[i].n, memory_order_relaxed);
 }
 
 unsigned zbra_streams(unsigned *first)

@@ -259,8 +259,52 @@ void act_set_remote_router(struct act_runtime *rt, act_router_fn fn, void *ctx);
  * errors as act_send; ZB_ERR_STALE_ID also when to.node is not this node. */
 int act_deliver_remote(struct act_runtime *rt, struct act_msg *m);
 
+/* Remote links and monitors (hooks for the router; docs/remote.md).
+ * act_link / act_unlink / act_monitor / act_demonitor on a remote id, and
+ * the exit notices a dying actor owes to remote peers and watchers, reach
+ * the router as messages whose act_msg_signal() is not ACT_SIG_NONE:
+ * from = the local actor, to = the remote one, ref = the monitor's ref,
+ * act_msg_reason() = the exit reason. The router takes them like messages
+ * (0: it frees them once serialised) or refuses with an error; a refused
+ * LINK makes act_link return that error (no link), a refused MONITOR gives
+ * an immediate DOWN with the error as reason when it is ZB_ERR_PEER_DOWN or
+ * -EHOSTUNREACH (Erlang's noconnection) and else makes act_monitor return
+ * it (no monitor); other refused signals are dropped. The receiving node
+ * hands them to act_deliver_remote_signal. Values equal the runtime's
+ * internal signal types (static_assert in actors/internal.h). */
+enum act_signal {
+	ACT_SIG_NONE = 0,
+	ACT_SIG_EXIT_LINK = 1, /* the linked `from` exited with reason */
+	ACT_SIG_EXIT = 2,      /* act_exit_signal(to, reason) */
+	ACT_SIG_LINK = 3,      /* `from` links to `to` */
+	ACT_SIG_UNLINK = 4,
+	ACT_SIG_MONITOR = 5,   /* `from` monitors `to` with ref */
+	ACT_SIG_DEMONITOR = 6, /* `from` cancels its monitor ref of `to` */
+	ACT_SIG_DOWN = 7,      /* monitored `from` exited: DOWN ref to `to` */
+};
+static inline int act_msg_signal(const struct act_msg *m) { return m->_sys; }
+/* Makes a message the router owns a signal (a router's own answers:
+ * e.g. a DOWN with -ENOSPC when it cannot record a monitor). */
+static inline void act_msg_set_signal(struct act_msg *m, int sig, int reason)
+{
+	m->_sys = (uint8_t)sig;
+	m->_reason = reason;
+}
+/* Delivers signal `sig` (one of the above) with `reason` from the remote
+ * actor m->from to the local actor m->to (m->ref for monitors), ignoring
+ * mailbox capacity; the target's link/monitor state decides what it does,
+ * exactly as for a local signal (an EXIT_LINK or DOWN nobody expects is
+ * dropped). m is always consumed. 0; ZB_ERR_STALE_ID: the target is gone,
+ * and a LINK or MONITOR is then answered through the router with
+ * EXIT_LINK / DOWN reason ACT_NOPROC; -EINVAL: bad sig or to not local. */
+int act_deliver_remote_signal(struct act_runtime *rt, struct act_msg *m, int sig,
+			      int reason);
+
 /* Exit signal to `to` with `reason` (ACT_KILL cannot be trapped; ACT_NORMAL
- * is ignored by a non-trapping target). Not subject to mailbox capacity. */
+ * is ignored by a non-trapping target). Not subject to mailbox capacity.
+ * A remote `to` goes through the router (the router's error, or 0: sent;
+ * from = the calling actor, or node-only act_id_make(node, 0, 0) from a
+ * thread that is not an actor). */
 int act_exit_signal(struct act_runtime *rt, act_id to, int reason);
 
 /* ---- request / reply --------------------------------------------------------
@@ -295,11 +339,19 @@ int act_send_after(struct act_runtime *rt, act_id to, uint64_t delay_ns,
 int act_cancel_timer(struct act_runtime *rt, uint64_t tref);
 
 /* ---- links and monitors (inside an actor) ------------------------------------ */
-/* Bidirectional link. ZB_ERR_STALE_ID if `other` is dead (no link made). */
+/* Bidirectional link. ZB_ERR_STALE_ID if `other` is dead (no link made).
+ * A remote `other` (zbmd/remote.h): the router's error (no link made:
+ * ZB_ERR_PEER_DOWN, -EHOSTUNREACH, -ENOSPC link table full,
+ * ZB_ERR_MAILBOX_FULL, ZB_ERR_STALE_ID generation 0); a remote actor that turns out dead sends back an
+ * exit signal with ACT_NOPROC instead, as Erlang's link does. */
 int act_link(struct act_ctx *ctx, act_id other);
 int act_unlink(struct act_ctx *ctx, act_id other);
 /* Monitor: one ACT_TAG_DOWN message with *ref when `target` exits
- * (immediately with ACT_NOPROC if it is already dead). */
+ * (immediately with ACT_NOPROC if it is already dead). A remote target:
+ * DOWN with its exit reason, ACT_NOPROC when it does not exist there, or
+ * ZB_ERR_PEER_DOWN when its node is (or becomes) unreachable; act_monitor
+ * returns -ENOSPC / ZB_ERR_MAILBOX_FULL (no monitor, *ref = 0) when the
+ * router cannot take it. */
 int act_monitor(struct act_ctx *ctx, act_id target, uint64_t *ref);
 /* Cancels a monitor; no DOWN for it arrives afterwards. 0 or -ENOENT. */
 int act_demonitor(struct act_ctx *ctx, uint64_t ref);

@@ -66,8 +66,25 @@
  * A message for an actor that is gone on arrival (including a reply whose
  * call timed out: a late reply) is discarded and counted (stale).
  *
- * Not remote (yet): links, monitors, exit signals and the name registry are
- * node-local.
+ * Links, monitors and exit signals (docs/remote.md "Monitors and links"):
+ * act_link / act_unlink / act_monitor / act_demonitor / act_exit_signal on a
+ * remote id, and the EXIT / DOWN a dying actor owes to remote peers, travel
+ * as signal records (payload kind 8) on the pair's lane and stream, so they
+ * keep their order with the pair's messages. Each node records its actors'
+ * remote links and monitors in a table per peer node (ZBRA_RTAB_CAP entries,
+ * allocated by zbra_attach; each entry holds its node-loss notice, taken
+ * from the runtime's message pool when the entry is made). When the node is
+ * lost — a lane's transport reports it down (data unacknowledged for
+ * peer_timeout_ms: while a node holds entries with a peer, lane 0 sends it a
+ * tick every peer_timeout_ms / 8 so that this is noticed without traffic),
+ * it restarts (new session epoch), or a committed membership view drops it
+ * (dp_on_epoch) — every local actor linked to one of its actors gets an exit
+ * signal, every local watcher a DOWN, with reason ZB_ERR_PEER_DOWN
+ * (Erlang's noconnection), and local actors it monitored forget those
+ * monitors. Errors: a full table refuses a new link / monitor with -ENOSPC
+ * (act_link / act_monitor return it; one asked for by the other node breaks
+ * at once: EXIT / DOWN with -ENOSPC to its remote actor). The name registry
+ * stays node-local.
  */
 #ifndef ZBMD_REMOTE_H
 #define ZBMD_REMOTE_H
@@ -108,6 +125,10 @@ struct zbra_stats {
 	uint64_t deferred;      /* deliveries refused for now (mailbox full) */
 	uint64_t stale;         /* discarded: target gone (late replies too) */
 	uint64_t bad;           /* malformed messages (counted, dropped) */
+	uint64_t signals;       /* link/monitor signals received and applied */
+	uint64_t lost_notices;  /* EXIT/DOWN/DEMONITOR given on node loss */
+	uint64_t rtab_full;     /* links/monitors refused: table full */
+	uint64_t rtab_live;     /* remote links/monitors recorded now */
 };
 void zbra_get_stats(struct zbra_stats *out);
 
