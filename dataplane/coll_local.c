@@ -746,9 +746,14 @@ static int local_dpdk_prepare(struct local_run *L)
 		/* two nodes' dataplane lcores never share a CPU when there are
 		 * two: odd nodes keep main lcore 0 (dataplane on 1), even nodes
 		 * take main lcore 1 (dataplane on 0) */
-		const char *lc = getenv("ZBN_LCORES");
-		if (!user_extra && (!lc || !strcmp(lc, "0-1")) && i % 2 == 1)
-			kv[n++] = (struct local_kv){"eal", "extra_args", "--main-lcore 1"};
+		const char *lc = getenv("ZBN_LCORES"), *zc = getenv("ZBN_MEMIF_ZC");
+		if (!user_extra && (!lc || !strcmp(lc, "0-1")) && i % 2 == 1) {
+			/* keeps what cluster.sh needs for memif zero-copy */
+			bool sfs = memif && zc && !strcmp(zc, "1");
+			kv[n++] = (struct local_kv){"eal", "extra_args", ""};
+			snprintf(kv[n - 1].val, sizeof(kv[n - 1].val), "--main-lcore 1%s",
+				 sfs ? " --single-file-segments" : "");
+		}
 		snprintf(nd->cfg, sizeof(nd->cfg), "%s/node%d.ini", L->cldir, i + 1);
 		snprintf(nd->log, sizeof(nd->log), "%s/node%d.log", L->dir, i);
 		if (!memif)

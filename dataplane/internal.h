@@ -42,6 +42,7 @@ struct dp_port {
 	char driver[64];
 	bool started;
 	bool mac_soft;               /* config MAC kept in software only */
+	bool no_attach;              /* TX: copy payloads (memif zero-copy client) */
 	bool configured;
 };
 

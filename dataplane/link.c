@@ -101,7 +101,7 @@ static int link_tx(void *user, const struct tp_frame *f)
 	struct rte_mbuf *m = rte_pktmbuf_alloc(p->pool);
 	if (unlikely(m == NULL))
 		return -EAGAIN;
-	bool zc = f->ref && f->payload_len >= DP_ZC_MIN && n->iova_va;
+	bool zc = f->ref && f->payload_len >= DP_ZC_MIN && n->iova_va && !p->no_attach;
 	size_t copy = f->hdr_len + (zc ? 0 : f->payload_len);
 	uint8_t *d = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)copy);
 	if (unlikely(d == NULL || copy > UINT16_MAX)) {

@@ -73,6 +73,10 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 			       rte_strerror(-rc));
 	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
 	rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	/* A memif zero-copy client hands the peer offsets into DPDK's own
+	 * memory (its first memseg list): payloads attached from user memory
+	 * would be garbage there, so they are copied into the mbuf. */
+	p->no_attach = strstr(cp->vdev, "zero-copy=yes") != NULL;
 	p->nb_rxq = clamp_queues(info.max_rx_queues, n->nb_lcores);
 	p->nb_txq = clamp_queues(info.max_tx_queues, n->nb_lcores);
 	p->mtu = cp->mtu ? cp->mtu : RTE_ETHER_MTU;
