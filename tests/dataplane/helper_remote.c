@@ -26,6 +26,7 @@
 #include "zbmd/remote.h"
 #include "zbmd/transport.h"
 #include "det_rand.h"
+#include "actor_node.h"
 #include "node_helper.h"
 
 #include <getopt.h>
@@ -922,12 +923,6 @@ static void drive(const char *ids_path, const char *down_flag, uint32_t k,
 
 /* ---- main ---------------------------------------------------------------------- */
 
-static unsigned actors_poll(void *arg, unsigned index, uint64_t now_tsc)
-{
-	(void)now_tsc;
-	return (unsigned)act_worker_poll(arg, index, cfg.actors.reductions);
-}
-
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -1003,21 +998,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "helper_remote: %s\n", err.msg);
 		return 1;
 	}
-	struct act_params p;
-	act_params_default(&p);
-	p.node = cfg.node.id;
-	p.max_actors = cfg.actors.max_actors;
-	p.mailbox_capacity = cfg.actors.mailbox_capacity;
-	p.reductions = cfg.actors.reductions;
-	p.message_pool = cfg.actors.message_pool;
-	p.timers = cfg.actors.timers;
-	p.workers = dp_lcore_count();
-	p.pin = false;
-	int rc = act_runtime_create(&p, &rt);
-	if (rc == 0)
-		rc = dp_set_actor_hook(actors_poll, rt);
-	if (rc == 0)
-		rc = zbra_attach(rt, &cfg);
+	int rc = an_actors_start(&cfg, &rt);
 	if (rc == 0 && drive_ids)
 		rc = dp_register_poller(0, injector, NULL);
 	if (rc == 0 && dp_node_launch(&err) != 0)
