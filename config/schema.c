@@ -171,6 +171,9 @@ const struct cfg__key cfg__keys[] = {
 	     actors.message_pool, "Messages preallocated per node."),
 	UINT(S_ACTORS, "timers", 16, 1048576, "4096", actors.timers,
 	     "Timer slots per node."),
+	UINT(S_ACTORS, "remote_links", 16, 1048576, "1024", actors.remote_links,
+	     "Links and monitors between local actors and actors of one peer "
+	     "node (a table per peer; full: -ENOSPC)."),
 
 	/* [transport] */
 	ENUM(S_TRANSPORT, "kind", transport_names, "dpdk", transport.kind,

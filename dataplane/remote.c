@@ -61,7 +61,7 @@ enum { PS_UNKNOWN = 0, PS_DOWN = 1 };
 #define ZBRA_KIND_SIG 8u
 #define ZBRA_SIG_TICK 15u
 #define ZBRA_MF_SIG 0x80000000u    /* zbra_meta.flags only: a signal record */
-#define ZBRA_RTAB_CAP 1024u        /* remote links + monitors per peer node */
+
 
 enum { RE_LINK = 1, RE_WATCH, RE_TARGET };
 
@@ -76,7 +76,8 @@ struct zbra_rent {
 struct zbra_rtab {
 	rte_spinlock_t lock;
 	_Atomic uint32_t n;            /* entries in use (e[0..n)) */
-	struct zbra_rent *e;           /* ZBRA_RTAB_CAP, NULL: not a peer */
+	struct zbra_rent *e;           /* cap entries, NULL: not a peer */
+	uint32_t cap;                  /* [actors] remote_links */
 	uint8_t tick[ZBRA_HDR_LEN];    /* the serialised tick record */
 };
 
@@ -199,7 +200,7 @@ static int rt_find(const struct zbra_rtab *t, uint8_t kind, act_id local,
 		   act_id remote, uint64_t ref)
 {
 	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
-	ZB_DASSERT(t->e != NULL && n <= ZBRA_RTAB_CAP);
+	ZB_DASSERT(t->e != NULL && n <= t->cap);
 	ZB_DASSERT(kind >= RE_LINK && kind <= RE_TARGET);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct zbra_rent *e = &t->e[i];
@@ -228,7 +229,7 @@ static int rt_add(struct zbra_rtab *t, uint8_t kind, act_id local, act_id remote
 	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
 	if (kind == RE_LINK && rt_find(t, kind, local, remote, ref) >= 0) {
 		rc = 1;
-	} else if (n == ZBRA_RTAB_CAP) {
+	} else if (n == t->cap) {
 		rc = -ENOSPC;
 	} else {
 		t->e[n] = (struct zbra_rent){local, remote, ref, pre, kind};
@@ -1148,7 +1149,8 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 		if (!Z.known[i])
 			continue;
 		rte_spinlock_init(&t->lock);
-		t->e = calloc(ZBRA_RTAB_CAP, sizeof(*t->e));
+		t->cap = cfg->actors.remote_links ? cfg->actors.remote_links : 1024;
+		t->e = calloc(t->cap, sizeof(*t->e));
 		if (!t->e)
 			goto fail;
 		struct zbra_hdr h;

@@ -89,6 +89,7 @@ struct zb_config {
 		uint32_t reductions;
 		uint32_t message_pool;         /* messages preallocated per node */
 		uint32_t timers;               /* timer slots */
+		uint32_t remote_links;         /* remote links + monitors per peer */
 	} actors;
 
 	struct {                  /* [transport] reliable transport (dpdk) */

@@ -580,17 +580,20 @@ static void drive(const char *ids_path, const char *kill_flag)
 	      "%d malformed signal records counted as bad (%llu) and dropped, node serving",
 	      NBAD, (unsigned long long)(st1.v0 - st0.v0));
 
-	/* 11a: the table is bounded: ZBRA_RTAB_CAP (1024) links and monitors
-	 * per peer node; one more is refused with -ENOSPC, and demonitoring
-	 * frees the room (in chunks: the lane's ring holds 1024 signals) */
+	/* 11a: the table is bounded: [actors] remote_links (both nodes run
+	 * the same value) links and monitors per peer node; one more is
+	 * refused with -ENOSPC, and demonitoring frees the room (in chunks:
+	 * the lane's ring holds 1024 signals) */
 	struct zbra_stats zs;
 	act_id wm = local_agent(), vm = remote_agent();
+	const unsigned cap = cfg.actors.remote_links;
 	unsigned made = 0;
 	int mrc = 0;
-	for (int i = 0; i < 4 && mrc == 0; i++) {
+	while (made < cap && mrc == 0) {
 		struct rep r;
+		unsigned k = cap - made < 256 ? cap - made : 256;
 		sb = remote_signals();
-		mrc = op(wm, OP_MONMANY, vm, 256, 0, &r);
+		mrc = op(wm, OP_MONMANY, vm, k, 0, &r);
 		made += (unsigned)r.v0;
 		wait_signals(remote_signals, sb + r.v0);
 	}
@@ -598,15 +601,17 @@ static void drive(const char *ids_path, const char *kill_flag)
 	int frc = op(wm, OP_MONMANY, vm, 1, 0, &rf);
 	op(factory, OP_STATS, ACT_ID_NONE, 0, 0, &st1);
 	zbra_get_stats(&zs);
-	check(mrc == 0 && made == 1024 && frc == -ENOSPC && zs.rtab_live == 1024 &&
-	      zs.rtab_full >= 1 && st1.v2 == 1024,
-	      "1024 remote monitors of one node recorded, the next refused: %s (here %llu, there %llu)",
-	      zb_strerror(frc), (unsigned long long)zs.rtab_live, (unsigned long long)st1.v2);
-	for (int i = 0; i < 4; i++) {
+	check(mrc == 0 && made == cap && frc == -ENOSPC && zs.rtab_live == cap &&
+	      zs.rtab_full >= 1 && st1.v2 == cap,
+	      "%u remote monitors of one node recorded ([actors] remote_links), the next refused: %s (here %llu, there %llu)",
+	      cap, zb_strerror(frc), (unsigned long long)zs.rtab_live, (unsigned long long)st1.v2);
+	for (unsigned left = made; left > 0;) {
+		unsigned k = left < 256 ? left : 256;
 		sb = remote_signals();
 		struct rep r;
-		op(wm, OP_DEMONMANY, ACT_ID_NONE, 256, 0, &r);
+		op(wm, OP_DEMONMANY, ACT_ID_NONE, k, 0, &r);
 		wait_signals(remote_signals, sb + r.v0);
+		left -= k;
 	}
 	frc = op(wm, OP_MONMANY, vm, 1, 0, &rf);
 	op(wm, OP_DEMONMANY, ACT_ID_NONE, 1, 0, NULL);

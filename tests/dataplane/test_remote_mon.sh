@@ -27,7 +27,9 @@ round() {
 	local lc=$1 lanes=$2 dir=$T/r$2 cl="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAG$2 --dir $T/r$2/cl"
 	local d s rs rd n=0 line
 	mkdir -p "$dir"
-	ZBN_LCORES=$lc $cl up 2 >/dev/null
+	# the 2-lane run sizes the link/monitor tables itself ([actors] remote_links)
+	local xi=""; [ "$lanes" = 2 ] && xi=$'[actors]\nremote_links = 300'
+	ZBN_EXTRA_INI="$xi" ZBN_LCORES=$lc $cl up 2 >/dev/null
 	ok $? "[$lanes lane(s)] memif cluster configs written"
 	sed -i '/^\[transport\]/a peer_timeout_ms = 2000' "$dir/cl/node1.ini" "$dir/cl/node2.ini"
 	"$H" -c "$dir/cl/node1.ini" --drive "$dir/ids" --kill-flag "$dir/killed" >"$dir/drive.log" 2>&1 &
