@@ -205,6 +205,19 @@ void tp__deliver_pending(struct tp *tp, uint64_t now)
 	}
 }
 
+/* A receive descriptor back to the free list, its arena blocks (if any)
+ * with it. */
+static void rxd_put(struct tp *tp, struct tp_msg *m)
+{
+	tp__arena_free(&tp->arena, m->blk__, m->nblk__);
+	m->state__ = TP_MS_FREE;
+	m->placed__ = 0;
+	m->data = NULL;
+	m->next__ = tp->rxfree;
+	tp->rxfree = m;
+	tp->rx_free_count++;
+}
+
 void tp_msg_release(struct tp *tp, struct tp_msg *m)
 {
 	uint32_t before;
@@ -213,12 +226,7 @@ void tp_msg_release(struct tp *tp, struct tp_msg *m)
 	ZB_ASSERT(m->state__ == TP_MS_DELIVERED);
 	ZB_ASSERT(tp->rx_outstanding > 0);
 	before = tp__credit(tp);
-	tp__arena_free(&tp->arena, m->blk__, m->nblk__);
-	m->state__ = TP_MS_FREE;
-	m->data = NULL;
-	m->next__ = tp->rxfree;
-	tp->rxfree = m;
-	tp->rx_free_count++;
+	rxd_put(tp, m);
 	tp->rx_outstanding--;
 	/* window update: credit was nearly closed and opens now; tell the
 	 * peers from tp_poll (their probes would find out later anyway) */
@@ -514,11 +522,7 @@ int tp_rx_detach(struct tp *tp, uint16_t peer, uint16_t stream,
 			return 0;
 		m = *at;               /* no room: its consumer is gone; drop it */
 		*at = m->next__;
-		m->state__ = TP_MS_FREE;
-		m->placed__ = 0;
-		m->next__ = tp->rxfree;
-		tp->rxfree = m;
-		tp->rx_free_count++;
+		rxd_put(tp, m);
 		return 1;
 	}
 	if (!m->placed__ || m->state__ == TP_MS_DELIVERED)
@@ -530,12 +534,7 @@ int tp_rx_detach(struct tp *tp, uint16_t peer, uint16_t stream,
 	 * the session starts over (the caller holds the buffer already: no
 	 * rx_unplace for it). */
 	hremove(tp, m);
-	m->state__ = TP_MS_FREE;
-	m->placed__ = 0;
-	m->data = NULL;
-	m->next__ = tp->rxfree;
-	tp->rxfree = m;
-	tp->rx_free_count++;
+	rxd_put(tp, m);
 	return tp_peer_reset(tp, peer, now_ns) == 0 ? 1 : 0;
 }
 
@@ -562,11 +561,7 @@ void tp__rx_reset(struct tp *tp, struct tp_peer *pe)
 			if (m->placed__)   /* the consumer's buffer is its own again */
 				tp->ops.rx_unplace(tp->user, m->peer, m->stream,
 						   m->msg_id);
-			tp__arena_free(&tp->arena, m->blk__, m->nblk__);
-			m->state__ = TP_MS_FREE;
-			m->next__ = tp->rxfree;
-			tp->rxfree = m;
-			tp->rx_free_count++;
+			rxd_put(tp, m);
 			continue;
 		}
 		/* insertion into the orphan list after older ones of this
