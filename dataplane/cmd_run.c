@@ -29,35 +29,13 @@ static volatile sig_atomic_t stop_signal, dump_requested;
 #include "zbmd/remote.h"
 #define DP_HOST_ACTORS 1
 static struct act_runtime *actors;
-static uint32_t actors_budget;
-
-static unsigned actors_poll(void *arg, unsigned index, uint64_t now_tsc)
-{
-	(void)now_tsc;
-	return (unsigned)act_worker_poll(arg, index, actors_budget);
-}
 
 static int actors_host(const struct zb_config *cfg)
 {
-	struct act_params p;
-	act_params_default(&p);
-	p.node = cfg->node.id;
-	p.max_actors = cfg->actors.max_actors;
-	p.mailbox_capacity = cfg->actors.mailbox_capacity;
-	p.reductions = cfg->actors.reductions;
-	p.message_pool = cfg->actors.message_pool;
-	p.timers = cfg->actors.timers;
-	p.workers = dp_lcore_count();
-	p.pin = false;   /* the lcores are pinned already */
-	actors_budget = p.reductions;
-	int rc = act_runtime_create(&p, &actors);
-	if (rc == 0)
-		rc = dp_set_actor_hook(actors_poll, actors);
-	if (rc == 0)
-		rc = zbra_attach(actors, cfg);   /* remote sends over the transport */
+	int rc = zbra_host(cfg, &actors);   /* remote sends over the transport */
 	if (rc == 0)
 		printf("actors: %u workers hosted on the dataplane lcores, %u slots, reductions %u\n",
-		       p.workers, p.max_actors, p.reductions);
+		       dp_lcore_count(), cfg->actors.max_actors, cfg->actors.reductions);
 	return rc;
 }
 

@@ -1079,6 +1079,37 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 
 /* ---- attach / detach --------------------------------------------------------- */
 
+static uint32_t host_budget;   /* zbra_host: [actors] reductions */
+
+static unsigned host_poll(void *arg, unsigned index, uint64_t now_tsc)
+{
+	(void)now_tsc;
+	return (unsigned)act_worker_poll(arg, index, host_budget);
+}
+
+int zbra_host(const struct zb_config *cfg, struct act_runtime **rt)
+{
+	ZB_ASSERT(cfg != NULL && rt != NULL);
+	struct act_params p;
+	act_params_default(&p);
+	p.node = cfg->node.id;
+	p.max_actors = cfg->actors.max_actors;
+	p.mailbox_capacity = cfg->actors.mailbox_capacity;
+	p.reductions = cfg->actors.reductions;
+	p.message_pool = cfg->actors.message_pool;
+	p.timers = cfg->actors.timers;
+	p.workers = dp_lcore_count();
+	p.pin = false;   /* the lcores are pinned already */
+	host_budget = p.reductions;
+	*rt = NULL;
+	int rc = act_runtime_create(&p, rt);
+	if (rc == 0)
+		rc = dp_set_actor_hook(host_poll, *rt);
+	if (rc == 0)
+		rc = zbra_attach(*rt, cfg);
+	return rc;
+}
+
 static struct rte_ring *ring(const char *what, unsigned lane, unsigned count,
 			     unsigned flags)
 {

@@ -6,6 +6,7 @@
  * program that hosts the actor runtime on the dataplane lcores:
  *
  *   dp_node_init(cfg) -> act_runtime_create -> zbra_attach(rt, cfg)
+ *   (or both at once: zbra_host(cfg, &rt))
  *   -> dp_node_launch ... dp_node_stop -> act_runtime_destroy
  *   -> zbra_detach() -> dp_node_fini
  *
@@ -71,7 +72,7 @@
  * remote id, and the EXIT / DOWN a dying actor owes to remote peers, travel
  * as signal records (payload kind 8) on the pair's lane and stream, so they
  * keep their order with the pair's messages. Each node records its actors'
- * remote links and monitors in a table per peer node (ZBRA_RTAB_CAP entries,
+ * remote links and monitors in a table per peer node ([actors] remote_links entries,
  * allocated by zbra_attach; each entry holds its node-loss notice, taken
  * from the runtime's message pool when the entry is made). When the node is
  * lost — a lane's transport reports it down (data unacknowledged for
@@ -102,6 +103,14 @@ struct zb_config;
  * after dp_node_init and before dp_node_launch. 0, -EALREADY, -ENOMEM, or a
  * dataplane error (-EBUSY: already launched). */
 int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg);
+
+/* Hosts an actor runtime on this node's dataplane lcores: sized from the
+ * config's [actors] section, one worker per dataplane lcore (polled by the
+ * loops through dp_set_actor_hook with [actors] reductions as the budget),
+ * attached with zbra_attach. Main thread, after dp_node_init and before
+ * dp_node_launch. 0 or a negative errno; *rt is set whenever the runtime
+ * was made (the caller destroys it, on failure too). One per process. */
+int zbra_host(const struct zb_config *cfg, struct act_runtime **rt);
 
 /* After dp_node_stop() and act_runtime_destroy(), before dp_node_fini():
  * gives every received buffer still referenced back to the transport

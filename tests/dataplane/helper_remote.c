@@ -26,7 +26,6 @@
 #include "zbmd/remote.h"
 #include "zbmd/transport.h"
 #include "det_rand.h"
-#include "actor_node.h"
 #include "node_helper.h"
 
 #include <getopt.h>
@@ -998,7 +997,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "helper_remote: %s\n", err.msg);
 		return 1;
 	}
-	int rc = an_actors_start(&cfg, &rt);
+	int rc = zbra_host(&cfg, &rt);
 	if (rc == 0 && drive_ids)
 		rc = dp_register_poller(0, injector, NULL);
 	if (rc == 0 && dp_node_launch(&err) != 0)

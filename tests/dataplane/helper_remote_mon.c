@@ -25,7 +25,6 @@
 #include "zbmd/dataplane.h"
 #include "zbmd/remote.h"
 #include "zbmd/transport.h"
-#include "actor_node.h"
 #include "node_helper.h"
 
 #include <getopt.h>
@@ -773,7 +772,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "helper_remote_mon: %s\n", err.msg);
 		return 1;
 	}
-	int rc = an_actors_start(&cfg, &rt);
+	int rc = zbra_host(&cfg, &rt);
 	if (rc == 0 && drive_ids)
 		rc = dp_register_poller(0, injector, NULL);
 	for (unsigned i = 0; rc == 0 && drive_ids && i < dp_lcore_count() && i < MAX_LANES; i++)
