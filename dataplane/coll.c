@@ -14,10 +14,13 @@
 #include <x86intrin.h>
 #endif
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define COLL_WINDOW 8           /* sends / receives in flight per channel */
@@ -26,6 +29,7 @@
 #define COLL_IDLE_SPINS 4       /* empty progress rounds before sleeping */
 #endif
 #define COLL_WAIT_MS 5
+#define COLL_OWNER_SLEEP_US 1000 /* owner's futex wait: a bound, not a poll */
 #define COLL_CHANNEL_MIN_BYTES (64u << 10) /* per channel, before adding one */
 
 static_assert(COLL_SLOTS >= 2, "chunk-major schedules need two slots");
@@ -99,6 +103,11 @@ struct coll_comm {
 	uint64_t ctx_progress_ns;
 	struct coll_stats st;
 	bool threaded;                  /* channels progressed by their lanes */
+	/* The owner sleeps on a channel's done_seq (futex) after setting this;
+	 * a lane that publishes done_seq wakes it (chan_publish). */
+	_Atomic uint32_t owner_sleeping;
+	void (*kick)(void *);           /* coll_comm_args.kick */
+	void *kick_arg;
 	uint32_t op_seq;
 	_Atomic uint32_t abort_seq;     /* owner -> lanes: close your comms */
 	bool failing;                   /* waiting for the lanes' acks */
@@ -272,6 +281,8 @@ static int coll_fail(struct coll_comm *c, int err, const char *fmt, ...)
 		 * coll_progress) the ops complete with the error. */
 		atomic_store_explicit(&c->abort_seq, 1, memory_order_release);
 		c->failing = true;
+		if (c->kick)
+			c->kick(c->kick_arg);
 		return err;
 	}
 	coll_deregister(c);
@@ -430,6 +441,8 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 	c->ops = ops;
 	c->cfg = cfg;
 	c->threaded = a->threaded_channels;
+	c->kick = a->kick;
+	c->kick_arg = a->kick_arg;
 	c->nch = a->channels ? a->channels : (cfg->coll.channels ? cfg->coll.channels : 1);
 	c->chunk_bytes = a->chunk_bytes ? a->chunk_bytes
 			 : (cfg->coll.chunk_kb ? cfg->coll.chunk_kb : 256) * 1024u;
@@ -657,6 +670,54 @@ static void coll_deregister(struct coll_comm *c)
 
 /* ---- the per-channel state machine --------------------------------------- */
 
+/* Lane: publish the channel's end (done or failed) to the owner. The owner
+ * either sees done_seq before it sleeps or is sleeping on it and gets a
+ * wake: both sides store, then fence, then load the other's word (so one of
+ * them sees the other's store). The futex wake is the one syscall a lane
+ * makes outside its idle sleep — once per collective and channel, and only
+ * while the owner is asleep (a spinning owner costs nothing). */
+static void chan_publish(struct coll_comm *c, struct coll_chan *ch, uint32_t seq)
+{
+	atomic_store_explicit(&ch->done_seq, seq, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&c->owner_sleeping, memory_order_relaxed))
+		(void)syscall(SYS_futex, (uint32_t *)&ch->done_seq,
+			      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Owner: sleep until a lane publishes the running op's end on the first
+ * channel still busy, at most us microseconds. Without such a channel (a
+ * failure waiting for the lanes' acks): a plain sleep. */
+static void owner_sleep(struct coll_comm *c, uint32_t us)
+{
+	struct coll_chan *w = NULL;
+	uint32_t v = 0;
+
+	for (uint16_t i = 0; i < c->nch && !c->failing; i++) {
+		struct coll_chan *ch = &c->ch[i];
+		if (atomic_load_explicit(&ch->run_seq, memory_order_relaxed) ==
+			    c->op_seq &&
+		    (v = atomic_load_explicit(&ch->done_seq,
+					      memory_order_acquire)) != c->op_seq) {
+			w = ch;
+			break;
+		}
+	}
+	if (!w) {
+		usleep(us);
+		return;
+	}
+	atomic_store_explicit(&c->owner_sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&w->done_seq, memory_order_relaxed) == v) {
+		struct timespec ts = {.tv_sec = us / 1000000,
+				      .tv_nsec = (long)(us % 1000000) * 1000};
+		(void)syscall(SYS_futex, (uint32_t *)&w->done_seq,
+			      FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+	}
+	atomic_store_explicit(&c->owner_sleeping, 0, memory_order_relaxed);
+}
+
 /* A channel failed. Single-threaded: the communicator fails at once. With
  * lanes: the lane closes its own comms (the neighbours see it at once),
  * publishes the error to the owner (done_seq), and the owner fails the
@@ -676,7 +737,7 @@ static int chan_fail(struct coll_comm *c, struct coll_chan *ch, int err,
 		return coll_fail(c, err, "%s", ch->lane_msg);
 	chan_close(c, ch);
 	atomic_store_explicit(&ch->lane_err, err, memory_order_relaxed);
-	atomic_store_explicit(&ch->done_seq, ch->cur_seq, memory_order_release);
+	chan_publish(c, ch, ch->cur_seq);
 	return err;
 }
 
@@ -944,6 +1005,8 @@ static int coll_progress_owner(struct coll_comm *c)
 				 * lane (done_seq is the lane's to write from here). */
 				atomic_store_explicit(&ch->run_seq, seq, memory_order_release);
 			}
+			if (c->kick)    /* a sleeping lane starts it now */
+				c->kick(c->kick_arg);
 			ev++;
 		}
 		bool done = true;
@@ -989,7 +1052,7 @@ int coll_progress_channel(struct coll_comm *c, uint16_t i)
 	if (rc < 0)
 		return rc;      /* published by chan_fail */
 	if (ch->send_done == ch->npos && ch->recv_done == ch->npos) {
-		atomic_store_explicit(&ch->done_seq, seq, memory_order_release);
+		chan_publish(c, ch, seq);
 		rc++;
 	}
 	return rc;
@@ -1082,11 +1145,9 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 		if (++idle < COLL_IDLE_SPINS)
 			continue;
 		if (c->threaded) {
-			/* the lanes do the work (or ack a failure): sleep, backing
-			 * off 20 -> 160 us, so that an owner waiting on a long
-			 * collective leaves the (shared) cores to the lanes */
-			int k = (idle - COLL_IDLE_SPINS) / 16;
-			usleep(20u << (k < 3 ? k : 3));
+			/* the lanes do the work (or ack a failure): sleep until
+			 * one publishes, leaving the (shared) cores to them */
+			owner_sleep(c, COLL_OWNER_SLEEP_US);
 		} else if (c->ops->wait) {
 			uint64_t w0 = zb_now_ns();
 			(void)c->ops->wait(c->ctx, COLL_WAIT_MS);

@@ -86,6 +86,13 @@ extern __typeof__(dp__run_ctl_leave_on_stop) dp__run_ctl_leave_on_stop
 /* Keeps this object in the binary (see the header comment). */
 const int coll_dpdk_anchor = 1;
 
+/* coll_comm_args.kick: the owner started a collective on this lane */
+static void cd_kick(void *arg)
+{
+	const struct cd_lane *ln = arg;
+	dp_lcore_kick(ln->index);
+}
+
 static unsigned cd_poll(void *arg, uint64_t now_tsc)
 {
 	struct cd_lane *ln = arg;
@@ -297,6 +304,8 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 		ln->index = i;
 		ln->args = *a;
 		ln->args.threaded_channels = true;
+		ln->args.kick = cd_kick;
+		ln->args.kick_arg = ln;
 		ln->args.timeout_ms = H->connect_timeout_ms;
 		ln->channels = (uint16_t)(H->nlanes == 1 ? total
 					  : (total / H->nlanes ? total / H->nlanes : 1));

@@ -84,6 +84,12 @@ struct dp_lcore {
 	uint32_t nb_pollers;         /* published with release */
 	struct dp_poller pollers[DP_POLLERS_MAX];
 	struct dp_lcore_stats stats ZB_ALIGNED_CL;
+	/* dp_lcore_kick(): other threads bump doorbell; the loop sets sleeping
+	 * around its adaptive sleep, a futex wait on doorbell (own line: both
+	 * are written by other threads) */
+	struct {
+		_Atomic uint32_t doorbell, sleeping;
+	} bell ZB_ALIGNED_CL;
 } ZB_ALIGNED_CL;
 
 struct dp_node {

@@ -9,9 +9,14 @@
  */
 #include "internal.h"
 
+#include <linux/futex.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
@@ -222,6 +227,43 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 	}
 }
 
+/* The adaptive sleep: a futex wait on the doorbell, so that dp_lcore_kick()
+ * ends it. Both sides store, fence, then load the other's word: the loop
+ * either sees the new doorbell before it sleeps, or the kicker sees
+ * `sleeping` and wakes it (the futex re-checks the word). Returns whether a
+ * kick ended (or prevented) the sleep. */
+static bool bell_sleep(struct dp_lcore *lc, uint32_t us)
+{
+	uint32_t v = atomic_load_explicit(&lc->bell.doorbell, memory_order_relaxed);
+	bool kicked;
+
+	atomic_store_explicit(&lc->bell.sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&lc->bell.doorbell, memory_order_relaxed) == v) {
+		struct timespec ts = {.tv_sec = us / 1000000,
+				      .tv_nsec = (long)(us % 1000000) * 1000};
+		(void)syscall(SYS_futex, (uint32_t *)&lc->bell.doorbell,
+			      FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+	}
+	atomic_store_explicit(&lc->bell.sleeping, 0, memory_order_relaxed);
+	kicked = atomic_load_explicit(&lc->bell.doorbell, memory_order_acquire) != v;
+	return kicked;
+}
+
+void dp_lcore_kick(unsigned index)
+{
+	struct dp_node *n = &dp__node;
+
+	if (!n->lcores || index >= n->nb_lcores)
+		return;
+	struct dp_lcore *lc = &n->lcores[index];
+	atomic_fetch_add_explicit(&lc->bell.doorbell, 1, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&lc->bell.sleeping, memory_order_relaxed))
+		(void)syscall(SYS_futex, (uint32_t *)&lc->bell.doorbell,
+			      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* Adaptive idle, three stages after the last work (any work resets it):
  *  1. spin (rte_pause) for DP_IDLE_PAUSE_US (or idle_spin_us if shorter);
  *  2. keep polling but yield the CPU (sched_yield) on every idle iteration
@@ -263,7 +305,8 @@ static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
 		return;
 	}
 	DP_STAT_ADD(lc, sleeps, 1);
-	rte_delay_us_sleep(us);
+	if (bell_sleep(lc, us))
+		DP_STAT_ADD(lc, kicked, 1);
 }
 
 int dp__lcore_main(void *arg)

@@ -157,6 +157,8 @@ void dp_node_wait(void)
 void dp_node_request_stop(void)
 {
 	__atomic_store_n(&dp__node.quit, 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; dp__node.lcores && i < dp__node.nb_lcores; i++)
+		dp_lcore_kick(i);   /* a sleeping loop sees quit now */
 }
 
 bool dp_node_stop_requested(void)

@@ -136,6 +136,7 @@ static const struct {
 	F(iterations, "Polling loop iterations (all lcores)"),
 	F(idle_iterations, "Loop iterations that found no work"),
 	F(sleeps, "Adaptive idle policy sleeps"),
+	F(kicked, "Adaptive sleeps ended early by work from another thread"),
 	F(rx_packets, "Frames received by the loops"),
 	F(rx_bytes, "Bytes received by the loops"),
 	F(tx_packets, "Frames queued for transmission"),

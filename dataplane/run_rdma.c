@@ -62,6 +62,13 @@ struct rh_host {
 	_Atomic uint64_t events, peer_down, blobs_queued, blobs_refused;
 };
 
+/* coll_comm_args.kick: a collective started; lane 0 runs it */
+static void rh_kick(void *arg)
+{
+	(void)arg;
+	dp_lcore_kick(0);
+}
+
 /* ---- the control plane side ------------------------------------------- */
 
 /* Control thread (under the blob handler lock): a peer's connection blob. */
@@ -242,6 +249,7 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 	ca.provider = "rdma";
 	ca.provider_arg = &H->pargs;
 	ca.threaded_channels = true;
+	ca.kick = rh_kick;           /* lane 0 progresses every channel */
 	ca.timeout_ms = H->connect_timeout_ms;
 	rc = coll_comm_create(&ca, &H->comm, err, errlen);
 	if (rc < 0) {

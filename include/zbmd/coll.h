@@ -61,6 +61,11 @@ struct coll_comm_args {
 	uint32_t timeout_ms;          /* 0 = [coll] timeout_ms */
 	uint32_t connect_timeout_ms;  /* 0 = COLL_CONNECT_TIMEOUT_MS */
 	bool threaded_channels;       /* see coll_progress_channel() */
+	/* threaded_channels: called by the owner after it published a
+	 * collective to the channels, to wake the thread(s) that progress them
+	 * (the dpdk host: dp_lcore_kick of the lane). NULL: nothing to wake. */
+	void (*kick)(void *kick_arg);
+	void *kick_arg;
 };
 
 /* Create a communicator: start the provider, connect both ring neighbours

@@ -116,6 +116,13 @@ typedef unsigned (*dp_poll_fn)(void *arg, uint64_t now_tsc);
  * -EINVAL (bad index or fn NULL), -ENOSPC (DP_POLLERS_MAX reached). */
 int dp_register_poller(unsigned index, dp_poll_fn fn, void *arg);
 
+/* Work for lcore `index` arrived from another thread (a collective started,
+ * a message posted): if its adaptive idle policy has it asleep, wake it now
+ * instead of at the end of its back-off sleep (up to idle_sleep_us_max).
+ * Any thread; a syscall (futex wake) only when that lcore sleeps, nothing
+ * but two atomics otherwise. Ignores a bad index. */
+void dp_lcore_kick(unsigned index);
+
 /* Packet hook: receives UDP frames addressed to this node's IP and
  * udp_port + index ("lane" index: one transport instance per lcore), n >= 1,
  * and owns the mbufs (must free or keep them). pkts[i] data starts at the
@@ -177,6 +184,7 @@ struct dp_lcore_stats {
 	uint64_t iterations;
 	uint64_t idle_iterations;
 	uint64_t sleeps;          /* adaptive back-off sleeps */
+	uint64_t kicked;          /* sleeps ended early by dp_lcore_kick() */
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;  /* queued for TX */
 	uint64_t tx_drops;        /* no TX queue, or a kept frame had no room */
