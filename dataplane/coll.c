@@ -672,15 +672,14 @@ static void coll_deregister(struct coll_comm *c)
 
 /* Lane: publish the channel's end (done or failed) to the owner. The owner
  * either sees done_seq before it sleeps or is sleeping on it and gets a
- * wake: both sides store, then fence, then load the other's word (so one of
- * them sees the other's store). The futex wake is the one syscall a lane
- * makes outside its idle sleep — once per collective and channel, and only
- * while the owner is asleep (a spinning owner costs nothing). */
+ * wake: both sides store, then load the other's word, all seq_cst, so one
+ * of them sees the other's store (no fences: TSan does not model them).
+ * The futex wake is the one syscall a lane makes outside its idle sleep:
+ * once per collective and channel, and only while the owner is asleep. */
 static void chan_publish(struct coll_comm *c, struct coll_chan *ch, uint32_t seq)
 {
-	atomic_store_explicit(&ch->done_seq, seq, memory_order_release);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->owner_sleeping, memory_order_relaxed))
+	atomic_store(&ch->done_seq, seq);   /* seq_cst store, then load */
+	if (atomic_load(&c->owner_sleeping))
 		(void)syscall(SYS_futex, (uint32_t *)&ch->done_seq,
 			      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
@@ -707,9 +706,8 @@ static void owner_sleep(struct coll_comm *c, uint32_t us)
 		usleep(us);
 		return;
 	}
-	atomic_store_explicit(&c->owner_sleeping, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&w->done_seq, memory_order_relaxed) == v) {
+	atomic_store(&c->owner_sleeping, 1);  /* seq_cst store, then load */
+	if (atomic_load(&w->done_seq) == v) {
 		struct timespec ts = {.tv_sec = us / 1000000,
 				      .tv_nsec = (long)(us % 1000000) * 1000};
 		(void)syscall(SYS_futex, (uint32_t *)&w->done_seq,

@@ -228,7 +228,7 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 }
 
 /* The adaptive sleep: a futex wait on the doorbell, so that dp_lcore_kick()
- * ends it. Both sides store, fence, then load the other's word: the loop
+ * ends it. Both sides store, then load the other's word (seq_cst): the loop
  * either sees the new doorbell before it sleeps, or the kicker sees
  * `sleeping` and wakes it (the futex re-checks the word). Returns whether a
  * kick ended (or prevented) the sleep. */
@@ -237,9 +237,8 @@ static bool bell_sleep(struct dp_lcore *lc, uint32_t us)
 	uint32_t v = atomic_load_explicit(&lc->bell.doorbell, memory_order_relaxed);
 	bool kicked;
 
-	atomic_store_explicit(&lc->bell.sleeping, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&lc->bell.doorbell, memory_order_relaxed) == v) {
+	atomic_store(&lc->bell.sleeping, 1);   /* seq_cst store, then load */
+	if (atomic_load(&lc->bell.doorbell) == v) {
 		struct timespec ts = {.tv_sec = us / 1000000,
 				      .tv_nsec = (long)(us % 1000000) * 1000};
 		(void)syscall(SYS_futex, (uint32_t *)&lc->bell.doorbell,
@@ -257,9 +256,8 @@ void dp_lcore_kick(unsigned index)
 	if (!n->lcores || index >= n->nb_lcores)
 		return;
 	struct dp_lcore *lc = &n->lcores[index];
-	atomic_fetch_add_explicit(&lc->bell.doorbell, 1, memory_order_release);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&lc->bell.sleeping, memory_order_relaxed))
+	atomic_fetch_add(&lc->bell.doorbell, 1);   /* seq_cst, then load */
+	if (atomic_load(&lc->bell.sleeping))
 		(void)syscall(SYS_futex, (uint32_t *)&lc->bell.doorbell,
 			      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
