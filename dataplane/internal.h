@@ -44,6 +44,7 @@ struct dp_port {
 	bool mac_soft;               /* config MAC kept in software only */
 	bool no_attach;              /* TX: copy payloads (memif zero-copy client) */
 	bool configured;
+	bool shm_populated;          /* memif: link up, shared memory prefaulted */
 };
 
 struct dp_rxq {

@@ -16,7 +16,7 @@
 # root for memif/veth (DPDK, namespaces).
 set -u
 B=${ZBMD_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
-NODES=4 MINB=1M MAXB=64M F=4 ITERS=10 WARM=2 ROUNDS=2 DT=float LINKS="memif veth tcp"
+NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp"
 while getopts "N:b:e:f:n:w:r:d:L:" o; do
 	case $o in
 	N) NODES=$OPTARG ;; b) MINB=$OPTARG ;; e) MAXB=$OPTARG ;; f) F=$OPTARG ;;
