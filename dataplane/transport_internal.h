@@ -103,12 +103,13 @@ struct tp_peer {
 	uint64_t stale_reply_ns;
 };
 
-/* Reassembly arena: first-fit over a block bitmap (1 = used), next-fit
- * cursor. Allocation is O(bitmap words) at worst, never malloc. */
+/* Reassembly arena: address-ordered first fit over a block bitmap (1 =
+ * used). Allocation is O(bitmap words) at worst, never malloc. */
 struct tp_arena {
 	uint8_t *base;
 	uint64_t *used;
-	uint32_t nblk, free_blk, hint;
+	uint32_t nblk, free_blk;
+	uint32_t hint;                  /* every block below it is used */
 	size_t bytes;
 	bool mapped;                    /* we mmap'ed base */
 };
