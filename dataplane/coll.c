@@ -776,6 +776,14 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 
 	uint64_t t0 = coll_ticks();
 
+	if (c->ops->irecv_reduce) {
+		/* the provider combined the message as it arrived (chan_post);
+		 * what is left is avg's final scaling */
+		if (x->scale_after && x->recv_kind != COLL_RECV_REDUCE_FWD)
+			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
+		ch->st.reduce_ns += coll_ticks() - t0;
+		return rc;
+	}
 	switch (x->recv_kind) {
 	case COLL_RECV_REDUCE:
 		rc = gpu_host_reduce(dst, slot, elems, a->dtype, rop);
@@ -863,6 +871,28 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 	return ev;
 }
 
+/* A reduce-kind receive on a provider that combines as data arrives
+ * (net_ops.irecv_reduce): the same result coll_process would compute after
+ * a plain irecv — recvbuf op= message in place; message op mine into the
+ * destination otherwise — in one pass over the bytes. */
+static int post_recv_reduce(struct coll_comm *c, struct coll_op *op,
+			    struct coll_chan *ch, const struct coll_xfer *x,
+			    void *buf, void *mh, void **req)
+{
+	const struct coll_args *a = &op->a;
+	enum zb_redop rop = a->op == ZB_AVG ? ZB_SUM : a->op;
+	const void *src;
+
+	if (x->recv_kind == COLL_RECV_REDUCE) {
+		src = buf;      /* in place: buf = buf OP message */
+	} else {
+		ZB_DASSERT(x->mine_off >= 0);
+		src = (const char *)a->sendbuf + x->mine_off;
+	}
+	return c->ops->irecv_reduce(ch->rcomm, buf, src, x->recv_bytes, op->tag,
+				    a->dtype, rop, mh, req);
+}
+
 static int chan_post(struct coll_comm *c, struct coll_op *op,
 		     struct coll_chan *ch)
 {
@@ -885,13 +915,22 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 			    x.recv_kind == COLL_RECV_DIRECT_REDUCE) {
 				buf = (char *)a->recvbuf + x.recv_off;
 				mh = ch->recv_rmh;
+			} else if (x.recv_kind == COLL_RECV_REDUCE && o->irecv_reduce) {
+				/* in place, combined as it arrives: no slot */
+				buf = (char *)a->recvbuf + x.recv_off;
+				mh = ch->recv_rmh;
 			} else {
 				if (!slot_free(ch, p))
 					break;
 				buf = slot_of(c, ch, p);
 				mh = ch->slot_rmh;
 			}
-			rc = o->irecv(ch->rcomm, buf, x.recv_bytes, op->tag, mh, &req);
+			if (o->irecv_reduce && x.recv_kind != COLL_RECV_DIRECT) {
+				rc = post_recv_reduce(c, op, ch, &x, buf, mh, &req);
+			} else {
+				rc = o->irecv(ch->rcomm, buf, x.recv_bytes, op->tag,
+					      mh, &req);
+			}
 			if (rc == -EAGAIN)
 				break;
 			if (rc < 0)

@@ -174,6 +174,9 @@ int dp__net_deliver(unsigned lane, struct tp_msg *m);
 int dp__net_send_done(unsigned lane, uint64_t cookie, int status);
 void *dp__net_rx_place(unsigned lane, uint16_t peer, uint16_t stream,
 		       uint32_t msg_id, size_t len);
+void dp__net_rx_write(unsigned lane, uint16_t peer, uint16_t stream,
+		      uint32_t msg_id, uint8_t *buf, size_t off,
+		      const uint8_t *data, size_t len);
 void dp__net_rx_unplace(unsigned lane, uint16_t peer, uint16_t stream,
 			uint32_t msg_id);
 struct net_ops;

@@ -154,6 +154,14 @@ static void link_rx_unplace(void *user, uint16_t peer, uint16_t stream,
 	dp__net_rx_unplace(l->index, peer, stream, msg_id);
 }
 
+static void link_rx_write(void *user, uint16_t peer, uint16_t stream,
+			  uint32_t msg_id, uint8_t *buf, size_t off,
+			  const uint8_t *data, size_t len)
+{
+	struct dp_link *l = user;
+	dp__net_rx_write(l->index, peer, stream, msg_id, buf, off, data, len);
+}
+
 static void link_send_done(void *user, uint64_t cookie, int status)
 {
 	struct dp_link *l = user;
@@ -177,6 +185,7 @@ static const struct tp_ops link_ops = {
 	.send_done = link_send_done,
 	.rx_place = link_rx_place,
 	.rx_unplace = link_rx_unplace,
+	.rx_write = link_rx_write,
 	.peer_event = link_peer_event,
 };
 

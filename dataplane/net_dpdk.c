@@ -38,6 +38,7 @@
  * theirs later, e.g. when dp_node_fini closes the ports).
  */
 #include "internal.h"
+#include "zbmd/gpu.h"
 #include "zbmd/net.h"
 
 #include <string.h>
@@ -61,6 +62,9 @@ struct nd_req {
 	uint8_t ref_dropped;     /* send: transport + NIC released the payload */
 	uint8_t acks;            /* send: send_done calls seen (2 = both) */
 	uint8_t placed;          /* recv: the transport writes into buf */
+	uint8_t reduce;          /* recv: irecv_reduce (combine with src) */
+	uint8_t dtype, rop;      /* recv, reduce: enum zb_dtype, zb_redop */
+	const void *src;         /* recv, reduce: the other operand */
 	uint32_t msg_id;         /* recv, placed: the payload's message */
 	int status;
 	size_t size;
@@ -119,6 +123,35 @@ static void req_put(struct nd_ctx *c, struct nd_req *r)
 
 /* ---- transport callbacks (link.c calls these on the lane's lcore) -------- */
 
+/* Bytes [off, off+len) of a receive's message arrive in data: copy them
+ * into the receive's buffer, or combine them (irecv_reduce, net.h):
+ * in place buf = buf OP R, else buf = R OP src — one pass over the bytes
+ * while the fragment is in the cache, instead of a copy now and a
+ * reduction over the whole chunk later. */
+static void recv_write(struct nd_req *r, size_t off, const uint8_t *data,
+		       size_t len)
+{
+	uint8_t *to = (uint8_t *)r->buf + off;
+	int rc;
+
+	if (!r->reduce) {
+		memcpy(to, data, len);
+		return;
+	}
+	size_t es = zb_dtype_size((enum zb_dtype)r->dtype);
+	ZB_DASSERT(es && off % es == 0 && len % es == 0);
+	if (r->src == r->buf) {
+		rc = gpu_host_reduce(to, data, len / es, (enum zb_dtype)r->dtype,
+				     (enum zb_redop)r->rop);
+	} else {
+		rc = gpu_host_reduce_into(to, data, (const uint8_t *)r->src + off,
+					  len / es, (enum zb_dtype)r->dtype,
+					  (enum zb_redop)r->rop);
+	}
+	if (rc && !r->status)
+		r->status = rc;
+}
+
 static void complete_recv(struct nd_comm *cm, struct tp_msg *m)
 {
 	struct nd_req *r = cm->head;
@@ -130,7 +163,7 @@ static void complete_recv(struct nd_comm *cm, struct tp_msg *m)
 	else if (cm->hdr_tag != r->tag)
 		r->status = ZB_ERR_BAD_FRAME;
 	else if (m->len && !r->placed)
-		memcpy(r->buf, m->data, m->len);
+		recv_write(r, 0, m->data, m->len);
 	ZB_DASSERT(!r->placed || (r->msg_id == m->msg_id && m->data == r->buf));
 	r->size = m->len;
 	r->done = 1;
@@ -182,6 +215,21 @@ void *dp__net_rx_place(unsigned lane, uint16_t peer, uint16_t stream,
 	r->placed = 1;
 	r->msg_id = msg_id;
 	return r->buf;
+}
+
+/* A fragment of a placed payload: straight into (or combined with) the
+ * head irecv's buffer, the one dp__net_rx_place gave. */
+void dp__net_rx_write(unsigned lane, uint16_t peer, uint16_t stream,
+		      uint32_t msg_id, uint8_t *buf, size_t off,
+		      const uint8_t *data, size_t len)
+{
+	struct nd_ctx *c = lanes[lane];
+	struct nd_req *r = c->recv[peer][stream].head;
+	(void)msg_id;
+	(void)buf;
+	ZB_ASSERT(r && r->placed && r->msg_id == msg_id && r->buf == buf &&
+		  off + len <= r->size);
+	recv_write(r, off, data, len);
 }
 
 /* A placed payload will not come (session reset): buf is ours again. */
@@ -295,16 +343,14 @@ static int nd_isend(void *comm, const void *data, size_t size, uint32_t tag,
 
 /* ---- receives and completion ------------------------------------------------ */
 
-static int nd_irecv(void *comm, void *data, size_t size, uint32_t tag,
-		    void *mh, void **request)
+static struct nd_req *recv_post(struct nd_comm *cm, void *data, size_t size,
+				 uint32_t tag)
 {
-	(void)mh;
-	struct nd_comm *cm = comm;
 	struct nd_ctx *c = cm->ctx;
 	ZB_DASSERT(!cm->is_send && dp_lcore_index() == (int)c->lane);
 	struct nd_req *r = req_get(c, REQ_RECV);
 	if (!r)
-		return -EAGAIN;
+		return NULL;
 	r->comm = cm;
 	r->buf = data;
 	r->size = size;
@@ -314,6 +360,35 @@ static int nd_irecv(void *comm, void *data, size_t size, uint32_t tag,
 	else
 		cm->head = r;
 	cm->tail = r;
+	return r;
+}
+
+static int nd_irecv(void *comm, void *data, size_t size, uint32_t tag,
+		    void *mh, void **request)
+{
+	(void)mh;
+	struct nd_req *r = recv_post(comm, data, size, tag);
+	if (!r)
+		return -EAGAIN;
+	*request = r;
+	return 0;
+}
+
+static int nd_irecv_reduce(void *comm, void *data, const void *src,
+			   size_t size, uint32_t tag, enum zb_dtype dtype,
+			   enum zb_redop op, void *mh, void **request)
+{
+	(void)mh;
+	if ((unsigned)dtype >= ZB_DTYPE_COUNT || (unsigned)op >= ZB_AVG ||
+	    size % zb_dtype_size(dtype) || (size && (!data || !src)))
+		return -EINVAL;
+	struct nd_req *r = recv_post(comm, data, size, tag);
+	if (!r)
+		return -EAGAIN;
+	r->reduce = 1;
+	r->dtype = (uint8_t)dtype;
+	r->rop = (uint8_t)op;
+	r->src = src;
 	*request = r;
 	return 0;
 }
@@ -487,6 +562,7 @@ const struct net_ops dp_net_dpdk_ops = {
 	.dereg_mr = nd_dereg_mr,
 	.isend = nd_isend,
 	.irecv = nd_irecv,
+	.irecv_reduce = nd_irecv_reduce,
 	.test = nd_test,
 	.close_send = nd_close,
 	.close_recv = nd_close,

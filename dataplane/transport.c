@@ -141,7 +141,9 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 	tp->ops = *ops;
 	tp->user = user;
 	tp->wmask = p->window - 1;
-	tp->frag_size = (uint16_t)WIRE_FRAG_MAX(p->mtu);
+	/* a multiple of 8: fragments split no element of up to 8 bytes, so a
+	 * receiver can reduce each one as it lands (tp_ops.rx_write) */
+	tp->frag_size = (uint16_t)(WIRE_FRAG_MAX(p->mtu) & ~7u);
 	tp->deadline = UINT64_MAX;
 	tp->rxcfg = (struct wire_rx_cfg){
 		.cluster = p->cluster, .node = p->node, .lane = p->lane,

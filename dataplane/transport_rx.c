@@ -262,7 +262,8 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 			return PLACE_NOBUF;
 		/* the consumer's buffer, when it has one ready for this message */
 		uint8_t *buf = NULL;
-		if (tp->ops.rx_place && h->msg_len)
+		if (tp->ops.rx_place && h->msg_len &&
+		    (!tp->ops.rx_write || h->frag_size % 8 == 0))
 			buf = tp->ops.rx_place(tp->user, pe->node, h->stream,
 					       h->msg_id, h->msg_len);
 		if (buf) {
@@ -294,9 +295,14 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		   m->state__ != TP_MS_PARTIAL) {
 		return WIRE_E_MSG_MISMATCH;
 	}
-	if (h->payload_len)
-		memcpy(m->data + (size_t)h->frag_index * h->frag_size, payload,
-		       h->payload_len);
+	if (h->payload_len) {
+		size_t off = (size_t)h->frag_index * h->frag_size;
+		if (m->placed__ && tp->ops.rx_write)
+			tp->ops.rx_write(tp->user, m->peer, m->stream, m->msg_id,
+					 m->data, off, payload, h->payload_len);
+		else
+			memcpy(m->data + off, payload, h->payload_len);
+	}
 	if (++m->frags_got__ == m->frag_count__) {
 		m->state__ = TP_MS_COMPLETE;
 		if (m->msg_id == pe->srx[m->stream].next_deliver)

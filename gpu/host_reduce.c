@@ -7,14 +7,16 @@
 #include <math.h>
 #include <string.h>
 
-/* Element-wise loops, one per (type, op).  No restrict: dst == src is
+/* Element-wise loops, one per (type, op): dst[i] = x[i] OP src[i] (x is
+ * dst for gpu_host_reduce).  No restrict: dst == x or dst == src is
  * allowed, and gcc versions the loop with a run-time alias check. */
 #define ZB_LOOP(T, EXPR)                                                       \
 	do {                                                                   \
 		T *d_ = (T *)dst;                                              \
+		const T *x_ = (const T *)x;                                    \
 		const T *s_ = (const T *)src;                                  \
 		for (size_t i = 0; i < count; i++) {                           \
-			T a = d_[i], b = s_[i];                                \
+			T a = x_[i], b = s_[i];                                \
 			d_[i] = (EXPR);                                        \
 		}                                                              \
 	} while (0)
@@ -34,8 +36,8 @@
 #define ZB_MIN_EXPR (b < a ? b : a)
 #define ZB_MAX_EXPR (b > a ? b : a)
 
-ZB_CLONES static void reduce_f32(void *dst, const void *src, size_t count,
-		       enum zb_redop op)
+ZB_CLONES static void reduce_f32(void *dst, const void *x, const void *src,
+				 size_t count, enum zb_redop op)
 {
 	switch (op) {
 	case ZB_SUM: case ZB_AVG: ZB_LOOP(float, a + b); break;
@@ -46,8 +48,8 @@ ZB_CLONES static void reduce_f32(void *dst, const void *src, size_t count,
 	}
 }
 
-ZB_CLONES static void reduce_f64(void *dst, const void *src, size_t count,
-		       enum zb_redop op)
+ZB_CLONES static void reduce_f64(void *dst, const void *x, const void *src,
+				 size_t count, enum zb_redop op)
 {
 	switch (op) {
 	case ZB_SUM: case ZB_AVG: ZB_LOOP(double, a + b); break;
@@ -59,8 +61,8 @@ ZB_CLONES static void reduce_f64(void *dst, const void *src, size_t count,
 }
 
 /* Integer sum/prod wrap: computed in the unsigned type (defined overflow). */
-ZB_CLONES static void reduce_i32(void *dst, const void *src, size_t count,
-		       enum zb_redop op)
+ZB_CLONES static void reduce_i32(void *dst, const void *x, const void *src,
+				 size_t count, enum zb_redop op)
 {
 	switch (op) {
 	case ZB_SUM: case ZB_AVG:
@@ -73,8 +75,8 @@ ZB_CLONES static void reduce_i32(void *dst, const void *src, size_t count,
 	}
 }
 
-ZB_CLONES static void reduce_i64(void *dst, const void *src, size_t count,
-		       enum zb_redop op)
+ZB_CLONES static void reduce_i64(void *dst, const void *x, const void *src,
+				 size_t count, enum zb_redop op)
 {
 	switch (op) {
 	case ZB_SUM: case ZB_AVG:
@@ -183,12 +185,13 @@ void gpu__f16_narrow(uint16_t *out, const float *in, size_t n, bool hw)
  * selects: gcc vectorises the whole body). */
 #define ZB_BF16_LOOP(EXPR)                                                     \
 	for (size_t i = 0; i < count; i++) {                                   \
-		float a = gpu__bf16_to_f32(dst[i]), b = gpu__bf16_to_f32(src[i]); \
+		float a = gpu__bf16_to_f32(x[i]), b = gpu__bf16_to_f32(src[i]);   \
 		dst[i] = gpu__f32_to_bf16(EXPR);                               \
 	}
 
-ZB_CLONES static void reduce_bf16(uint16_t *dst, const uint16_t *src, size_t count,
-			enum zb_redop op)
+ZB_CLONES static void reduce_bf16(uint16_t *dst, const uint16_t *x,
+				  const uint16_t *src, size_t count,
+				  enum zb_redop op)
 {
 	switch (op) {
 	case ZB_SUM: case ZB_AVG: ZB_BF16_LOOP(a + b); break;
@@ -199,11 +202,11 @@ ZB_CLONES static void reduce_bf16(uint16_t *dst, const uint16_t *src, size_t cou
 	}
 }
 
-static void reduce_half(uint16_t *dst, const uint16_t *src, size_t count,
-			enum zb_redop op, bool bf16)
+static void reduce_half(uint16_t *dst, const uint16_t *x, const uint16_t *src,
+			size_t count, enum zb_redop op, bool bf16)
 {
 	if (bf16) {
-		reduce_bf16(dst, src, count, op);
+		reduce_bf16(dst, x, src, count, op);
 		return;
 	}
 	float a[ZB_HALF_BLOCK], b[ZB_HALF_BLOCK];
@@ -213,14 +216,14 @@ static void reduce_half(uint16_t *dst, const uint16_t *src, size_t count,
 							: ZB_HALF_BLOCK;
 		if (bf16) {
 			for (size_t i = 0; i < n; i++) {
-				a[i] = gpu__bf16_to_f32(dst[base + i]);
+				a[i] = gpu__bf16_to_f32(x[base + i]);
 				b[i] = gpu__bf16_to_f32(src[base + i]);
 			}
 		} else {
-			gpu__f16_widen(a, dst + base, n, true);
+			gpu__f16_widen(a, x + base, n, true);
 			gpu__f16_widen(b, src + base, n, true);
 		}
-		reduce_f32(a, b, n, op);
+		reduce_f32(a, a, b, n, op);
 		if (bf16)
 			for (size_t i = 0; i < n; i++)
 				dst[base + i] = gpu__f32_to_bf16(a[i]);
@@ -229,32 +232,44 @@ static void reduce_half(uint16_t *dst, const uint16_t *src, size_t count,
 	}
 }
 
-int gpu_host_reduce(void *dst, const void *src, size_t count,
-		    enum zb_dtype dtype, enum zb_redop op)
+/* partial overlap of two count-byte ranges (equal starts are fine) */
+static bool overlaps(const void *p, const void *q, size_t bytes)
+{
+	uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+	return a != b && a < b + bytes && b < a + bytes;
+}
+
+int gpu_host_reduce_into(void *dst, const void *x, const void *src,
+			 size_t count, enum zb_dtype dtype, enum zb_redop op)
 {
 	if ((unsigned)dtype >= ZB_DTYPE_COUNT || (unsigned)op >= ZB_REDOP_COUNT)
 		return -EINVAL;
 	if (count == 0)
 		return 0;
-	if (!dst || !src)
+	if (!dst || !x || !src)
 		return -EINVAL;
 	size_t bytes = count * zb_dtype_size(dtype);
 	if (bytes / zb_dtype_size(dtype) != count)
 		return -EINVAL;
-	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-	if (d != s && d < s + bytes && s < d + bytes)
-		return -EINVAL; /* partial overlap */
+	if (overlaps(dst, src, bytes) || overlaps(dst, x, bytes))
+		return -EINVAL;
 
 	switch (dtype) {
-	case ZB_F32: reduce_f32(dst, src, count, op); break;
-	case ZB_F64: reduce_f64(dst, src, count, op); break;
-	case ZB_I32: reduce_i32(dst, src, count, op); break;
-	case ZB_I64: reduce_i64(dst, src, count, op); break;
-	case ZB_F16: reduce_half(dst, src, count, op, false); break;
-	case ZB_BF16: reduce_half(dst, src, count, op, true); break;
+	case ZB_F32: reduce_f32(dst, x, src, count, op); break;
+	case ZB_F64: reduce_f64(dst, x, src, count, op); break;
+	case ZB_I32: reduce_i32(dst, x, src, count, op); break;
+	case ZB_I64: reduce_i64(dst, x, src, count, op); break;
+	case ZB_F16: reduce_half(dst, x, src, count, op, false); break;
+	case ZB_BF16: reduce_half(dst, x, src, count, op, true); break;
 	default: return -EINVAL;
 	}
 	return 0;
+}
+
+int gpu_host_reduce(void *dst, const void *src, size_t count,
+		    enum zb_dtype dtype, enum zb_redop op)
+{
+	return gpu_host_reduce_into(dst, dst, src, count, dtype, op);
 }
 
 /* Round to nearest, ties away from zero, saturated to [lo, hi]. */

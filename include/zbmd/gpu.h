@@ -246,6 +246,16 @@ enum gpu_reg_path gpu_reg_path_for(struct gpu_ctx *ctx, gpu_ptr_t p,
 int gpu_host_reduce(void *dst, const void *src, size_t count,
 		    enum zb_dtype dtype, enum zb_redop op);
 
+/* gpu_host_reduce_into: dst[i] = x[i] OP src[i] — gpu_host_reduce with the
+ * first operand read from x (x == dst is gpu_host_reduce), so that a
+ * combination into a third buffer takes one pass instead of a copy and a
+ * reduction (the collectives' receives). Same rules: the first operand is
+ * x (NaN kept from it in float min/max); dst may equal x or src, but not
+ * partially overlap either; x and src may overlap freely. Returns 0 or
+ * -EINVAL; dst unaltered on error. */
+int gpu_host_reduce_into(void *dst, const void *x, const void *src,
+			 size_t count, enum zb_dtype dtype, enum zb_redop op);
+
 /* gpu_host_scale: buf[i] = buf[i] * factor.
  *   f32: multiplied by (float)factor; f64: by factor; f16/bf16: in f32, then
  *   rounded back; i32/i64: computed in double, rounded to nearest (ties away

@@ -39,6 +39,8 @@
 #ifndef ZBMD_NET_H
 #define ZBMD_NET_H
 
+#include "zbmd/common.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +104,25 @@ struct net_ops {
 	 * calls it. Added after version 1 was pinned: appended so that
 	 * designated-initializer tables compile unchanged. */
 	int (*wait)(void *ctx, int timeout_ms);
+
+	/* Optional (NULL = not supported; the collectives then irecv and
+	 * reduce afterwards): an irecv whose message R is combined with src
+	 * as it arrives, element by element:
+	 *     src == data:  data[i] = data[i] OP R[i]      (in place)
+	 *     otherwise:    data[i] = R[i] OP src[i]
+	 * (the first operand is the one a NaN is kept from in min/max, as in
+	 * gpu_host_reduce). size is a multiple of the dtype's size; src must
+	 * stay valid and unmodified, and [data, data+size) untouched by the
+	 * caller, until test() reports done. When test() reports done the
+	 * whole message has been combined; on an error data is undefined.
+	 * op is ZB_SUM, ZB_PROD, ZB_MIN or ZB_MAX (ZB_AVG: sum, then the
+	 * caller scales). A provider that places arriving fragments straight
+	 * into data folds the copy into the reduction (one pass over the
+	 * bytes, while the fragment is in the cache) instead of a copy now
+	 * and a reduction later. Appended after version 1, like wait. */
+	int (*irecv_reduce)(void *recv_comm, void *data, const void *src,
+			    size_t size, uint32_t tag, enum zb_dtype dtype,
+			    enum zb_redop op, void *mhandle, void **request);
 };
 
 #define NET_MAX_PROVIDERS 8

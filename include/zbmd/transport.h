@@ -146,6 +146,18 @@ struct tp_ops {
 	 * when rx_place is given. */
 	void (*rx_unplace)(void *user, uint16_t peer, uint16_t stream,
 			   uint32_t msg_id);
+	/* Write one fragment of a placed message. Optional (NULL: the
+	 * transport copies it, memcpy(buf + off, data, len)). Called once per
+	 * fragment of a message rx_place gave `buf` for — never for a
+	 * duplicate — in arrival order (any order of offsets); off is
+	 * fragment index x the message's fragment size, and with rx_write set
+	 * the transport offers only messages whose fragment size is a
+	 * multiple of 8 to rx_place, so no element of up to 8 bytes is split
+	 * between two calls. Lets the consumer fold the copy into work it
+	 * would do on the bytes anyway (the collectives reduce here). */
+	void (*rx_write)(void *user, uint16_t peer, uint16_t stream,
+			 uint32_t msg_id, uint8_t *buf, size_t off,
+			 const uint8_t *data, size_t len);
 	/* Session events for the control plane / metrics. Optional (NULL). */
 	void (*peer_event)(void *user, uint16_t peer, enum tp_peer_event ev,
 			   uint32_t remote_epoch);

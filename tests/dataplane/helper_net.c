@@ -2,7 +2,14 @@
  * against its one peer, from a poller on lcore 0, the way the collectives
  * drive a provider: ROUNDS rounds of isend + irecv on 2 channels (sizes 0 ..
  * 100 KB, tag = round), every received byte checked; then a message larger
- * than its irecv (-EMSGSIZE) and a tag mismatch (ZB_ERR_BAD_FRAME).
+ * than its irecv (-EMSGSIZE) and a tag mismatch (ZB_ERR_BAD_FRAME); then
+ * RROUNDS rounds of irecv_reduce (the collectives' receive that combines
+ * as it arrives): int32 vectors of 0 .. 25,000 elements, channel 0 out of
+ * place (buffer = message OP mine), channel 1 in place (buffer OP=
+ * message), sum on even rounds and max on odd ones, every element checked
+ * against the values both sides generate — a fragment combined twice
+ * (duplicates, retransmissions from the [fault] section) or not at all
+ * shows up as a wrong element.
  *
  *   helper_net -c NODE.ini [--rounds N]
  *
@@ -12,6 +19,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/net.h"
+#include "zbmd/transport.h"
 #include "node_helper.h"
 
 #include <getopt.h>
@@ -30,8 +38,14 @@ static uint16_t self, peer;
 static uint32_t rounds = 200, round_no;
 static uint8_t sbuf[CH][MAXSZ], rbuf[CH][MAXSZ], want[MAXSZ];
 static void *sreq[CH], *rreq[CH];
-static int phase;            /* 0 rounds, 1 emsgsize, 2 badtag, 3 done */
-static uint64_t ok_msgs, bad_msgs, errors;
+static int phase;            /* 0 rounds, 1 emsgsize, 2 badtag, 3 reduce, 4 done */
+static uint64_t ok_msgs, bad_msgs, errors, red_ok, red_bad;
+#define RROUNDS 100
+#define RMAX 25000u          /* int32 elements */
+static int32_t mine[CH][RMAX], rsend[CH][RMAX];
+static uint32_t rround;
+static int st_s[CH], st_r[CH];
+static size_t got[CH];
 static int emsgsize_ok, badtag_ok, printed;
 static volatile sig_atomic_t stop;
 
@@ -47,6 +61,70 @@ static void gen(uint8_t *b, uint16_t src, uint32_t k, unsigned ch, uint32_t n)
 	for (uint32_t i = 0; i < n; i++) {
 		x = x * 1103515245u + 12345u;
 		b[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static uint32_t relems(uint32_t k, unsigned ch)
+{
+	return k % 9 == 0 ? 0 : (k * 7919u + ch * 3301u) % RMAX + 1;
+}
+
+static int32_t rval(uint16_t node, uint32_t k, unsigned ch, uint32_t i)
+{
+	uint32_t x = (i * 2654435761u) ^ (k << 8) ^ (ch << 4) ^ node;
+	return (int32_t)(x % 200001u) - 100000;
+}
+
+static enum zb_redop rop_of(uint32_t k)
+{
+	return k % 2 ? ZB_MAX : ZB_SUM;
+}
+
+/* reduce round rround: ch 0 out of place into rbuf, ch 1 in place */
+static int post_reduce(void)
+{
+	if (!ops->irecv_reduce)
+		return -1;
+	for (unsigned ch = 0; ch < CH; ch++) {
+		uint32_t n = relems(rround, ch);
+		int32_t *dst = (int32_t *)(void *)rbuf[ch];
+		for (uint32_t i = 0; i < n; i++) {
+			rsend[ch][i] = rval(self, rround, ch, i);
+			mine[ch][i] = rval(self, rround, ch, i) / 2 + 7;
+			dst[i] = ch == 1 ? mine[ch][i] : 0x5a5a5a5a;
+		}
+		const void *src = ch == 1 ? (const void *)dst : (const void *)mine[ch];
+		if (ops->irecv_reduce(rc_[ch], dst, src, n * 4u, 5000 + rround,
+				      ZB_I32, rop_of(rround), NULL, &rreq[ch]) ||
+		    ops->isend(sc[ch], rsend[ch], n * 4u, 5000 + rround, NULL,
+			       &sreq[ch]))
+			return -1;
+	}
+	return 0;
+}
+
+static void check_reduce(void)
+{
+	for (unsigned ch = 0; ch < CH; ch++) {
+		uint32_t n = relems(rround, ch), bad = 0;
+		const int32_t *got_v = (const int32_t *)(const void *)rbuf[ch];
+		for (uint32_t i = 0; i < n; i++) {
+			int32_t r = rval(peer, rround, ch, i), m = mine[ch][i];
+			int32_t w = rop_of(rround) == ZB_SUM
+				    ? (int32_t)((uint32_t)r + (uint32_t)m)
+				    : (r > m ? r : m);
+			bad += got_v[i] != w;
+		}
+		if (st_s[ch] + st_r[ch] || bad || got[ch] != n * 4u) {
+			red_bad++;
+			if (red_bad < 5)
+				printf("FAIL reduce round %u ch %u: send %d recv %d "
+				       "size %zu/%u, %u wrong elements\n", rround,
+				       ch, st_s[ch], st_r[ch], got[ch],
+				       n * 4u, bad);
+		} else {
+			red_ok++;
+		}
 	}
 }
 
@@ -91,15 +169,13 @@ static int poll_round(int *st_send, int *st_recv, size_t *got)
 	return all;
 }
 
-static int st_s[CH], st_r[CH];
-static size_t got[CH];
 static int posted;
 
 static unsigned driver(void *arg, uint64_t now)
 {
 	(void)arg;
 	(void)now;
-	if (phase == 3) {
+	if (phase == 4) {
 		if (!printed) {
 			printed = 1;
 			printf("DONE node=%u\n", self);
@@ -108,9 +184,10 @@ static unsigned driver(void *arg, uint64_t now)
 		return 0;
 	}
 	if (!posted) {
-		if (phase == 0 && post_round() != 0) {
+		if ((phase == 0 && post_round() != 0) ||
+		    (phase == 3 && post_reduce() != 0)) {
 			errors++;
-			phase = 3;
+			phase = 4;
 			return 1;
 		}
 		if (phase == 1) {   /* 3000 bytes into a 1000-byte irecv on ch 1 */
@@ -149,9 +226,13 @@ static unsigned driver(void *arg, uint64_t now)
 	} else if (phase == 1) {
 		emsgsize_ok = st_r[1] == -EMSGSIZE && st_s[1] == 0;
 		phase = 2;
-	} else {
+	} else if (phase == 2) {
 		badtag_ok = st_r[0] == ZB_ERR_BAD_FRAME && st_s[0] == 0;
 		phase = 3;
+	} else {
+		check_reduce();
+		if (++rround == RROUNDS)
+			phase = 4;
 	}
 	return 1;
 }
@@ -219,12 +300,20 @@ int main(int argc, char **argv)
 	printf("READY node=%u peer=%u rounds=%u\n", self, peer, rounds);
 	fflush(stdout);
 	nh_run_until(&stop, &old);
-	printf("RESULT node=%u rounds=%u ok=%lu bad=%lu errors=%lu emsgsize=%d badtag=%d\n",
+	const struct tp_stats *ts = dp_transport(0) ? tp_stats(dp_transport(0)) : NULL;
+	printf("RESULT node=%u rounds=%u ok=%lu bad=%lu errors=%lu emsgsize=%d "
+	       "badtag=%d reduced=%lu reduce_bad=%lu fault_dups=%lu "
+	       "fault_drops=%lu placed=%lu\n",
 	       self, round_no, (unsigned long)ok_msgs, (unsigned long)bad_msgs,
-	       (unsigned long)errors, emsgsize_ok, badtag_ok);
+	       (unsigned long)errors, emsgsize_ok, badtag_ok,
+	       (unsigned long)red_ok, (unsigned long)red_bad,
+	       (unsigned long)(ts ? ts->fault_dups : 0),
+	       (unsigned long)(ts ? ts->fault_drops : 0),
+	       (unsigned long)(ts ? ts->msgs_placed : 0));
 	fflush(stdout);
-	int good = phase == 3 && bad_msgs == 0 && errors == 0 &&
-		   ok_msgs == (uint64_t)rounds * CH && emsgsize_ok && badtag_ok;
+	int good = phase == 4 && bad_msgs == 0 && errors == 0 &&
+		   ok_msgs == (uint64_t)rounds * CH && emsgsize_ok && badtag_ok &&
+		   red_bad == 0 && red_ok == (uint64_t)RROUNDS * CH;
 	for (unsigned ch = 0; ch < CH; ch++) {
 		ops->close_send(sc[ch]);
 		ops->close_recv(rc_[ch]);

@@ -8,7 +8,8 @@
 #include <math.h>
 
 #define MAXN 4099
-static unsigned char d1[MAXN * 8 + 64], d2[MAXN * 8 + 64], sb[MAXN * 8 + 64];
+static unsigned char d1[MAXN * 8 + 64], d2[MAXN * 8 + 64], d3[MAXN * 8 + 64],
+	sb[MAXN * 8 + 64];
 
 static void check_conversions(void)
 {
@@ -91,7 +92,7 @@ int main(void)
 	static const size_t sizes[] = {0, 1, 3, 7, 8, 17, 255, 256, 257, 1000, 4099};
 	static const size_t offs[] = {0, 1, 3};
 
-	tap_plan(ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 13);
+	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 16);
 	check_conversions();
 
 	for (int t = 0; t < ZB_DTYPE_COUNT; t++)
@@ -111,6 +112,36 @@ int main(void)
 				}
 			is_int(bad, 0, "reduce %s %s: all sizes/offsets match the reference",
 			       zb_dtype_name(t), zb_redop_name(op));
+		}
+
+	/* reduce_into: a third buffer gets x OP src, x and src untouched */
+	for (int t = 0; t < ZB_DTYPE_COUNT; t++)
+		for (int op = 0; op < ZB_REDOP_COUNT; op++) {
+			size_t es = zb_dtype_size(t);
+			int bad = 0;
+			for (size_t si = 0; si < ZB_ARRAY_LEN(sizes); si++)
+				for (size_t oi = 0; oi < ZB_ARRAY_LEN(offs); oi++) {
+					size_t n = sizes[si], off = offs[oi] * es;
+					ref_fill(d1 + off, n, t, op);
+					ref_fill(sb + off, n, t, op);
+					memcpy(d2 + off, d1 + off, n * es);
+					ref_reduce(d2 + off, sb + off, n, t, op);
+					memcpy(d3 + off, d1 + off, n * es);   /* x, kept */
+					memset(d1 + off, 0xEE, n * es);       /* dst */
+					if (gpu_host_reduce_into(d1 + off, d3 + off, sb + off,
+								 n, t, op) != 0 ||
+					    memcmp(d1 + off, d2 + off, n * es) != 0)
+						bad++;
+					/* dst == src: x OP src in place of src */
+					memcpy(d1 + off, sb + off, n * es);
+					if (gpu_host_reduce_into(d1 + off, d3 + off, d1 + off,
+								 n, t, op) != 0 ||
+					    memcmp(d1 + off, d2 + off, n * es) != 0)
+						bad++;
+				}
+			is_int(bad, 0, "reduce_into %s %s (dst apart, dst == src): all "
+			       "sizes/offsets match the reference", zb_dtype_name(t),
+			       zb_redop_name(op));
 		}
 
 	/* scale: 1/3 as the avg of three ranks would use */
@@ -158,5 +189,14 @@ int main(void)
 	       gpu_host_reduce(x, x, 4, ZB_F32, ZB_REDOP_COUNT), -2 * EINVAL,
 	       "bad dtype / op rejected");
 	is_int(gpu_host_scale(x, 4, ZB_F32, NAN), -EINVAL, "non-finite factor rejected");
+	float y[8] = {1, 2, 3, 4, 5, 6, 7, 8}, z[4] = {10, 20, 30, 40};
+	is_int(gpu_host_reduce_into(y + 1, y, z, 4, ZB_F32, ZB_SUM), -EINVAL,
+	       "reduce_into: dst partially over x rejected");
+	is_int(gpu_host_reduce_into(y, z, y + 2, 4, ZB_F32, ZB_SUM), -EINVAL,
+	       "reduce_into: dst partially over src rejected");
+	int rc = gpu_host_reduce_into(y + 4, y, y + 1, 3, ZB_F32, ZB_MAX);
+	ok(rc == 0 && y[4] == 2 && y[5] == 3 && y[6] == 4 && y[7] == 8,
+	   "reduce_into: x and src may overlap each other (rc %d: %g %g %g %g)",
+	   rc, y[4], y[5], y[6], y[7]);
 	return tap_done();
 }
