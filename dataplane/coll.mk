@@ -24,9 +24,9 @@ $(BUILD)/bin/mpi_allreduce: bench/mpi_allreduce.c
 # The main job: a local 4-node ring all-reduce over the fastest link that
 # works here: memif (DPDK nodes joined by net_memif, the dpdk net provider on
 # the reliable transport; needs root), else kernel TCP. Measured on this
-# 2-core machine (4 ranks, float, busbw GB/s out-of-place, best of 2 rounds,
-# same run as Open MPI; docs/collectives.md): memif 0.80 / 1.14 / 1.26 at
-# 1 / 16 / 64 MiB, tcp 0.57 / 0.70 / 0.83, veth 0.08 / 0.09 / 0.10.
+# 2-core machine (4 ranks, float, busbw GB/s out-of-place, best of 3 rounds,
+# same run as Open MPI; docs/collectives.md): memif 1.52 / 1.42 / 1.62 at
+# 1 / 16 / 64 MiB, tcp 1.24 / 0.98 / 0.96, veth 0.11 / 0.11 / 0.12.
 # Override with BENCH_LINK=tcp|veth|memif.
 BENCH_LINK ?= $(if $(filter 0,$(shell id -u)),memif,tcp)
 BENCH_NODES ?= 4
