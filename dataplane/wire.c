@@ -3,6 +3,7 @@
 #include "zbmd/wire.h"
 #include "zbmd/common.h"
 
+#include <endian.h>
 #include <string.h>
 
 _Static_assert(WIRE_HDRS_LEN == 114, "header bytes documented in docs/wire.md");
@@ -160,6 +161,33 @@ static uint16_t udp_csum(uint32_t src_ip_be, uint32_t dst_ip_be,
 }
 
 /* ---- zbmd header ---------------------------------------------------------- */
+
+/* The ones'-complement sum of a 32-bit field's two big-endian 16-bit words.
+ * TX checksums are summed from the field values as they are written: reading
+ * back a header just stored in 1-, 2- and 4-byte pieces with wider loads
+ * stalls on store forwarding (it was ~14 % of a memif sender's time at
+ * 1500-byte frames). */
+static inline uint64_t w32(uint32_t v)
+{
+	return (v >> 16) + (v & 0xffffu);
+}
+
+static uint16_t zb_csum(const struct wire_hdr *h)
+{
+	uint64_t s = ((uint32_t)WIRE_VERSION << 8 | h->type) +
+		     ((uint32_t)h->flags << 8 | h->lane) + w32(h->cluster) +
+		     h->src_node + h->dst_node + h->stream +
+		     w32(h->src_epoch) + w32(h->dst_epoch) + w32(h->seq) +
+		     w32(h->ack) + w32((uint32_t)(h->sack >> 32)) +
+		     w32((uint32_t)h->sack) + (uint16_t)h->credit +
+		     (uint16_t)h->payload_len + w32(h->msg_id) + w32(h->msg_len) +
+		     w32(h->frag_index) + w32(h->frag_count) +
+		     (uint16_t)h->frag_size + w32(h->tsval) + w32(h->tsecr);
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	return wire_csum_fold((uint32_t)((s & 0xffffu) + (s >> 16)));
+}
+
 static void zb_put(uint8_t *z, const struct wire_hdr *h)
 {
 	z[0] = WIRE_VERSION;
@@ -186,7 +214,8 @@ static void zb_put(uint8_t *z, const struct wire_hdr *h)
 	put16(z + 62, 0); /* reserved */
 	put32(z + 64, h->tsval);
 	put32(z + 68, h->tsecr);
-	put16(z + 14, wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)));
+	put16(z + 14, zb_csum(h));
+	ZB_DASSERT(wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)) == 0);
 }
 
 static void zb_get(const uint8_t *z, struct wire_hdr *h)
@@ -242,7 +271,13 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a,
 	put16(ip + 10, 0);
 	memcpy(ip + 12, &a->src_ip, 4);
 	memcpy(ip + 16, &a->dst_ip, 4);
-	put16(ip + 10, wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN)));
+	/* summed from the values, not read back (see w32) */
+	uint32_t ipsum = 0x4500u + (uint32_t)(WIRE_IP_LEN + udp_len) + ip_id +
+			 0x4000u + (64u << 8 | WIRE_IPPROTO_UDP) +
+			 (uint32_t)w32(be32toh(a->src_ip)) +
+			 (uint32_t)w32(be32toh(a->dst_ip));
+	put16(ip + 10, wire_csum_fold(ipsum));
+	ZB_DASSERT(wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN)) == 0);
 
 	put16(udp, a->src_port);
 	put16(udp + 2, a->dst_port);

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Ring all-reduce (the collectives engine, zbmd/coll.h) over the dpdk net
 # provider and the reliable transport: 4 nodes in namespaces on
-# net_af_packet, then 3 nodes joined by net_memif; 3 all-reduces of 256 Ki
+# net_af_packet, then 3 nodes joined by net_memif, then 3 nodes on a lossy
+# link (loss 2 %, reordering 25 %: tc netem where the kernel has sch_netem,
+# else the helper_impair hub between real veths); 3 all-reduces of 256 Ki
 # floats each, every element checked (tests/dataplane/helper_allreduce).
+# The lossy run matters for the receive that reduces each fragment as it
+# lands: a retransmitted or late fragment must be added exactly once.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 need_netns
@@ -10,8 +14,10 @@ AR=$ZBMD_BUILD/tests/dataplane/helper_allreduce
 TAGV=nodear$$; TAGM=nodeam$$
 CLV="$ZBMD_ROOT/scripts/cluster.sh --tag $TAGV --dir $T/v"
 CLM="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAGM --dir $T/m"
-trap '$CLV down >/dev/null 2>&1; $CLM down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 6
+TAGL=nodeal$$
+CL="$ZBMD_ROOT/scripts/cluster.sh --tag $TAGL --dir $T/l"   # lossy_cluster's
+trap '$CLV down >/dev/null 2>&1; $CLM down >/dev/null 2>&1; $CL down >/dev/null 2>&1; cleanup_lib' EXIT
+plan 10
 
 # run_ring CL DIR N: start helper_allreduce on nodes 1..N in index order
 # (memif servers first), wait for all DONE, stop them; sets RCS
@@ -37,4 +43,18 @@ $CLM up 3 >/dev/null; ok $? "3 processes joined by memif links"
 run_ring "$CLM" "$T/m" 3; ok $? "3-node memif ring: 3 all-reduces finished on every rank"
 [ "$RCS" = " 0 0 0" ]; ok $? "every element right on every rank (exit statuses:$RCS)"
 diag "$(grep -h '^DONE' "$T"/m/a3)"
+$CLM down >/dev/null 2>&1
+
+lossy_cluster 3 2 0 25 33; ok $? "3 namespaces, lossy link: $LOSSY_HOW"
+run_ring "$CL" "$T/l" 3; ok $? "3-node ring over the lossy link: 3 all-reduces finished on every rank"
+[ "$RCS" = " 0 0 0" ]; ok $? "every element right on every rank (exit statuses:$RCS)"
+diag "$(grep -h '^DONE' "$T"/l/a1)"
+impair_stop; s=$(impair_line); diag "$s"
+if [ "$s" = netem ]; then
+	ok 0 "impairment by tc netem"
+else
+	[ "$(echo "$s" | sed -n 's/.*dropped=\([0-9]*\).*/\1/p')" -gt 0 ] &&
+		[ "$(echo "$s" | sed -n 's/.*reordered=\([0-9]*\).*/\1/p')" -gt 0 ]
+	ok $? "the hub dropped and reordered frames during the run ($s)"
+fi
 done_testing
