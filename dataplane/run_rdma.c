@@ -18,11 +18,13 @@
  *      the control thread and wait (up to the connect timeout) for the
  *      peers'; the provider's init failing (no device) fails open() with
  *      its reason;
- *   5. lane 0's lcore then polls every channel's CQ (dp_register_poller
- *      with rdma_dp_poll on rdma_cq_source: the completion sources) and
- *      progresses the channels (coll_progress_channel).
- * One lane: every channel of the one provider context is on lane 0's lcore
- * (a context per lane would need the lane in the blob's kind).
+ *   5. channel c belongs to lane c mod L (L dataplane lcores): that
+ *      lane's lcore polls the channel's CQ (dp_register_poller with
+ *      rdma_dp_poll on rdma_cq_source: the completion sources) and
+ *      progresses it (coll_progress_channel), so the channels' copies,
+ *      posts and completions run on all lcores in parallel.
+ * One provider context: its CQs and QPs are per channel, and a channel is
+ * only ever touched by its own lcore (the provider's threading rule).
  * Work completions that say the peer is gone (retries exhausted) go to the
  * control thread as CTL_REQ_PEER_DOWN (from the lcore: a ring, no lock); a
  * slow-path thread reads the device's async events (rdma_poll_async).
@@ -54,6 +56,11 @@ struct rh_host {
 	_Atomic(void *) rctx;           /* the provider context, NULL when none */
 	_Atomic int state;
 	uint16_t channels;
+	unsigned nlanes;                /* dataplane lcores; channel c on lane c % nlanes */
+	struct rh_lane {
+		struct rh_host *H;
+		unsigned index;
+	} lanes[CFG_MAX_LCORES];
 	bool launched, handler, async_thread;
 	pthread_t async_tid;
 	_Atomic bool async_stop;
@@ -62,11 +69,13 @@ struct rh_host {
 	_Atomic uint64_t events, peer_down, blobs_queued, blobs_refused;
 };
 
-/* coll_comm_args.kick: a collective started; lane 0 runs it */
+/* coll_comm_args.kick: a collective started; every lane with a channel
+ * runs its part */
 static void rh_kick(void *arg)
 {
-	(void)arg;
-	dp_lcore_kick(0);
+	const struct rh_host *H = arg;
+	for (unsigned i = 0; i < H->nlanes; i++)
+		dp_lcore_kick(i);
 }
 
 /* ---- the control plane side ------------------------------------------- */
@@ -145,13 +154,15 @@ static void *rh_async_main(void *arg)
 
 static unsigned rh_poll(void *arg, uint64_t now_tsc)
 {
-	struct rh_host *H = arg;
+	const struct rh_lane *ln = arg;
+	struct rh_host *H = ln->H;
 	unsigned ev = 0;
 	(void)now_tsc;
 
 	if (atomic_load_explicit(&H->state, memory_order_acquire) != RH_READY)
 		return 0;
-	for (uint16_t ch = 0; ch < H->channels; ch++) {
+	for (uint16_t ch = (uint16_t)ln->index; ch < H->channels;
+	     ch = (uint16_t)(ch + H->nlanes)) {
 		int rc = coll_progress_channel(H->comm, ch);
 		if (rc > 0)
 			ev += (unsigned)rc;
@@ -235,9 +246,15 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 			: (a->cfg->coll.timeout_ms ? a->cfg->coll.timeout_ms : 5000);
 	H->connect_timeout_ms = a->connect_timeout_ms ? a->connect_timeout_ms
 				: COLL_CONNECT_TIMEOUT_MS;
-	if ((rc = dp_register_poller(0, rh_poll, H)) < 0) {
-		snprintf(err, errlen, "registering the lane poller: %s", zb_strerror(rc));
-		goto fail;
+	H->nlanes = dp_lcore_count();
+	ZB_ASSERT(H->nlanes >= 1 && H->nlanes <= CFG_MAX_LCORES);
+	for (unsigned i = 0; i < H->nlanes; i++) {
+		H->lanes[i] = (struct rh_lane){.H = H, .index = i};
+		if ((rc = dp_register_poller(i, rh_poll, &H->lanes[i])) < 0) {
+			snprintf(err, errlen, "registering the lane %u poller: %s", i,
+				 zb_strerror(rc));
+			goto fail;
+		}
 	}
 	if ((rc = dp_node_launch(&derr)) < 0) {
 		snprintf(err, errlen, "launching the lcores: %s", derr.msg);
@@ -249,7 +266,8 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 	ca.provider = "rdma";
 	ca.provider_arg = &H->pargs;
 	ca.threaded_channels = true;
-	ca.kick = rh_kick;           /* lane 0 progresses every channel */
+	ca.kick = rh_kick;           /* channel c progresses on lane c % nlanes */
+	ca.kick_arg = H;
 	ca.timeout_ms = H->connect_timeout_ms;
 	rc = coll_comm_create(&ca, &H->comm, err, errlen);
 	if (rc < 0) {
@@ -262,7 +280,8 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
 	H->channels = coll_channels(H->comm);
 	for (uint16_t ch = 0; ctx && ch < H->channels; ch++)
-		if ((rc = dp_register_poller(0, rdma_dp_poll, rdma_cq_source(ctx, ch))) < 0) {
+		if ((rc = dp_register_poller(ch % H->nlanes, rdma_dp_poll,
+					     rdma_cq_source(ctx, ch))) < 0) {
 			snprintf(err, errlen, "registering the CQ poller of channel %u: %s",
 				 ch, zb_strerror(rc));
 			goto fail;
@@ -343,9 +362,10 @@ static void rh_describe(void *h, char *buf, size_t len)
 	struct rh_host *H = h;
 
 	ZB_ASSERT(buf != NULL && len > 0);
-	snprintf(buf, len, "rdma on dataplane lane 0 (%u channel(s), CQs polled by "
-		 "its lcore), connection blobs over the control plane: %llu sent, "
-		 "%llu provider event(s)", H->channels,
+	snprintf(buf, len, "rdma on %u dataplane lane(s) (%u channel(s), channel c "
+		 "and its CQ on lane c mod %u), connection blobs over the control "
+		 "plane: %llu sent, %llu provider event(s)", H->nlanes, H->channels,
+		 H->nlanes,
 		 (unsigned long long)atomic_load(&H->blobs_queued),
 		 (unsigned long long)atomic_load(&H->events));
 }
