@@ -14,7 +14,7 @@ coll_SUMMARY := net registry + tcp provider; ring all-reduce, reduce-scatter, al
 
 # ---- benchmarks (never part of make test) ----------------------------------
 MPICC ?= mpicc
-BENCH_ALLREDUCE_ARGS ?= -b 64 -e 64M -f 4 -n 10 -w 2
+BENCH_ALLREDUCE_ARGS ?= -b 64 -e 64M -f 4 -n 20 -w 5
 .PHONY: bench bench-allreduce bench-allreduce-compare
 
 $(BUILD)/bin/mpi_allreduce: bench/mpi_allreduce.c
