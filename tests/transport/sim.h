@@ -78,6 +78,11 @@ struct sim {
 			  uint32_t msg_id, size_t len);
 	void (*rx_unplace)(struct sim_node *n, uint16_t peer, uint16_t stream,
 			   uint32_t msg_id);
+	/* optional: write placed fragments (tp_ops.rx_write); set before
+	 * sim_node_start, NULL: the transport copies them */
+	void (*rx_write)(struct sim_node *n, uint16_t peer, uint16_t stream,
+			 uint32_t msg_id, uint8_t *buf, size_t off,
+			 const uint8_t *data, size_t len);
 	/* optional tx tap (e.g. to record frames for replay) */
 	void (*tap)(struct sim *s, uint16_t src, const uint8_t *frame, size_t len);
 };
@@ -247,6 +252,14 @@ static void sim_cb_rx_unplace(void *user, uint16_t peer, uint16_t stream,
 	n->sim->rx_unplace(n, peer, stream, msg_id);
 }
 
+static void sim_cb_rx_write(void *user, uint16_t peer, uint16_t stream,
+			    uint32_t msg_id, uint8_t *buf, size_t off,
+			    const uint8_t *data, size_t len)
+{
+	struct sim_node *n = user;
+	n->sim->rx_write(n, peer, stream, msg_id, buf, off, data, len);
+}
+
 static const struct tp_ops sim_ops = {
 	.tx = sim_tx,
 	.deliver = sim_cb_deliver,
@@ -255,6 +268,7 @@ static const struct tp_ops sim_ops = {
 	.rx_unplace = sim_cb_rx_unplace,
 	.peer_event = sim_cb_peer_event,
 };
+
 
 static inline void sim_mac(uint16_t id, uint8_t mac[6])
 {
@@ -290,7 +304,10 @@ static inline int sim_node_start(struct sim *s, uint16_t id,
 
 	n->sim = s;
 	n->id = id;
-	rc = tp_create(p, &sim_ops, n, &n->tp);
+	struct tp_ops ops = sim_ops;   /* tp_create copies it */
+	if (s->rx_write)
+		ops.rx_write = sim_cb_rx_write;
+	rc = tp_create(p, &ops, n, &n->tp);
 	if (rc)
 		return rc;
 	for (uint16_t j = 0; j < s->n; j++) {
