@@ -225,8 +225,6 @@ void dp__net_rx_write(unsigned lane, uint16_t peer, uint16_t stream,
 {
 	struct nd_ctx *c = lanes[lane];
 	struct nd_req *r = c->recv[peer][stream].head;
-	(void)msg_id;
-	(void)buf;
 	ZB_ASSERT(r && r->placed && r->msg_id == msg_id && r->buf == buf &&
 		  off + len <= r->size);
 	recv_write(r, off, data, len);
