@@ -550,6 +550,10 @@ static void check_pairs(struct ctx *c)
 		add_error(c, blame(c, key_index(S_TRANSPORT, "kind"), 0),
 			  "transport.kind = rdma but [rdma] is not enabled "
 			  "(expected enabled = true in [rdma])");
+	if (cfg->actors.carrier == CFG_CARRIER_RDMA && !cfg->rdma.enabled)
+		add_error(c, blame(c, key_index(S_ACTORS, "carrier"), 0),
+			  "actors.carrier = rdma but [rdma] is not enabled "
+			  "(expected enabled = true in [rdma])");
 }
 
 static int load(struct zb_config *cfg, FILE *in, const char *name,

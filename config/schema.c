@@ -59,8 +59,10 @@ static const char *const transport_names[] = {"dpdk", "tcp", "rdma", NULL};
 static const char *const gpu_names[] = {"auto", "cpu", "cuda", "hip",
 					"vulkan", NULL};
 static const char *const control_mode_names[] = {"auto", "on", "off", NULL};
+static const char *const carrier_names[] = {"auto", "dpdk", "tcp", "rdma", NULL};
 static_assert(CFG_IDLE_ADAPTIVE == 1 && CFG_TRANSPORT_RDMA == 2 &&
-		      CFG_GPU_VULKAN == 4 && CFG_CONTROL_OFF == 2,
+		      CFG_GPU_VULKAN == 4 && CFG_CONTROL_OFF == 2 &&
+		      CFG_CARRIER_RDMA == 3,
 	      "enum names follow the enum values");
 
 #define FSZ(T, f) sizeof(((T *)0)->f)
@@ -174,6 +176,12 @@ const struct cfg__key cfg__keys[] = {
 	UINT(S_ACTORS, "remote_links", 16, 1048576, "1024", actors.remote_links,
 	     "Links and monitors between local actors and actors of one peer "
 	     "node (a table per peer; full: -ENOSPC)."),
+	ENUM(S_ACTORS, "carrier", carrier_names, "auto", actors.carrier,
+	     "What carries messages to actors of other nodes: `dpdk` (the "
+	     "reliable transport on the ports), `tcp` or `rdma` (that net "
+	     "provider, docs/remote.md \"Net carrier\"); `auto`: `dpdk` when "
+	     "the node has a port with an IP, else the provider of [transport] "
+	     "kind when it is `tcp` or `rdma`."),
 
 	/* [transport] */
 	ENUM(S_TRANSPORT, "kind", transport_names, "dpdk", transport.kind,

@@ -26,10 +26,13 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/transport.h"
+#include "zbmd/net.h"
+#include "remote_car.h"
 
 #include <endian.h>
 #include <stddef.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,7 +143,8 @@ struct zbra_ctr {              /* router-side: any thread, atomics */
 
 struct zbra_lane {
 	unsigned index;
-	struct tp *tp;
+	const struct zbra_car_ops *cops;   /* the carrier (remote_car.h) */
+	void *car;
 	struct rte_ring *txq, *slotq, *relq;
 	struct zbra_slot *slots;
 	struct zbra_wrap *wraps, *wfree;
@@ -176,7 +180,37 @@ static struct zbra {
 	struct zbra_rtab rtab[CFG_MAX_NODES];
 	uint64_t tick_ns;
 	_Atomic int detached;
+	struct zbra_netcar *netcar;   /* carrier = tcp / rdma: lane 0's */
+	const char *carrier;          /* "dpdk", "tcp", "rdma" */
 } Z;
+
+/* The reliable transport on the ports as a carrier (remote_car.h). */
+static int car_tp_send(void *car, uint16_t peer, uint16_t stream, const void *data,
+		       size_t len, struct tp_ref *ref, uint64_t cookie, uint64_t now_ns)
+{
+	return tp_send(car, peer, stream, data, len, ref, cookie, now_ns);
+}
+
+static void car_tp_release(void *car, struct tp_msg *m)
+{
+	tp_msg_release(car, m);
+}
+
+static const struct zbra_car_ops car_tp_ops = {
+	.name = "dpdk", .send = car_tp_send, .release = car_tp_release,
+};
+
+static inline int car_send(struct zbra_lane *l, uint16_t peer, uint16_t stream,
+			   const void *data, size_t len, struct tp_ref *ref,
+			   uint64_t cookie, uint64_t now)
+{
+	return l->cops->send(l->car, peer, stream, data, len, ref, cookie, now);
+}
+
+static inline void car_release(struct zbra_lane *l, struct tp_msg *m)
+{
+	l->cops->release(l->car, m);
+}
 
 static inline uint64_t mix64(uint64_t x)
 {
@@ -591,7 +625,7 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 			}
 		}
 		atomic_store_explicit(&s->left, s->split ? 3 : 1, memory_order_relaxed);
-		rc = tp_send(l->tp, s->peer, s->stream, s->buf, s->len, NULL,
+		rc = car_send(l, s->peer, s->stream, s->buf, s->len, NULL,
 			     ZBRA_COOKIE(s - l->slots, 0), now);
 		if (rc == -EAGAIN) {
 			slot_put(s);
@@ -619,7 +653,7 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 	/* the payload of a two-part message, by reference */
 	ZB_DASSERT(s->msg == m && m->kind == ACT_PL_BUF);
 	tp_ref_init(&s->ref, payload_free);
-	rc = tp_send(l->tp, s->peer, s->stream,
+	rc = car_send(l, s->peer, s->stream,
 		     (const uint8_t *)m->u.buf.buf->data + m->u.buf.off,
 		     m->u.buf.len, &s->ref, ZBRA_COOKIE(s - l->slots, 1), now);
 	if (rc == -EAGAIN)
@@ -642,7 +676,7 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 static void wrap_release_now(struct zbra_wrap *w)
 {
 	struct zbra_lane *l = w->lane;
-	tp_msg_release(l->tp, w->tm);
+	car_release(l, w->tm);
 	w->tm = NULL;
 	w->in_use = 0;
 	w->next = l->wfree;
@@ -927,14 +961,14 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
 	struct zbra_lane *l = &Z.lanes[index];
 	if (atomic_load_explicit(&Z.detached, memory_order_acquire)) {
-		tp_msg_release(l->tp, tm);
+		car_release(l, tm);
 		return 0;
 	}
 	unsigned s = (unsigned)tm->stream - Z.first_stream;
 	if (ZB_UNLIKELY(tm->stream < Z.first_stream || s >= Z.nstreams ||
 			tm->peer >= CFG_MAX_NODES)) {
 		l->bad++;
-		tp_msg_release(l->tp, tm);
+		car_release(l, tm);
 		return 0;
 	}
 	struct act_msg **pend = &l->rxpend[tm->peer][s];
@@ -946,7 +980,7 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 			l->bad++;
 			act_msg_free(Z.rt, m);
 			*pend = NULL;
-			tp_msg_release(l->tp, tm);
+			car_release(l, tm);
 			return 0;
 		}
 		if (!(w = wrap_get(l, tm))) {
@@ -979,7 +1013,7 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 	if (rc > 0)
 		l->bad++;   /* the rest of the message is dropped */
 	if (!wrapped)
-		tp_msg_release(l->tp, tm);
+		car_release(l, tm);
 	return 0;
 }
 
@@ -1036,6 +1070,22 @@ static const struct dp_msg_ops zbra_msg_ops = {
 	.peer_event = zbra_peer_event,
 };
 
+/* The same for a carrier that is not the dataplane's transport. */
+int zbra__deliver(unsigned lane, struct tp_msg *m)
+{
+	return zbra_deliver(&Z, lane, m);
+}
+
+void zbra__send_done(unsigned lane, uint64_t cookie, int status)
+{
+	zbra_send_done(&Z, lane, cookie, status);
+}
+
+void zbra__peer_event(unsigned lane, uint16_t peer, enum tp_peer_event ev)
+{
+	zbra_peer_event(&Z, lane, peer, ev, 0);
+}
+
 /* ---- the lane's poller ---------------------------------------------------------- */
 
 static unsigned zbra_poll(void *arg, uint64_t now_tsc)
@@ -1043,12 +1093,14 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 	struct zbra_lane *l = arg;
 	unsigned work = 0;
 	void *p[ZBRA_BURST];
-	ZB_DASSERT(l != NULL && l->tp != NULL);
+	ZB_DASSERT(l != NULL && l->car != NULL);
+	uint64_t now = dp_now_ns(now_tsc);
+	if (l->cops->poll)
+		work += l->cops->poll(l->car, now);
 	unsigned n = rte_ring_sc_dequeue_burst(l->relq, p, ZBRA_BURST, NULL);
 	for (unsigned i = 0; i < n; i++)
 		wrap_release_now(p[i]);
 	work += n;
-	uint64_t now = dp_now_ns(now_tsc);
 	if (l->index == 0 && ZB_UNLIKELY(now >= l->tick_at)) {
 		/* ticks towards nodes we hold links / monitors with */
 		l->tick_at = now + Z.tick_ns;
@@ -1056,8 +1108,8 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 			struct zbra_rtab *t = &Z.rtab[i];
 			if (t->e && atomic_load_explicit(&t->n, memory_order_relaxed) &&
 			    !atomic_load_explicit(&Z.down_lanes[i], memory_order_relaxed))
-				(void)tp_send(l->tp, (uint16_t)i, Z.first_stream, t->tick,
-					      ZBRA_HDR_LEN, NULL, 0, now);
+				(void)car_send(l, (uint16_t)i, Z.first_stream, t->tick,
+					       ZBRA_HDR_LEN, NULL, 0, now);
 		}
 	}
 	for (;;) {
@@ -1124,10 +1176,30 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 	if (Z.lanes)
 		return -EALREADY;
 	unsigned nl = dp_lcore_count();
-	if (nl == 0 || !dp_transport(0))
+	enum cfg_carrier kind = cfg->actors.carrier;
+	if (kind == CFG_CARRIER_AUTO)
+		kind = dp_transport(0) ? CFG_CARRIER_DPDK
+		     : cfg->transport.kind == CFG_TRANSPORT_TCP ? CFG_CARRIER_TCP
+		     : cfg->transport.kind == CFG_TRANSPORT_RDMA ? CFG_CARRIER_RDMA
+								 : CFG_CARRIER_DPDK;
+	const struct net_ops *nops = NULL;
+	if (kind != CFG_CARRIER_DPDK) {
+		const char *pn = kind == CFG_CARRIER_TCP ? "tcp" : "rdma";
+		nops = net_find(pn);
+		if (!nops) {
+			fprintf(stderr, "remote actors: [actors] carrier = %s: no net "
+				"provider of that name in this build\n", pn);
+			return -ENOENT;
+		}
+		if (nl == 0)
+			return 0;
+		nl = 1;   /* the provider instance is one lcore's */
+	} else if (nl == 0 || !dp_transport(0)) {
 		return 0;   /* a bare node: no transport */
+	}
 	memset(&Z, 0, sizeof(Z));
 	Z.rt = rt;
+	Z.carrier = nops ? nops->name : "dpdk";
 	Z.self = cfg->node.id;
 	Z.max_message = cfg->transport.max_message_mb
 				? (uint64_t)cfg->transport.max_message_mb << 20
@@ -1136,8 +1208,9 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 		Z.max_message = UINT32_MAX;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++)
 		Z.known[i] = cfg->peers[i].present && i != Z.self;
-	/* every lane has the same parameters (link.c fill_params) */
-	unsigned ns = tp_streams(dp_transport(0));
+	/* every lane has the same parameters (link.c fill_params); a net
+	 * carrier's streams are a field of its header */
+	unsigned ns = nops ? ZBRA_STREAMS_MAX : tp_streams(dp_transport(0));
 	Z.first_stream = ns > ZBRA_STREAMS_MAX ? ZBRA_STREAMS_MAX : 0;
 	Z.nstreams = (uint16_t)(ns - Z.first_stream);
 	if (Z.nstreams > ZBRA_STREAMS_MAX)
@@ -1153,13 +1226,28 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 	for (unsigned i = 0; i < nl; i++) {
 		struct zbra_lane *l = &Z.lanes[i];
 		l->index = i;
-		l->tp = dp_transport(i);
+		if (nops) {
+			char why[256];
+			rc = zbra__netcar_create(cfg, nops, NULL, i, Z.max_message,
+						 &Z.netcar, why, sizeof(why));
+			if (rc) {
+				fprintf(stderr, "remote actors: [actors] carrier = %s: %s\n",
+					nops->name, why);
+				goto fail;
+			}
+			l->cops = &zbra__net_car_ops;
+			l->car = Z.netcar;
+		} else {
+			l->cops = &car_tp_ops;
+			l->car = dp_transport(i);
+		}
+		rc = -ENOMEM;
 		l->txq = ring("tx", i, ZBRA_TXQ, RING_F_SC_DEQ);
 		l->slotq = ring("slot", i, ZBRA_SLOTS * 2, RING_F_SC_DEQ);
 		l->relq = ring("rel", i, ZBRA_WRAPS * 2, RING_F_SC_DEQ);
 		l->slots = zb_aligned_alloc(64, sizeof(*l->slots) * ZBRA_SLOTS);
 		l->wraps = calloc(ZBRA_WRAPS, sizeof(*l->wraps));
-		if (!l->tp || !l->txq || !l->slotq || !l->relq || !l->slots || !l->wraps)
+		if (!l->car || !l->txq || !l->slotq || !l->relq || !l->slots || !l->wraps)
 			goto fail;
 		memset(l->slots, 0, sizeof(*l->slots) * ZBRA_SLOTS);
 		for (unsigned k = 0; k < ZBRA_SLOTS; k++) {
@@ -1194,7 +1282,7 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 		h.to = htole64(act_id_make((uint16_t)i, 0, 0));
 		memcpy(t->tick, &h, sizeof(h));
 	}
-	if ((rc = dp_set_msg_ops(&zbra_msg_ops, &Z)))
+	if (!nops && (rc = dp_set_msg_ops(&zbra_msg_ops, &Z)))
 		goto fail;
 	if ((rc = dp_on_epoch(zbra_epoch, &Z)))
 		goto fail;
@@ -1204,7 +1292,10 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 	act_set_remote_router(rt, zbra_route, &Z);
 	return 0;
 fail:
-	dp_set_msg_ops(NULL, NULL);
+	if (!nops)
+		dp_set_msg_ops(NULL, NULL);
+	zbra__netcar_destroy(Z.netcar);
+	Z.netcar = NULL;
 	for (unsigned i = 0; i < nl; i++) {
 		struct zbra_lane *l = &Z.lanes[i];
 		rte_ring_free(l->txq);
@@ -1242,8 +1333,11 @@ void zbra_detach(void)
 			if (l->wraps[k].in_use)
 				wrap_release_now(&l->wraps[k]);
 	}
-	/* the lanes stay allocated: dp_node_fini's tp_destroy still calls
+	/* a net carrier goes now (the lcores are stopped); with the transport
+	 * the lanes stay allocated: dp_node_fini's tp_destroy still calls
 	 * send_done (now no-ops) and the NIC may drop payload references. */
+	zbra__netcar_destroy(Z.netcar);
+	Z.netcar = NULL;
 }
 
 void zbra_get_stats(struct zbra_stats *out)
@@ -1272,6 +1366,20 @@ void zbra_get_stats(struct zbra_stats *out)
 	}
 	for (unsigned i = 0; Z.lanes && i < CFG_MAX_NODES; i++)
 		out->rtab_live += atomic_load_explicit(&Z.rtab[i].n, memory_order_relaxed);
+}
+
+const char *zbra_carrier(void)
+{
+	return Z.lanes ? Z.carrier : NULL;
+}
+
+int zbra_raw_send(uint16_t peer, uint16_t stream, const void *data, size_t len,
+		  uint64_t now_ns)
+{
+	if (!Z.lanes)
+		return -ENODEV;
+	ZB_ASSERT(dp_lcore_index() == 0);
+	return car_send(&Z.lanes[0], peer, stream, data, len, NULL, 0, now_ns);
 }
 
 unsigned zbra_streams(unsigned *first)

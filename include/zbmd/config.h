@@ -23,6 +23,8 @@
 
 enum cfg_idle_policy { CFG_IDLE_POLL = 0, CFG_IDLE_ADAPTIVE };
 enum cfg_transport { CFG_TRANSPORT_DPDK = 0, CFG_TRANSPORT_TCP, CFG_TRANSPORT_RDMA };
+/* [actors] carrier: what carries remote actor messages. */
+enum cfg_carrier { CFG_CARRIER_AUTO = 0, CFG_CARRIER_DPDK, CFG_CARRIER_TCP, CFG_CARRIER_RDMA };
 enum cfg_gpu_backend { CFG_GPU_AUTO = 0, CFG_GPU_CPU, CFG_GPU_CUDA, CFG_GPU_HIP, CFG_GPU_VULKAN };
 /* [control] enabled: whether `zbmd run` starts the control thread. */
 enum cfg_control_mode { CFG_CONTROL_AUTO = 0, CFG_CONTROL_ON, CFG_CONTROL_OFF };
@@ -90,6 +92,7 @@ struct zb_config {
 		uint32_t message_pool;         /* messages preallocated per node */
 		uint32_t timers;               /* timer slots */
 		uint32_t remote_links;         /* remote links + monitors per peer */
+		enum cfg_carrier carrier;      /* remote messages: transport or provider */
 	} actors;
 
 	struct {                  /* [transport] reliable transport (dpdk) */

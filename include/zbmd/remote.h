@@ -118,6 +118,18 @@ int zbra_host(const struct zb_config *cfg, struct act_runtime **rt);
  * dp_node_fini still makes into no-ops. Idempotent. */
 void zbra_detach(void);
 
+/* What carries remote messages on this node: "dpdk" (the reliable
+ * transport), "tcp" or "rdma" (a net provider: docs/remote.md "Carriers"),
+ * or NULL when remote routing is not attached. */
+const char *zbra_carrier(void);
+
+/* Tests: hands raw bytes to lane 0's carrier for `peer` on `stream` (the
+ * bytes of one remote message, however malformed), from lane 0's lcore
+ * only; data must stay valid until the carrier is done with it (static).
+ * The carrier's answer: 0, -EAGAIN, or an error. */
+int zbra_raw_send(uint16_t peer, uint16_t stream, const void *data, size_t len,
+		  uint64_t now_ns);
+
 /* Counters, summed over lanes (racy snapshot: monotonic, may be torn). */
 struct zbra_stats {
 	uint64_t routed;        /* accepted by the router */

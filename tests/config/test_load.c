@@ -258,6 +258,18 @@ static void test_errors(void)
 				   "file or directory (expected a readable INI "
 				   "file)") == 0,
 	   "missing file: -ENOENT and a message");
+	snprintf(text, sizeof(text), "%s[actors]\ncarrier = rdma\n", REQUIRED);
+	rc = load(text);
+	ok(rc == ZB_ERR_CONFIG && err.count == 1 &&
+		   strstr(err.msg, "actors.carrier = rdma but [rdma] is not enabled") != NULL,
+	   "actors.carrier = rdma without [rdma] enabled is refused: %s", err.msg);
+	snprintf(text, sizeof(text), "%s[actors]\ncarrier = udp\n", REQUIRED);
+	rc = load(text);
+	ok(rc == ZB_ERR_CONFIG && strstr(err.msg, "auto, dpdk, tcp, rdma") != NULL,
+	   "an unknown carrier names the choices: %s", err.msg);
+	snprintf(text, sizeof(text), "%s[actors]\ncarrier = tcp\n", REQUIRED);
+	rc = load(text);
+	ok(rc == 0 && a.actors.carrier == CFG_CARRIER_TCP, "actors.carrier = tcp loads");
 	rc = load(REQUIRED);
 	ok(rc == 0 && err.count == 0 && err.msg[0] == '\0' &&
 		   err.list[0] == '\0',
@@ -299,7 +311,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(49);
+	tap_plan(52);
 	test_defaults();
 	test_values();
 	test_syntax();

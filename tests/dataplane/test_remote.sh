@@ -20,7 +20,7 @@ TAG=zbra$$
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
 trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 58
+plan 60
 
 # one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
 # stolen across two workers, pairs hashed to two transport instances)
@@ -52,7 +52,7 @@ round() {
 	touch "$dir/down"
 	wait_exit $d 60 || kill -KILL $d 2>/dev/null
 	wait $d; rd=$?
-	# every CHECK line of the driver is one test (25 expected)
+	# every CHECK line of the driver is one test (26 expected)
 	while IFS= read -r line; do
 		n=$((n + 1))
 		case $line in
@@ -60,7 +60,7 @@ round() {
 		*) ok 1 "[$lanes lane(s)] ${line#CHECK fail }" ;;
 		esac
 	done < <(grep '^CHECK ' "$dir/drive.log")
-	while [ $n -lt 25 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
+	while [ $n -lt 26 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
 	grep '^FIGURE' "$dir/drive.log" | while IFS= read -r l; do diag "[$lanes lane(s)] $l"; done
 	[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$dir/drive.log" | grep -v "^EAL\|^memif" | tail -12)"
 	ok $([ $rd -eq 0 ]; echo $?) "[$lanes lane(s)] driver exits 0 (exit $rd)"
