@@ -34,8 +34,9 @@ static int actors_host(const struct zb_config *cfg)
 {
 	int rc = zbra_host(cfg, &actors);   /* remote sends over the transport */
 	if (rc == 0)
-		printf("actors: %u workers hosted on the dataplane lcores, %u slots, reductions %u\n",
-		       dp_lcore_count(), cfg->actors.max_actors, cfg->actors.reductions);
+		printf("actors: %u workers hosted on the dataplane lcores, %u slots, reductions %u, remote messages over %s\n",
+		       dp_lcore_count(), cfg->actors.max_actors, cfg->actors.reductions,
+		       zbra_carrier() ? zbra_carrier() : "nothing (no transport)");
 	return rc;
 }
 

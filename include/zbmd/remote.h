@@ -1,6 +1,10 @@
 /* zbmd/remote.h — remote actors (zbra_): act_send / act_call / act_reply to
  * an ActorId of another node, carried by the reliable transport
- * (zbmd/transport.h) that the dataplane runs on its ports.
+ * (zbmd/transport.h) that the dataplane runs on its ports — or, with
+ * [actors] carrier = tcp / rdma (or auto on a node without ports), by an
+ * instance of that net provider (docs/remote.md "Carriers": one lane,
+ * 4 KiB carrier messages into a posted-receive pool, long payloads
+ * fragmented, credits as flow control and acknowledgement).
  *
  * Life cycle, main thread, in `zbmd run` (dataplane/cmd_run.c) or a test
  * program that hosts the actor runtime on the dataplane lcores:
