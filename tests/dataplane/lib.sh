@@ -110,3 +110,50 @@ impair_line() {
 field() {
 	grep "^$2" "$1" | tail -1 | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1
 }
+
+# remote_pair LABEL DIR HELPER INI1 INI2 READY_RE NCHECKS: the remote actor
+# scenarios of tests/dataplane/helper_remote.c between two nodes: HELPER
+# --drive on INI1, --serve on INI2 (both must print READY, and the driver's
+# output must match READY_RE), the serving node stopped once the driver
+# reaches its down phase, then every "CHECK ok|fail" line of the driver is a
+# test (NCHECKS expected; missing ones fail). 3 + NCHECKS tests, each named
+# with "[LABEL] ". ZBRA_BENCH=S: the driver also prints its figures.
+remote_pair() {
+	local label=$1 dir=$2 h=$3 ini1=$4 ini2=$5 ready=$6 nchecks=$7
+	local d s rs rd
+	"$h" -c "$ini1" --drive "$dir/ids" --down-flag "$dir/down" \
+		--senders 4 --count 5000 --bench "${ZBRA_BENCH:-0}" >"$dir/drive.log" 2>&1 &
+	d=$!; PIDS+=($d)
+	wait_for "$dir/drive.log" '^READY' 30
+	"$h" -c "$ini2" --serve "$dir/ids" >"$dir/serve.log" 2>&1 &
+	s=$!; PIDS+=($s)
+	wait_for "$dir/serve.log" '^READY' 30 && grep -qE "$ready" "$dir/drive.log"
+	ok $? "[$label] both nodes up ($ready)" ||
+		{ diag "$(tail -5 "$dir/drive.log")"; diag "$(tail -5 "$dir/serve.log")"; }
+	wait_for "$dir/drive.log" '^(PHASE down|DONE)' 150 ||
+		diag "driver did not reach the down phase: $(tail -3 "$dir/drive.log")"
+	kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+	ok $([ $rs -eq 0 ]; echo $?) "[$label] serving node stopped cleanly (exit $rs)"
+	touch "$dir/down"
+	wait_exit $d 60 || kill -KILL $d 2>/dev/null
+	wait $d; rd=$?
+	driver_checks "$label" "$dir/drive.log" "$nchecks" $rd
+}
+
+# driver_checks LABEL LOG NCHECKS STATUS: every "CHECK ok|fail" line of a
+# driver's LOG is a test (NCHECKS expected; missing ones fail), its FIGURE
+# lines are diagnostics, and its exit STATUS must be 0: NCHECKS + 1 tests.
+driver_checks() {
+	local label=$1 log=$2 nchecks=$3 rd=$4 n=0 line
+	while IFS= read -r line; do
+		n=$((n + 1))
+		case $line in
+		"CHECK ok "*) ok 0 "[$label] ${line#CHECK ok }" ;;
+		*) ok 1 "[$label] ${line#CHECK fail }" ;;
+		esac
+	done < <(grep '^CHECK ' "$log")
+	while [ $n -lt "$nchecks" ]; do n=$((n + 1)); ok 1 "[$label] driver check $n missing"; done
+	grep '^FIGURE' "$log" | while IFS= read -r l; do diag "[$label] $l"; done
+	[ "$rd" -eq 0 ] || diag "$(grep -v "^CHECK" "$log" | grep -v "^EAL\|^memif" | tail -12)"
+	ok $([ "$rd" -eq 0 ]; echo $?) "[$label] driver exits 0 (exit $rd)"
+}

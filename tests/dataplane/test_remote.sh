@@ -34,36 +34,10 @@ round() {
 	ok $? "[$lanes lane(s)] memif cluster configs written"
 	sed -i '/^\[transport\]/a peer_timeout_ms = 2000\nwindow = 64' "$dir/cl/node1.ini" "$dir/cl/node2.ini"
 	[ -n "${ZBRA_SPIN_US:-}" ] && sed -i "/^\\[dataplane\\]/a idle_spin_us = $ZBRA_SPIN_US" "$dir/cl/node1.ini" "$dir/cl/node2.ini"
-	# node 1 (the memif server) drives, node 2 (its client) serves the actors
-	"$H" -c "$dir/cl/node1.ini" --drive "$dir/ids" --down-flag "$dir/down" \
-		--senders 4 --count 5000 --bench "${ZBRA_BENCH:-0}" >"$dir/drive.log" 2>&1 &
-	local d=$! s rs rd n=0 line
-	PIDS+=($d)
-	wait_for "$dir/drive.log" '^READY' 30
-	"$H" -c "$dir/cl/node2.ini" --serve "$dir/ids" >"$dir/serve.log" 2>&1 &
-	s=$!; PIDS+=($s)
-	wait_for "$dir/serve.log" '^READY' 30 && grep -q "^READY node=1 lanes=$lanes streams=8\.\.15$" "$dir/drive.log"
-	ok $? "[$lanes lane(s)] both nodes up (actors hosted, remote routing attached on streams 8..15)" ||
-		{ diag "$(tail -5 "$dir/drive.log")"; diag "$(tail -5 "$dir/serve.log")"; }
-	wait_for "$dir/drive.log" '^(PHASE down|DONE)' 150 ||
-		diag "driver did not reach the down phase: $(tail -3 "$dir/drive.log")"
-	kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
-	ok $([ $rs -eq 0 ]; echo $?) "[$lanes lane(s)] serving node stopped cleanly (exit $rs)"
-	touch "$dir/down"
-	wait_exit $d 60 || kill -KILL $d 2>/dev/null
-	wait $d; rd=$?
-	# every CHECK line of the driver is one test (26 expected)
-	while IFS= read -r line; do
-		n=$((n + 1))
-		case $line in
-		"CHECK ok "*) ok 0 "[$lanes lane(s)] ${line#CHECK ok }" ;;
-		*) ok 1 "[$lanes lane(s)] ${line#CHECK fail }" ;;
-		esac
-	done < <(grep '^CHECK ' "$dir/drive.log")
-	while [ $n -lt 26 ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
-	grep '^FIGURE' "$dir/drive.log" | while IFS= read -r l; do diag "[$lanes lane(s)] $l"; done
-	[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$dir/drive.log" | grep -v "^EAL\|^memif" | tail -12)"
-	ok $([ $rd -eq 0 ]; echo $?) "[$lanes lane(s)] driver exits 0 (exit $rd)"
+	# node 1 (the memif server) drives, node 2 (its client) serves the
+	# actors; 26 driver checks
+	remote_pair "$lanes lane(s)" "$dir" "$H" "$dir/cl/node1.ini" "$dir/cl/node2.ini" \
+		"^READY node=1 lanes=$lanes streams=8\.\.15\$" 26
 	$cl down >/dev/null 2>&1
 }
 round 0-1 1

@@ -46,17 +46,7 @@ round() {
 	ok $([ $rs -eq 137 ]; echo $?) "[$lanes lane(s)] serving node killed with SIGKILL (status $rs)"
 	wait_exit $d 60 || kill -KILL $d 2>/dev/null
 	wait $d; rd=$?
-	while IFS= read -r line; do
-		n=$((n + 1))
-		case $line in
-		"CHECK ok "*) ok 0 "[$lanes lane(s)] ${line#CHECK ok }" ;;
-		*) ok 1 "[$lanes lane(s)] ${line#CHECK fail }" ;;
-		esac
-	done < <(grep '^CHECK ' "$dir/drive.log")
-	while [ $n -lt $NCHECKS ]; do n=$((n + 1)); ok 1 "[$lanes lane(s)] driver check $n missing"; done
-	grep '^FIGURE' "$dir/drive.log" | while IFS= read -r l; do diag "[$lanes lane(s)] $l"; done
-	[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$dir/drive.log" | grep -v "^EAL\|^memif" | tail -12)"
-	ok $([ $rd -eq 0 ]; echo $?) "[$lanes lane(s)] driver exits 0 (exit $rd)"
+	driver_checks "$lanes lane(s)" "$dir/drive.log" $NCHECKS $rd
 	$cl down >/dev/null 2>&1
 }
 round 0-1 1

@@ -15,7 +15,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 trap 'cleanup_lib' EXIT
-plan 29
+plan 30
 
 # a loopback pair of addresses and a port of our own (parallel test runs)
 A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
@@ -51,33 +51,10 @@ ip = 127.$A.$B.2
 EOC
 done
 
-"$H" -c "$T/node1.ini" --drive "$T/ids" --down-flag "$T/down" --senders 4 \
-	--count 5000 --bench "${ZBRA_BENCH:-0}" >"$T/drive.log" 2>&1 &
-d=$!; PIDS+=($d)
-wait_for "$T/drive.log" '^READY' 30
-"$H" -c "$T/node2.ini" --serve "$T/ids" >"$T/serve.log" 2>&1 &
-s=$!; PIDS+=($s)
-wait_for "$T/serve.log" '^READY' 30 && grep -q '^CARRIER tcp$' "$T/drive.log" &&
-	grep -q '^CARRIER tcp$' "$T/serve.log" && grep -q '^READY node=1 lanes=1 streams=0\.\.7$' "$T/drive.log"
-ok $? "both nodes up, remote routing attached over the tcp carrier (one lane, streams 0..7)" ||
-	{ diag "$(tail -5 "$T/drive.log")"; diag "$(tail -5 "$T/serve.log")"; }
-wait_for "$T/drive.log" '^(PHASE down|DONE)' 150 ||
-	diag "driver did not reach the down phase: $(tail -3 "$T/drive.log")"
-kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
-ok $([ $rs -eq 0 ]; echo $?) "serving node stopped cleanly (exit $rs)"
-touch "$T/down"
-wait_exit $d 60 || kill -KILL $d 2>/dev/null
-wait $d; rd=$?
-n=0
-while IFS= read -r line; do
-	n=$((n + 1))
-	case $line in
-	"CHECK ok "*) ok 0 "${line#CHECK ok }" ;;
-	*) ok 1 "${line#CHECK fail }" ;;
-	esac
-done < <(grep '^CHECK ' "$T/drive.log")
-while [ $n -lt 26 ]; do n=$((n + 1)); ok 1 "driver check $n missing"; done
-grep '^FIGURE\|^# stats' "$T/drive.log" | while IFS= read -r l; do diag "$l"; done
-[ $rd -eq 0 ] || diag "$(grep -v "^CHECK" "$T/drive.log" | grep -v "^EAL" | tail -12)"
-ok $([ $rd -eq 0 ]; echo $?) "driver exits 0 (exit $rd)"
+mkdir -p "$T/run"
+remote_pair tcp "$T/run" "$H" "$T/node1.ini" "$T/node2.ini" \
+	'^READY node=1 lanes=1 streams=0\.\.7$' 26
+grep -q '^CARRIER tcp$' "$T/run/drive.log" && grep -q '^CARRIER tcp$' "$T/run/serve.log"
+ok $? "both nodes carried remote messages over tcp (CARRIER tcp)"
+grep '^# stats' "$T/run/drive.log" | while IFS= read -r l; do diag "$l"; done
 done_testing
