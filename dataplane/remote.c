@@ -152,6 +152,7 @@ struct zbra_lane {
 	struct act_msg *bk[ZBRA_BURST];
 	unsigned bk_i, bk_n;
 	struct zbra_slot *cur;      /* head message half sent (split, payload next) */
+	struct zbra_slot *ready;    /* head batch serialised, refused (-EAGAIN) */
 	struct act_msg *rxpend[CFG_MAX_NODES][ZBRA_STREAMS_MAX];
 	struct zbra_resume resume[CFG_MAX_NODES][ZBRA_STREAMS_MAX];
 	_Atomic uint8_t peer_state[CFG_MAX_NODES];
@@ -598,6 +599,12 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 	struct act_msg *m = l->bk[l->bk_i];
 	struct zbra_slot *s = l->cur;
 	int rc;
+	if (!s && l->ready) {
+		/* serialised already: the same records, sent as they are */
+		s = l->ready;
+		l->ready = NULL;
+		goto send;
+	}
 	if (!s) {
 		void *p;
 		if (rte_ring_sc_dequeue(l->slotq, &p) != 0)
@@ -624,11 +631,12 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 				s->len += serialise(s->buf + s->len, n, &sp);
 			}
 		}
+send:
 		atomic_store_explicit(&s->left, s->split ? 3 : 1, memory_order_relaxed);
 		rc = car_send(l, s->peer, s->stream, s->buf, s->len, NULL,
 			     ZBRA_COOKIE(s - l->slots, 0), now);
 		if (rc == -EAGAIN) {
-			slot_put(s);
+			l->ready = s;   /* the carrier is full: the head waits */
 			return 0;
 		}
 		unsigned n = s->nrec;

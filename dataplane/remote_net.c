@@ -131,6 +131,7 @@ struct zbra_netcar {
 	uint8_t *mem;                   /* every slot buffer */
 	struct nc_peer *peers[CFG_MAX_NODES];
 	bool closing;
+	unsigned connecting;            /* peers not connected at the last poll */
 	struct zbra_netcar_stats st;
 };
 
@@ -586,25 +587,33 @@ static unsigned nc_poll(void *car, uint64_t now)
 {
 	struct zbra_netcar *c = car;
 	unsigned work = 0;
-	if (c->ops->progress) {
+	/* the instance's own progress (the tcp provider: accepting
+	 * connections, then I/O on every comm) only while a peer is not
+	 * connected; a connected comm progresses in its requests' test() */
+	if (c->ops->progress && c->connecting) {
 		int n = c->ops->progress(c->ctx);
 		work += n > 0 ? (unsigned)n : 0;
 	}
+	unsigned connecting = 0;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
 		struct nc_peer *p = c->peers[i];
 		if (!p)
 			continue;
 		if (p->state != NP_UP) {
 			work += conn_poll(c, p, now);
-			if (p->state != NP_UP)
+			if (p->state != NP_UP) {
+				connecting++;
 				continue;
+			}
 		}
 		work += tx_poll(c, p, now);
 		if (p->state == NP_UP)
 			work += rx_poll(c, p, now);
 		if (p->state == NP_UP && p->consumed)
 			work += credit_flush(c, p, now);
+		connecting += p->state != NP_UP;
 	}
+	c->connecting = connecting;
 	return work;
 }
 
@@ -638,6 +647,7 @@ int zbra__netcar_create(const struct zb_config *cfg, const struct net_ops *ops,
 	c->max_message = max_message;
 	uint32_t pto = cfg->transport.peer_timeout_ms ? cfg->transport.peer_timeout_ms : 1000;
 	c->peer_timeout_ns = (uint64_t)pto * 1000000ull;
+	c->connecting = 1;
 	unsigned npeers = 0;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++)
 		npeers += cfg->peers[i].present && i != c->self;

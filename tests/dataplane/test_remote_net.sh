@@ -22,6 +22,9 @@ A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
 PORT=$(( 20000 + ($$ % 4000) * 4 ))
 for n in 1 2; do
 	PREFIXES+=("zbrn$$-$n")
+	# node 2 polls on CPU 0 (its main lcore on CPU 1), node 1 on CPU 1: the
+	# two loops never share a CPU (scripts/cluster.sh does the same)
+	xa=""; [ $n -eq 2 ] && xa="extra_args = --main-lcore 1"
 	cat >"$T/node$n.ini" <<EOC
 [node]
 id = $n
@@ -32,6 +35,7 @@ memory_mb = 256
 hugepages = false
 file_prefix = zbrn$$-$n
 log_level = 4
+$xa
 [dataplane]
 idle = adaptive
 [cluster]
