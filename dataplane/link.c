@@ -297,11 +297,13 @@ int dp__link_init(struct dp_node *n, struct dp_err *err)
 {
 	ZB_ASSERT(n != NULL && n->cfg != NULL);
 	ZB_ASSERT(links == NULL);
-	if (n->nb_ports == 0 || n->ports[0].ip == 0)
-		return 0;   /* no addressed port: no transport (a bare node) */
+	/* the clock first: dp_now_ns serves the pollers of a bare node too
+	 * (a net carrier's timers) */
 	uint64_t hz = rte_get_tsc_hz();
 	tsc_mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / hz);
 	tsc0 = rte_rdtsc();
+	if (n->nb_ports == 0 || n->ports[0].ip == 0)
+		return 0;   /* no addressed port: no transport (a bare node) */
 	n->iova_va = rte_eal_iova_mode() == RTE_IOVA_VA;
 	links = rte_zmalloc("zbmd_links", sizeof(*links) * n->nb_lcores,
 			    RTE_CACHE_LINE_SIZE);

@@ -12,12 +12,15 @@
  *         hole  keeps call requests unanswered until T_FLUSH: late replies
  *
  *   helper_remote -c NODE.ini --drive IDS_FILE [--down-flag FILE]
- *         [--senders K] [--count N] [--bench SECONDS]
+ *         [--restart-flag FILE2] [--senders K] [--count N] [--bench SECONDS]
  *       reads the ids (waiting for the file), then runs the scenarios and
  *       prints "CHECK ok|fail DESCRIPTION" lines, "FIGURE ..." lines and
  *       "DONE"; with --down-flag it then waits for FILE (the test stops
  *       the serving node meanwhile) and checks that messages to the stopped
- *       node come back as errors. Exit 0 when every check passed.
+ *       node come back as errors; with --restart-flag it then waits for
+ *       FILE2 (the test has started the serving node again, which wrote a
+ *       new IDS_FILE) and checks that calls and messages reach the new
+ *       actors. Exit 0 when every check passed.
  */
 #include "zbmd/actors.h"
 #include "zbmd/common.h"
@@ -636,8 +639,8 @@ static int echo_call(act_id echo, uint64_t v, uint64_t timeout_ns, uint64_t *bac
 	return 0;
 }
 
-static void drive(const char *ids_path, const char *down_flag, uint32_t k,
-		  uint32_t n, unsigned bench_s)
+static void drive(const char *ids_path, const char *down_flag,
+		  const char *restart_flag, uint32_t k, uint32_t n, unsigned bench_s)
 {
 	struct ids id;
 	int rc = read_ids(ids_path, &id, 120);
@@ -972,6 +975,34 @@ static void drive(const char *ids_path, const char *down_flag, uint32_t k,
 	rc = act_tell(rt, id.echo, T_DATA, NULL, 0);
 	check(rc == ZB_ERR_PEER_DOWN, "then sends to it fail at once (%s)", zb_strerror(rc));
 	act_exit_signal(rt, pid, ACT_KILL);
+
+	if (!restart_flag)
+		return;
+	/* 7. the node comes back (a new process: new actor ids) */
+	printf("PHASE restart\n");
+	fflush(stdout);
+	while (access(restart_flag, F_OK) != 0 && !stop)
+		msleep(20);
+	struct ids id2;
+	rc = read_ids(ids_path, &id2, 60);
+	t0 = zb_now_ns();
+	back = 0;
+	while (rc == 0 && zb_now_ns() - t0 < 30000000000ull) {
+		rc = echo_call(id2.echo, 11, 1000000000ull, &back);
+		if (rc == 0 || (rc != ZB_ERR_PEER_DOWN && rc != ZB_ERR_TIMEOUT))
+			break;
+		rc = 0;
+		back = 0;
+		msleep(20);
+	}
+	waited = zb_now_ns() - t0;
+	check(rc == 0 && back == 11,
+	      "the node restarted: calls reach its new actors again (%s after %lu ms)",
+	      zb_strerror(rc), (unsigned long)(waited / 1000000));
+	dt = run_senders(id2.sink, 40, 2, 2000, &rep, &full, &sum);
+	check(dt && rep.received == 4000 && rep.order == 0 && rep.bad == 0 && rep.sum == sum,
+	      "and 2 x 2000 messages after the restart arrive in order, intact (received=%lu order=%u bad=%u)",
+	      (unsigned long)rep.received, rep.order, rep.bad);
 }
 
 /* ---- main ---------------------------------------------------------------------- */
@@ -1016,12 +1047,14 @@ int main(int argc, char **argv)
 		{"serve", required_argument, NULL, 's'},
 		{"drive", required_argument, NULL, 'd'},
 		{"down-flag", required_argument, NULL, 'f'},
+		{"restart-flag", required_argument, NULL, 'r'},
 		{"senders", required_argument, NULL, 'k'},
 		{"count", required_argument, NULL, 'n'},
 		{"bench", required_argument, NULL, 'b'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *path = NULL, *serve_ids = NULL, *drive_ids = NULL, *down = NULL;
+	const char *path = NULL, *serve_ids = NULL, *drive_ids = NULL, *down = NULL,
+		   *restart = NULL;
 	uint32_t k = 4, n = 5000;
 	unsigned bench_s = 0;
 	int c;
@@ -1031,6 +1064,7 @@ int main(int argc, char **argv)
 		case 's': serve_ids = optarg; break;
 		case 'd': drive_ids = optarg; break;
 		case 'f': down = optarg; break;
+		case 'r': restart = optarg; break;
 		case 'k': k = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'n': n = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'b': bench_s = (unsigned)strtoul(optarg, NULL, 0); break;
@@ -1077,7 +1111,7 @@ int main(int argc, char **argv)
 			sigsuspend(&wait_mask);
 	} else {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		drive(drive_ids, down, k, n, bench_s);
+		drive(drive_ids, down, restart, k, n, bench_s);
 		printf("DONE failures=%d\n", failures);
 		fflush(stdout);
 	}

@@ -111,17 +111,20 @@ field() {
 	grep "^$2" "$1" | tail -1 | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1
 }
 
-# remote_pair LABEL DIR HELPER INI1 INI2 READY_RE NCHECKS: the remote actor
+# remote_pair LABEL DIR HELPER INI1 INI2 READY_RE NCHECKS [restart]: the remote actor
 # scenarios of tests/dataplane/helper_remote.c between two nodes: HELPER
 # --drive on INI1, --serve on INI2 (both must print READY, and the driver's
 # output must match READY_RE), the serving node stopped once the driver
 # reaches its down phase, then every "CHECK ok|fail" line of the driver is a
 # test (NCHECKS expected; missing ones fail). 3 + NCHECKS tests, each named
-# with "[LABEL] ". ZBRA_BENCH=S: the driver also prints its figures.
+# with "[LABEL] ". With `restart`, the serving node is started again (a new
+# process) when the driver asks for it, and stopped at the end (one more
+# test). ZBRA_BENCH=S: the driver also prints its figures.
 remote_pair() {
-	local label=$1 dir=$2 h=$3 ini1=$4 ini2=$5 ready=$6 nchecks=$7
-	local d s rs rd
-	"$h" -c "$ini1" --drive "$dir/ids" --down-flag "$dir/down" \
+	local label=$1 dir=$2 h=$3 ini1=$4 ini2=$5 ready=$6 nchecks=$7 restart=${8:-}
+	local d s rs rd xa=""
+	[ "$restart" = restart ] && xa="--restart-flag $dir/restarted"
+	"$h" -c "$ini1" --drive "$dir/ids" --down-flag "$dir/down" $xa \
 		--senders 4 --count 5000 --bench "${ZBRA_BENCH:-0}" >"$dir/drive.log" 2>&1 &
 	d=$!; PIDS+=($d)
 	wait_for "$dir/drive.log" '^READY' 30
@@ -135,8 +138,21 @@ remote_pair() {
 	kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
 	ok $([ $rs -eq 0 ]; echo $?) "[$label] serving node stopped cleanly (exit $rs)"
 	touch "$dir/down"
+	if [ "$restart" = restart ]; then
+		wait_for "$dir/drive.log" '^(PHASE restart|DONE)' 60 ||
+			diag "driver did not reach the restart phase: $(tail -3 "$dir/drive.log")"
+		rm -f "$dir/ids"
+		"$h" -c "$ini2" --serve "$dir/ids" >"$dir/serve2.log" 2>&1 &
+		s=$!; PIDS+=($s)
+		wait_for "$dir/serve2.log" '^READY' 30 || diag "restarted node: $(tail -3 "$dir/serve2.log")"
+		touch "$dir/restarted"
+	fi
 	wait_exit $d 60 || kill -KILL $d 2>/dev/null
 	wait $d; rd=$?
+	if [ "$restart" = restart ]; then
+		kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+		ok $([ $rs -eq 0 ]; echo $?) "[$label] restarted serving node stopped cleanly (exit $rs)"
+	fi
 	driver_checks "$label" "$dir/drive.log" "$nchecks" $rd
 }
 

@@ -9,13 +9,15 @@
 # from threads and actors, timeouts and late replies, a slow actor's full
 # mailbox holding the carrier (backpressure, nothing lost), malformed
 # records counted and dropped; then the serving node is stopped: calls and
-# sends to it come back as ZB_ERR_PEER_DOWN. The provider under it is the
+# sends to it come back as ZB_ERR_PEER_DOWN; it is started again (a new
+# process): the carrier reconnects, calls and 4000 messages reach its new
+# actors. The provider under it is the
 # interface the rdma provider implements too (no RDMA device here).
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 trap 'cleanup_lib' EXIT
-plan 30
+plan 33
 
 # a loopback pair of addresses and a port of our own (parallel test runs)
 A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
@@ -57,7 +59,7 @@ done
 
 mkdir -p "$T/run"
 remote_pair tcp "$T/run" "$H" "$T/node1.ini" "$T/node2.ini" \
-	'^READY node=1 lanes=1 streams=0\.\.7$' 26
+	'^READY node=1 lanes=1 streams=0\.\.7$' 28 restart
 grep -q '^CARRIER tcp$' "$T/run/drive.log" && grep -q '^CARRIER tcp$' "$T/run/serve.log"
 ok $? "both nodes carried remote messages over tcp (CARRIER tcp)"
 grep '^# stats' "$T/run/drive.log" | while IFS= read -r l; do diag "$l"; done
