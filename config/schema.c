@@ -203,7 +203,10 @@ const struct cfg__key cfg__keys[] = {
 	     transport.max_message_mb, "Largest message reassembled, MiB."),
 	UINT(S_TRANSPORT, "peer_timeout_ms", 10, 3600000, "5000",
 	     transport.peer_timeout_ms,
-	     "A peer that was up and then acknowledges nothing this long is down, ms (one never heard from waits 60 s)."),
+	     "A peer that was up and then acknowledges nothing this long is down, ms (one never heard from waits connect_timeout_ms)."),
+	UINT(S_TRANSPORT, "connect_timeout_ms", 10, 3600000, "60000",
+	     transport.connect_timeout_ms,
+	     "Messages for a peer never heard from (not started yet) wait this long before they fail and it is down, ms."),
 
 	/* [fault] */
 	KEY(S_FAULT, "drop_rate", CFG__DOUBLE, 0, 1, "0", fault.drop_rate, 0,

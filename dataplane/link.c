@@ -283,6 +283,8 @@ static void fill_params(struct tp_params *tpp, const struct dp_node *n,
 	tpp->ack_delay_us = cfg->transport.ack_delay_us;
 	if (cfg->transport.peer_timeout_ms)
 		tpp->peer_timeout_ms = cfg->transport.peer_timeout_ms;
+	if (cfg->transport.connect_timeout_ms)
+		tpp->connect_timeout_ms = cfg->transport.connect_timeout_ms;
 	if (cfg->transport.max_message_mb)
 		tpp->max_message = cfg->transport.max_message_mb > 4095
 					   ? UINT32_MAX

@@ -25,8 +25,10 @@
  * that fails (the provider says the peer is gone) closes both comms, fails
  * what was accepted and not completed (send_done ZB_ERR_PEER_DOWN), drops
  * what was half received, reports TP_PEER_DOWN, and connects again after
- * NC_RETRY_NS. A send to a peer never connected waits (-EAGAIN) up to
- * [transport] peer_timeout_ms, then fails with ZB_ERR_PEER_DOWN (DOWN).
+ * NC_RETRY_NS. Messages for a peer never connected yet are queued in its
+ * send slots (the lane waits only when they are full) and posted when it
+ * connects; if it has not within [transport] connect_timeout_ms they fail
+ * (ZB_ERR_PEER_DOWN) and it is down until it connects.
  *
  * Fast-path rules: everything is allocated by zbra__netcar_create; the
  * poller and send never allocate or lock. The provider itself may make
@@ -76,7 +78,8 @@ struct nc_rslot {
 
 struct nc_sslot {
 	uint8_t *buf;                   /* NC_MSG bytes */
-	void *req;
+	void *req;                      /* NULL: queued, not posted yet */
+	uint32_t n;                     /* bytes of the carrier message */
 };
 
 struct nc_unacked {                     /* a data message not credited yet */
@@ -126,7 +129,7 @@ struct zbra_netcar {
 	struct zb_config cfg;           /* the copy the provider was given */
 	unsigned lane;
 	uint16_t self;
-	uint64_t max_message, peer_timeout_ns;
+	uint64_t max_message, connect_timeout_ns;
 	struct tp_arena arena;
 	uint8_t *mem;                   /* every slot buffer */
 	struct nc_peer *peers[CFG_MAX_NODES];
@@ -344,9 +347,13 @@ static int tx_post(struct zbra_netcar *c, struct nc_peer *p, uint8_t kind,
 	hdr_put(s->buf, kind, stream, len);
 	if (n)
 		memcpy(s->buf + NC_HDR, body, n);
-	int rc = c->ops->isend(p->scomm, s->buf, NC_HDR + n, NC_TAG, NULL, &s->req);
-	if (rc)
-		return rc;
+	s->n = (uint32_t)(NC_HDR + n);
+	s->req = NULL;   /* not connected yet: posted when the comms are up */
+	if (p->state == NP_UP) {
+		int rc = c->ops->isend(p->scomm, s->buf, s->n, NC_TAG, NULL, &s->req);
+		if (rc)
+			return rc;
+	}
 	p->sq_tail++;
 	if (kind == NCK_CREDIT) {
 		c->st.credits_out++;
@@ -391,6 +398,8 @@ static unsigned tx_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 	unsigned work = 0;
 	while (p->sq_head != p->sq_tail) {
 		struct nc_sslot *s = &p->ss[p->sq_head & (NC_SSLOTS - 1)];
+		if (!s->req)
+			break;   /* queued before the connection: conn_poll posts it */
 		int done = 0;
 		size_t sz;
 		int rc = c->ops->test(s->req, &done, &sz);
@@ -422,19 +431,10 @@ static int nc_send(void *car, uint16_t peer, uint16_t stream, const void *data,
 		return -EHOSTUNREACH;
 	if (len > c->max_message)
 		return -EMSGSIZE;
-	if (p->state != NP_UP) {
-		if (p->state == NP_DOWN)
-			return ZB_ERR_PEER_DOWN;
-		/* never connected yet: wait up to peer_timeout */
-		if (!p->wait_since)
-			p->wait_since = now;
-		if (now - p->wait_since < c->peer_timeout_ns)
-			return -EAGAIN;
-		p->wait_since = 0;
-		c->st.peer_downs++;
-		zbra__peer_event(c->lane, p->id, TP_PEER_DOWN);
+	if (p->state == NP_DOWN)
 		return ZB_ERR_PEER_DOWN;
-	}
+	if (p->state == NP_CONNECTING && !p->wait_since)
+		p->wait_since = now | 1;   /* queued until connected, or connect_timeout */
 	if (p->ls_data)
 		return -EAGAIN;   /* a long message is going out: order */
 	if (len <= NC_FRAG) {
@@ -499,11 +499,11 @@ static void peer_close(struct zbra_netcar *c, struct nc_peer *p)
 			p->rs[i].state = RS_FREE;
 }
 
-static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, int err, uint64_t now)
+/* The peer is lost (or never came): everything accepted and not credited
+ * fails, what was half received is dropped, the comms close, the lane
+ * hears TP_PEER_DOWN; connecting again from retry_at. */
+static void fail_all(struct zbra_netcar *c, struct nc_peer *p, uint64_t retry_at)
 {
-	(void)err;
-	if (p->state != NP_UP)
-		return;
 	/* not credited: maybe delivered, maybe not (as with any RPC) */
 	for (uint32_t k = p->ua_head; k != p->ua_tail; k++) {
 		const struct nc_unacked *u = &p->ua[k & (NC_WIN - 1)];
@@ -529,9 +529,17 @@ static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, int err, uint64_
 		big_put(c, p, p->asm_big);
 		p->asm_big = NULL;
 	}
-	p->retry_at = now + NC_RETRY_NS;
+	p->retry_at = retry_at;
+	p->wait_since = 0;
 	c->st.peer_downs++;
 	zbra__peer_event(c->lane, p->id, TP_PEER_DOWN);
+}
+
+static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, int err, uint64_t now)
+{
+	(void)err;
+	if (p->state == NP_UP)
+		fail_all(c, p, now + NC_RETRY_NS);
 }
 
 static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
@@ -554,9 +562,9 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 	p->state = NP_UP;
 	p->ever_up = 1;
 	p->epoch++;
-	p->credits = NC_WIN;
+	/* messages queued while connecting hold their credits already */
+	p->credits = NC_WIN - (p->ua_tail - p->ua_head);
 	p->consumed = 0;
-	p->ua_head = p->ua_tail = 0;
 	p->wait_since = 0;
 	c->st.connects++;
 	for (unsigned i = 0; i < NC_RSLOTS; i++)
@@ -565,6 +573,15 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 			return 1;
 		}
 	zbra__peer_event(c->lane, p->id, TP_PEER_UP);
+	for (uint32_t k = p->sq_head; k != p->sq_tail; k++) {
+		struct nc_sslot *s = &p->ss[k & (NC_SSLOTS - 1)];
+		ZB_DASSERT(s->req == NULL);
+		if ((rc = c->ops->isend(p->scomm, s->buf, s->n, NC_TAG, NULL, &s->req)) != 0) {
+			s->req = NULL;
+			peer_fail(c, p, rc, now);
+			return 1;
+		}
+	}
 	return 1;
 }
 
@@ -601,6 +618,14 @@ static unsigned nc_poll(void *car, uint64_t now)
 			continue;
 		if (p->state != NP_UP) {
 			work += conn_poll(c, p, now);
+			if (p->state == NP_CONNECTING && p->wait_since &&
+			    now - p->wait_since >= c->connect_timeout_ns) {
+				/* never came within connect_timeout: what waits for
+				 * it fails; later sends fail at once until it
+				 * connects (as the transport's "down") */
+				fail_all(c, p, now);
+				work++;
+			}
 			if (p->state != NP_UP) {
 				connecting++;
 				continue;
@@ -645,8 +670,9 @@ int zbra__netcar_create(const struct zb_config *cfg, const struct net_ops *ops,
 	c->lane = lane;
 	c->self = cfg->node.id;
 	c->max_message = max_message;
-	uint32_t pto = cfg->transport.peer_timeout_ms ? cfg->transport.peer_timeout_ms : 1000;
-	c->peer_timeout_ns = (uint64_t)pto * 1000000ull;
+	uint32_t cto = cfg->transport.connect_timeout_ms ? cfg->transport.connect_timeout_ms
+							  : 60000;
+	c->connect_timeout_ns = (uint64_t)cto * 1000000ull;
 	c->connecting = 1;
 	unsigned npeers = 0;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++)
@@ -675,6 +701,7 @@ int zbra__netcar_create(const struct zb_config *cfg, const struct net_ops *ops,
 		}
 		c->peers[i] = p;
 		p->id = (uint16_t)i;
+		p->credits = NC_WIN;   /* messages may queue before the connection */
 		for (unsigned k = 0; k < NC_RSLOTS; k++, m += rstride)
 			p->rs[k].buf = m;
 		for (unsigned k = 0; k < NC_SSLOTS; k++, m += NC_MSG)

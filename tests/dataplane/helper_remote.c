@@ -12,7 +12,8 @@
  *         hole  keeps call requests unanswered until T_FLUSH: late replies
  *
  *   helper_remote -c NODE.ini --drive IDS_FILE [--down-flag FILE]
- *         [--restart-flag FILE2] [--senders K] [--count N] [--bench SECONDS]
+ *         [--restart-flag FILE2] [--ghost NODE] [--senders K] [--count N]
+ *         [--bench SECONDS]
  *       reads the ids (waiting for the file), then runs the scenarios and
  *       prints "CHECK ok|fail DESCRIPTION" lines, "FIGURE ..." lines and
  *       "DONE"; with --down-flag it then waits for FILE (the test stops
@@ -20,7 +21,9 @@
  *       node come back as errors; with --restart-flag it then waits for
  *       FILE2 (the test has started the serving node again, which wrote a
  *       new IDS_FILE) and checks that calls and messages reach the new
- *       actors. Exit 0 when every check passed.
+ *       actors; with --ghost, first a call to node NODE (configured, never
+ *       started) must fail after [transport] connect_timeout_ms while calls
+ *       to the live node go on. Exit 0 when every check passed.
  */
 #include "zbmd/actors.h"
 #include "zbmd/common.h"
@@ -640,7 +643,8 @@ static int echo_call(act_id echo, uint64_t v, uint64_t timeout_ns, uint64_t *bac
 }
 
 static void drive(const char *ids_path, const char *down_flag,
-		  const char *restart_flag, uint32_t k, uint32_t n, unsigned bench_s)
+		  const char *restart_flag, uint16_t ghost, uint32_t k, uint32_t n,
+		  unsigned bench_s)
 {
 	struct ids id;
 	int rc = read_ids(ids_path, &id, 120);
@@ -660,6 +664,39 @@ static void drive(const char *ids_path, const char *down_flag,
 	if (rc)
 		return;
 	senders = calloc(MAX_SENDERS, sizeof(*senders));
+
+	if (ghost) {
+		/* 0. a configured node that never starts: a call to it waits
+		 * (queued) and comes back as an error after connect_timeout,
+		 * while calls to the live node go on meanwhile */
+		static struct pinger gp;
+		act_id gpid;
+		memset(&gp, 0, sizeof(gp));
+		gp.to = act_id_make(ghost, 1, 1);
+		gp.tag = T_ECHO;
+		gp.timeout_ns = 60000000000ull;
+		uint64_t g0 = zb_now_ns(), worst = 0;
+		act_spawn(rt, &pinger_beh, &gp, &gpid);
+		act_tell(rt, gpid, T_GO, NULL, 0);
+		uint32_t calls_ok = 0;
+		while (!atomic_load(&gp.finished) && zb_now_ns() - g0 < 30000000000ull) {
+			uint64_t c0 = zb_now_ns();
+			if (echo_call(id.echo, calls_ok, 2000000000ull, &back) == 0 &&
+			    back == calls_ok)
+				calls_ok++;
+			worst = zb_now_ns() - c0 > worst ? zb_now_ns() - c0 : worst;
+			msleep(5);
+		}
+		uint64_t gwait = zb_now_ns() - g0;
+		check(atomic_load(&gp.finished) && gp.reason == ZB_ERR_PEER_DOWN &&
+			      (gp.refused || atomic_load(&gp.undelivered) == 1),
+		      "a call to node %u, configured but never started, comes back as an error after %lu ms (%s)",
+		      ghost, (unsigned long)(gwait / 1000000), zb_strerror(gp.reason));
+		check(calls_ok > 10 && worst < 1000000000ull,
+		      "meanwhile %u calls to the live node were answered (slowest %lu ms)",
+		      calls_ok, (unsigned long)(worst / 1000000));
+		act_exit_signal(rt, gpid, ACT_KILL);
+	}
 
 	/* 1. FIFO, exactly once, intact: K senders x N mixed messages */
 	struct report rep;
@@ -940,8 +977,10 @@ static void drive(const char *ids_path, const char *down_flag,
 		msleep(10);
 		zbra_get_stats(&zs);
 	}
-	check(zs.sent + zs.failed == zs.routed && zs.failed == 0,
-	      "every message routed was acknowledged (routed=%lu sent=%lu failed=%lu)",
+	/* the call to the node that never started is the one failure */
+	check(zs.sent + zs.failed == zs.routed && zs.failed == (ghost ? 1u : 0u),
+	      "every message routed was acknowledged%s (routed=%lu sent=%lu failed=%lu)",
+	      ghost ? " but the one to the node that never started" : "",
 	      (unsigned long)zs.routed, (unsigned long)zs.sent, (unsigned long)zs.failed);
 	check(zs.zc_sent > 0 && zs.zc_received > 0,
 	      "buffers sent by reference (%lu) and received as arena references (%lu)",
@@ -1048,6 +1087,7 @@ int main(int argc, char **argv)
 		{"drive", required_argument, NULL, 'd'},
 		{"down-flag", required_argument, NULL, 'f'},
 		{"restart-flag", required_argument, NULL, 'r'},
+		{"ghost", required_argument, NULL, 'g'},
 		{"senders", required_argument, NULL, 'k'},
 		{"count", required_argument, NULL, 'n'},
 		{"bench", required_argument, NULL, 'b'},
@@ -1056,6 +1096,7 @@ int main(int argc, char **argv)
 	const char *path = NULL, *serve_ids = NULL, *drive_ids = NULL, *down = NULL,
 		   *restart = NULL;
 	uint32_t k = 4, n = 5000;
+	uint16_t ghost = 0;
 	unsigned bench_s = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
@@ -1065,6 +1106,7 @@ int main(int argc, char **argv)
 		case 'd': drive_ids = optarg; break;
 		case 'f': down = optarg; break;
 		case 'r': restart = optarg; break;
+		case 'g': ghost = (uint16_t)strtoul(optarg, NULL, 0); break;
 		case 'k': k = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'n': n = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'b': bench_s = (unsigned)strtoul(optarg, NULL, 0); break;
@@ -1111,7 +1153,7 @@ int main(int argc, char **argv)
 			sigsuspend(&wait_mask);
 	} else {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		drive(drive_ids, down, restart, k, n, bench_s);
+		drive(drive_ids, down, restart, ghost, k, n, bench_s);
 		printf("DONE failures=%d\n", failures);
 		fflush(stdout);
 	}

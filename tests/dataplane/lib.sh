@@ -119,11 +119,14 @@ field() {
 # test (NCHECKS expected; missing ones fail). 3 + NCHECKS tests, each named
 # with "[LABEL] ". With `restart`, the serving node is started again (a new
 # process) when the driver asks for it, and stopped at the end (one more
-# test). ZBRA_BENCH=S: the driver also prints its figures.
+# test). REMOTE_GHOST=NODE: the driver first calls that configured, never
+# started node (2 more checks). ZBRA_BENCH=S: the driver also prints its
+# figures.
 remote_pair() {
 	local label=$1 dir=$2 h=$3 ini1=$4 ini2=$5 ready=$6 nchecks=$7 restart=${8:-}
 	local d s rs rd xa=""
 	[ "$restart" = restart ] && xa="--restart-flag $dir/restarted"
+	[ -n "${REMOTE_GHOST:-}" ] && xa="$xa --ghost $REMOTE_GHOST"
 	"$h" -c "$ini1" --drive "$dir/ids" --down-flag "$dir/down" $xa \
 		--senders 4 --count 5000 --bench "${ZBRA_BENCH:-0}" >"$dir/drive.log" 2>&1 &
 	d=$!; PIDS+=($d)

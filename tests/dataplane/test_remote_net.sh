@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Remote actors over the net carrier ([actors] carrier = tcp, docs/remote.md
-# "Carriers"): two nodes without DPDK ports (EAL lcores only) whose remote
+# "Carriers"): a call to a third node that is configured but never starts
+# fails after connect_timeout_ms while calls to the live one go on; two nodes without DPDK ports (EAL lcores only) whose remote
 # actor messages travel over their own instance of the tcp net provider on
 # loopback addresses. The same driver and serving actors as test_remote.sh
 # (tests/dataplane/helper_remote.c): per-pair FIFO, exactly once, intact
@@ -17,7 +18,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 trap 'cleanup_lib' EXIT
-plan 33
+plan 35
 
 # a loopback pair of addresses and a port of our own (parallel test runs)
 A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
@@ -50,16 +51,19 @@ carrier = tcp
 [transport]
 tcp_port = $PORT
 peer_timeout_ms = 2000
+connect_timeout_ms = 1500
 [peer.1]
 ip = 127.$A.$B.1
 [peer.2]
 ip = 127.$A.$B.2
+[peer.3]
+ip = 127.$A.$B.3
 EOC
 done
 
 mkdir -p "$T/run"
-remote_pair tcp "$T/run" "$H" "$T/node1.ini" "$T/node2.ini" \
-	'^READY node=1 lanes=1 streams=0\.\.7$' 28 restart
+REMOTE_GHOST=3 remote_pair tcp "$T/run" "$H" "$T/node1.ini" "$T/node2.ini" \
+	'^READY node=1 lanes=1 streams=0\.\.7$' 30 restart
 grep -q '^CARRIER tcp$' "$T/run/drive.log" && grep -q '^CARRIER tcp$' "$T/run/serve.log"
 ok $? "both nodes carried remote messages over tcp (CARRIER tcp)"
 grep '^# stats' "$T/run/drive.log" | while IFS= read -r l; do diag "$l"; done
