@@ -30,6 +30,7 @@
 #endif
 #define COLL_WAIT_MS 5
 #define COLL_OWNER_SLEEP_US 1000 /* owner's futex wait: a bound, not a poll */
+#define COLL_OWNER_YIELD_NS (200ull * 1000) /* owner yields this long, then sleeps */
 #define COLL_CHANNEL_MIN_BYTES (64u << 10) /* per channel, before adding one */
 
 static_assert(COLL_SLOTS >= 2, "chunk-major schedules need two slots");
@@ -1162,6 +1163,7 @@ int coll_test(struct coll_op *op, int *done)
 int coll_wait(struct coll_comm *c, struct coll_op *op)
 {
 	int idle = 0, done = 0, rc;
+	uint64_t yield_since = 0;
 
 	uint64_t t0 = zb_now_ns();
 
@@ -1177,13 +1179,24 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 			return rc;   /* unreachable: a failure completes op */
 		if (rc > 0) {
 			idle = 0;
+			yield_since = 0;
 			continue;
 		}
 		if (++idle < COLL_IDLE_SPINS)
 			continue;
 		if (c->threaded) {
-			/* the lanes do the work (or ack a failure): sleep until
-			 * one publishes, leaving the (shared) cores to them */
+			/* the lanes do the work (or ack a failure). First yield
+			 * for a while: a lane waking a sleeping owner costs a
+			 * futex wake (tens of us on a virtual machine, more than
+			 * a small collective itself); then sleep until one
+			 * publishes, leaving the (shared) cores to them */
+			uint64_t now = zb_now_ns();
+			if (!yield_since)
+				yield_since = now;
+			if (now - yield_since < COLL_OWNER_YIELD_NS) {
+				sched_yield();
+				continue;
+			}
 			owner_sleep(c, COLL_OWNER_SLEEP_US);
 		} else if (c->ops->wait) {
 			uint64_t w0 = zb_now_ns();
