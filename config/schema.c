@@ -226,6 +226,11 @@ const struct cfg__key cfg__keys[] = {
 	     "Pipeline chunk size, KiB."),
 	UINT(S_COLL, "timeout_ms", 1, 3600000, "5000", coll.timeout_ms,
 	     "A collective whose peer is lost fails within this, ms."),
+	UINT(S_COLL, "small_max_kb", 0, 1024, "4", coll.small_max_kb,
+	     "An all-reduce of at most this many KiB runs as an all-gather of "
+	     "the whole vectors and a reduction in rank order (n-1 steps "
+	     "instead of 2(n-1): latency-bound sizes); 0: always the ring. "
+	     "The same on every node."),
 
 	/* [rdma] */
 	KEY(S_RDMA, "enabled", CFG__BOOL, 0, 0, "false", rdma.enabled, 0,

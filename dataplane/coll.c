@@ -55,6 +55,10 @@ enum { OP_FREE = 0, OP_QUEUED, OP_RUNNING, OP_DONE };
 struct coll_op {
 	struct coll_comm *comm;
 	struct coll_args a;
+	/* a small all-reduce run as an all-gather into comm->gather (a holds
+	 * that all-gather): the caller's arguments, reduced at coll_finish */
+	struct coll_args user;
+	bool gathered;
 	int state;
 	int status;
 	uint32_t tag;
@@ -94,6 +98,8 @@ struct coll_comm {
 	uint16_t next, prev;            /* node ids */
 	uint16_t nch;
 	uint32_t chunk_bytes;
+	uint32_t small_max;             /* bytes per rank; 0: never gathered */
+	char *gather;                   /* n * small_max: the gathered vectors */
 	uint64_t timeout_ns;
 	uint64_t ticks0, ns0;           /* coll_ticks() rate reference */
 	struct coll_chan *ch;
@@ -450,6 +456,7 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 	if (c->chunk_bytes < 64)
 		c->chunk_bytes = 64;
 	c->chunk_bytes &= ~63u;   /* a multiple of every element size */
+	c->small_max = cfg->coll.small_max_kb * 1024u;
 	uint32_t tmo = a->timeout_ms ? a->timeout_ms
 		       : (cfg->coll.timeout_ms ? cfg->coll.timeout_ms : 5000);
 	c->timeout_ns = (uint64_t)tmo * 1000000ull;
@@ -459,6 +466,9 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 	rc = -ENOMEM;
 	c->ch = calloc(c->nch, sizeof(*c->ch));
 	if (!c->ch)
+		goto fail;
+	if (c->n > 1 && c->small_max &&
+	    !(c->gather = aligned_alloc(64, (size_t)c->n * c->small_max)))
 		goto fail;
 	for (uint16_t i = 0; i < c->nch; i++) {
 		c->ch[i].id = i;
@@ -512,6 +522,7 @@ void coll_comm_destroy(struct coll_comm *c)
 	for (uint16_t i = 0; c->ch && i < c->nch; i++)
 		free(c->ch[i].slots);
 	free(c->ch);
+	free(c->gather);
 	free(c);
 }
 
@@ -579,7 +590,17 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 		op->a.count = 1;
 		op->a.dtype = ZB_F32;   /* unused: esize forced to 1 below */
 	}
-	op->tag = (c->seq++ << 8) | (uint32_t)a->kind;
+	if (a->kind == COLL_ALLREDUCE && c->n > 1 && c->gather && a->count &&
+	    a->count * coll_esize(op) <= c->small_max) {
+		/* latency-bound: every rank gathers all n vectors (n-1 ring
+		 * steps) and reduces them in rank order itself (coll_finish),
+		 * so all ranks compute the same result bit for bit */
+		op->user = op->a;
+		op->gathered = true;
+		op->a.kind = COLL_ALLGATHER;
+		op->a.recvbuf = c->gather;
+	}
+	op->tag = (c->seq++ << 8) | (uint32_t)op->a.kind;
 	c->q[(c->q_head + c->q_len++) % COLL_MAX_OPS] = i;
 	if (opp)
 		*opp = op;
@@ -1007,9 +1028,35 @@ static int chan_progress(struct coll_comm *c, struct coll_op *op,
 	return ev;
 }
 
+/* A gathered all-reduce (coll_start): the n vectors in c->gather, rank
+ * order, reduced into the caller's buffer in that order on every rank. */
+static int coll_gather_reduce(struct coll_comm *c, struct coll_op *op)
+{
+	const struct coll_args *u = &op->user;
+	size_t es = coll_esize(op), cb = u->count * es;
+	enum zb_redop rop = u->op == ZB_AVG ? ZB_SUM : u->op;
+	uint64_t t0 = coll_ticks();
+	int rc = 0;
+
+	ZB_DASSERT(op->gathered && cb <= c->small_max);
+	memcpy(u->recvbuf, c->gather, cb);   /* sendbuf is read: in place is fine */
+	for (uint32_t j = 1; j < c->n && rc == 0; j++)
+		rc = gpu_host_reduce(u->recvbuf, c->gather + (size_t)j * cb, u->count,
+				     u->dtype, rop);
+	if (rc == 0 && u->op == ZB_AVG)
+		rc = gpu_host_scale(u->recvbuf, u->count, u->dtype, 1.0 / c->n);
+	c->ch[0].st.reduce_ns += coll_ticks() - t0;
+	return rc;
+}
+
 static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
 {
 	ZB_ASSERT(c->q_len > 0 && &c->ops_pool[c->q[c->q_head]] == op);
+	if (op->gathered) {
+		if (status == 0)
+			status = coll_gather_reduce(c, op);
+		op->a = op->user;   /* the caller's collective, for the metrics */
+	}
 	coll_deregister(c);
 	c->q_head = (c->q_head + 1) % COLL_MAX_OPS;
 	c->q_len--;

@@ -115,6 +115,7 @@ struct zb_config {
 		uint16_t channels;
 		uint32_t chunk_kb;
 		uint32_t timeout_ms;           /* peer lost: fail within this */
+		uint32_t small_max_kb;         /* all-gather + local reduce up to this */
 	} coll;
 
 	struct {                  /* [rdma] */

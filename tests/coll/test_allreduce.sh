@@ -6,18 +6,22 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 14
+plan 16
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
-for n in 2 3 4; do
-	out=$("$Z" local --nodes $n --set coll.chunk_kb=1 --set coll.channels=$((n - 1 > 1 ? 3 : 2)) \
+# up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
+# local reduction; "3r" runs 3 nodes with it off, so small counts take the
+# ring too
+for n in 2 3 4 3r; do
+	xs=""; [ $n = 3r ] && { n=3; xs="--set coll.small_max_kb=0"; }
+	out=$("$Z" local --nodes $n --set coll.chunk_kb=1 --set coll.channels=$((n - 1 > 1 ? 3 : 2)) $xs \
 		-- bench allreduce -N $COUNTS -d all -o all -n 1 -w 1 2>/tmp/zbcoll-err.$$)
 	rc=$?
 	[ $rc -eq 0 ] || { diag "exit $rc"; sed 's/^/# /' /tmp/zbcoll-err.$$; }
-	ok $rc "$n nodes: bench exits 0"
+	ok $rc "$n nodes${xs:+ ($xs)}: bench exits 0"
 	rows=$(echo "$out" | awk '!/^#/ && NF == 12' | wc -l)
 	bad=$(echo "$out" | awk '!/^#/ && NF == 12 && ($8 != 0 || $12 != 0)' | wc -l)
 	[ "$rows" -eq 300 ] && [ "$bad" -eq 0 ] && echo "$out" | grep -q "Out of bounds values : 0 OK"
-	ok $? "$n nodes: 6 dtypes x 5 ops x 10 counts, out-of-place and in-place: all #wrong = 0 ($rows rows, $bad bad)"
+	ok $? "$n nodes${xs:+ ($xs)}: 6 dtypes x 5 ops x 10 counts, out-of-place and in-place: all #wrong = 0 ($rows rows, $bad bad)"
 done
 # Larger buffers, several chunks per block, default chunk size.
 out=$("$Z" local --nodes 4 -- bench allreduce -b 1M -e 4M -f 4 -d float -o sum -n 2 -w 1 --json /tmp/zbcoll-$$.json --plot /tmp/zbcoll-$$.png 2>/dev/null)
