@@ -32,6 +32,8 @@ static struct act_runtime *actors;
 
 static int actors_host(const struct zb_config *cfg)
 {
+	/* an rdma carrier's connection blobs go over the control plane */
+	zbra_set_provider_arg(dp__rdma_act_provider_arg(cfg));
 	int rc = zbra_host(cfg, &actors);   /* remote sends over the transport */
 	if (rc == 0)
 		printf("actors: %u workers hosted on the dataplane lcores, %u slots, reductions %u, remote messages over %s\n",
@@ -199,6 +201,10 @@ int dp_cmd_run(int argc, char **argv)
 #else
 	st = control_host(&cfg, NULL);
 #endif
+	if (st == 0 && (rc = dp__rdma_act_start()) < 0) {
+		fprintf(stderr, "zbmd run: actor carrier blobs: %s\n", zb_strerror(rc));
+		st = ZB_EXIT_FAIL;
+	}
 	if (st == 0) {
 		rc = dp_node_launch(&err);
 		if (rc) {
@@ -208,6 +214,7 @@ int dp_cmd_run(int argc, char **argv)
 	}
 	if (st) {
 		dp_node_stop();
+		dp__rdma_act_stop();
 		dp__run_ctl_fini();
 		dp_node_fini();
 #ifdef DP_HOST_ACTORS
@@ -227,6 +234,7 @@ int dp_cmd_run(int argc, char **argv)
 	}
 	printf("zbmd: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
 	dp_node_stop();   /* the control thread leaves the cluster, then the loops quit */
+	dp__rdma_act_stop();
 	dp__run_ctl_fini();
 	dp_stats_dump(stdout);
 #ifdef DP_HOST_ACTORS

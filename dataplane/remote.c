@@ -1178,18 +1178,31 @@ static struct rte_ring *ring(const char *what, unsigned lane, unsigned count,
 	return rte_ring_create(name, count, SOCKET_ID_ANY, flags);
 }
 
+static void *carrier_arg;   /* zbra_set_provider_arg */
+
+void zbra_set_provider_arg(void *provider_arg)
+{
+	carrier_arg = provider_arg;
+}
+
+enum cfg_carrier zbra_carrier_kind(const struct zb_config *cfg)
+{
+	ZB_ASSERT(cfg != NULL);
+	if (cfg->actors.carrier != CFG_CARRIER_AUTO)
+		return cfg->actors.carrier;
+	return dp_transport(0) ? CFG_CARRIER_DPDK
+	     : cfg->transport.kind == CFG_TRANSPORT_TCP ? CFG_CARRIER_TCP
+	     : cfg->transport.kind == CFG_TRANSPORT_RDMA ? CFG_CARRIER_RDMA
+							 : CFG_CARRIER_DPDK;
+}
+
 int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 {
 	ZB_ASSERT(rt != NULL && cfg != NULL);
 	if (Z.lanes)
 		return -EALREADY;
 	unsigned nl = dp_lcore_count();
-	enum cfg_carrier kind = cfg->actors.carrier;
-	if (kind == CFG_CARRIER_AUTO)
-		kind = dp_transport(0) ? CFG_CARRIER_DPDK
-		     : cfg->transport.kind == CFG_TRANSPORT_TCP ? CFG_CARRIER_TCP
-		     : cfg->transport.kind == CFG_TRANSPORT_RDMA ? CFG_CARRIER_RDMA
-								 : CFG_CARRIER_DPDK;
+	enum cfg_carrier kind = zbra_carrier_kind(cfg);
 	const struct net_ops *nops = NULL;
 	if (kind != CFG_CARRIER_DPDK) {
 		const char *pn = kind == CFG_CARRIER_TCP ? "tcp" : "rdma";
@@ -1236,7 +1249,7 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 		l->index = i;
 		if (nops) {
 			char why[256];
-			rc = zbra__netcar_create(cfg, nops, NULL, i, Z.max_message,
+			rc = zbra__netcar_create(cfg, nops, carrier_arg, i, Z.max_message,
 						 &Z.netcar, why, sizeof(why));
 			if (rc) {
 				fprintf(stderr, "remote actors: [actors] carrier = %s: %s\n",

@@ -44,6 +44,16 @@ int dp__run_ctl_init(const struct zb_config *cfg, const struct ctl_opts *opts,
 		     char *err, size_t errlen);
 struct ctl_node *dp__run_ctl_node(void);
 
+/* The remote actor carrier over rdma (run_rdma.c, [actors] carrier = rdma)
+ * with its connection blobs on the control plane (CTL_BLOB_RDMA_ACT):
+ * the provider args to hand to zbra_set_provider_arg before zbra_host
+ * (NULL: not this carrier, or no control plane: the provider's bootstrap);
+ * the blob handler installed once the control node runs (0 or an error);
+ * removed before dp__run_ctl_fini. */
+void *dp__rdma_act_provider_arg(const struct zb_config *cfg);
+int dp__rdma_act_start(void);
+void dp__rdma_act_stop(void);
+
 /* After dp_node_stop(): metrics collector removed, control node freed.
  * Idempotent. */
 void dp__run_ctl_fini(void);

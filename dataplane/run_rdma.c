@@ -44,6 +44,7 @@
 #include "zbmd/coll.h"
 #include "zbmd/control.h"
 #include "zbmd/rdma.h"
+#include "zbmd/remote.h"
 
 const int rdma_host_anchor = 1;
 
@@ -382,4 +383,94 @@ static const struct coll_host_ops rh_host_ops = {
 __attribute__((constructor)) static void rh_register(void)
 {
 	(void)coll_host_register(&rh_host_ops);
+}
+
+/* ---- the actor carrier's connection blobs (zbmd run, [actors] carrier = rdma)
+ * The remote actor carrier (dataplane/remote_net.c) runs an rdma provider
+ * instance of its own. Under `zbmd run` with a control plane its connection
+ * blobs travel like the collectives' (authenticated, retried until
+ * acknowledged), under a kind of their own (CTL_BLOB_RDMA_ACT), so that each
+ * instance gets its own peers' blobs:
+ *   dp__rdma_act_provider_arg   before zbra_host: the provider args
+ *                               (external exchange) when the carrier is rdma
+ *                               and the config asks for a control plane;
+ *   dp__rdma_act_start          after the control node started: the handler,
+ *                               and send_blob may queue from now on;
+ *   dp__rdma_act_stop           before the control node goes: no handler, no
+ *                               more sends (the lcores have stopped). */
+static struct ra_host {
+	_Atomic(struct ctl_node *) ctl;
+	_Atomic(void *) rctx;
+	bool used, handler;
+	struct rdma_provider_args pargs;
+} RA;
+
+static int ra_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
+		      size_t len)
+{
+	(void)arg;
+	(void)from;
+	ZB_ASSERT(kind == CTL_BLOB_RDMA_ACT);
+	void *ctx = atomic_load_explicit(&RA.rctx, memory_order_acquire);
+	if (!ctx)
+		return -EAGAIN;         /* not up yet: the peer retries */
+	return rdma_conn_deliver(ctx, blob, len);
+}
+
+/* The carrier's connect()/accept() on its lcore: queue it (never blocks). */
+static int ra_send_blob(void *arg, uint16_t peer, const void *blob, size_t len)
+{
+	(void)arg;
+	struct ctl_node *ctl = atomic_load_explicit(&RA.ctl, memory_order_acquire);
+	if (!ctl)
+		return -EAGAIN;         /* the control node is not up (yet / any more) */
+	return ctl_blob_send(ctl, peer, CTL_BLOB_RDMA_ACT, blob, len);
+}
+
+static void ra_on_ctx(void *arg, void *ctx)
+{
+	(void)arg;
+	atomic_store_explicit(&RA.rctx, ctx, memory_order_release);
+	struct ctl_node *ctl = atomic_load_explicit(&RA.ctl, memory_order_acquire);
+	/* going away: re-installing waits for a handler that is running */
+	if (!ctx && RA.handler && ctl)
+		(void)ctl_blob_handle(ctl, CTL_BLOB_RDMA_ACT, ra_on_blob, NULL);
+}
+
+void *dp__rdma_act_provider_arg(const struct zb_config *cfg)
+{
+	char why[256];
+	ZB_ASSERT(cfg != NULL);
+	if (zbra_carrier_kind(cfg) != CFG_CARRIER_RDMA ||
+	    !dp__run_ctl_wanted(cfg, why, sizeof(why)))
+		return NULL;
+	RA.used = true;
+	RA.pargs = (struct rdma_provider_args){
+		.external_exchange = true, .send_blob = ra_send_blob,
+		.exchange_arg = &RA, .on_ctx = ra_on_ctx};
+	return &RA.pargs;
+}
+
+int dp__rdma_act_start(void)
+{
+	struct ctl_node *ctl = dp__run_ctl_node();
+	if (!RA.used || !ctl)
+		return 0;
+	int rc = ctl_blob_handle(ctl, CTL_BLOB_RDMA_ACT, ra_on_blob, NULL);
+	if (rc < 0)
+		return rc;
+	RA.handler = true;
+	atomic_store_explicit(&RA.ctl, ctl, memory_order_release);
+	return 0;
+}
+
+void dp__rdma_act_stop(void)
+{
+	struct ctl_node *ctl = atomic_load_explicit(&RA.ctl, memory_order_acquire);
+	if (!ctl)
+		return;
+	atomic_store_explicit(&RA.ctl, NULL, memory_order_release);
+	if (RA.handler)
+		(void)ctl_blob_handle(ctl, CTL_BLOB_RDMA_ACT, NULL, NULL);
+	RA.handler = false;
 }

@@ -266,7 +266,10 @@ uint64_t ctl_node_epoch(const struct ctl_node *n);
 #define CTL_BLOB_MAX      256    /* bytes of one blob */
 #define CTL_BLOB_KINDS    16     /* kinds 1 .. CTL_BLOB_KINDS - 1 */
 #define CTL_BLOB_INFLIGHT 64     /* blobs awaiting acknowledgement */
-enum { CTL_BLOB_RDMA_CONN = 1 }; /* rdma_conn_local() output (zbmd/rdma.h) */
+enum {
+	CTL_BLOB_RDMA_CONN = 1,  /* rdma_conn_local() output (zbmd/rdma.h): collectives */
+	CTL_BLOB_RDMA_ACT = 2,   /* the same for the actor carrier's own instance */
+};
 
 /* Returns 0 (delivered: acknowledged), -EAGAIN (not ready: not
  * acknowledged, the sender retries) or another negative error (refused:

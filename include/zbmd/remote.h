@@ -97,8 +97,9 @@
 #include <stdint.h>
 
 #include "zbmd/actors.h"
+#include "zbmd/config.h"
 
-struct zb_config;
+
 
 #define ZBRA_HDR_LEN 72u        /* serialised header bytes */
 #define ZBRA_SMALL_MAX 256u     /* header + payload copied as one message */
@@ -121,6 +122,16 @@ int zbra_host(const struct zb_config *cfg, struct act_runtime **rt);
  * (tp_destroy requires it) and turns the transport callbacks that
  * dp_node_fini still makes into no-ops. Idempotent. */
 void zbra_detach(void);
+
+/* Before zbra_attach / zbra_host: what a tcp / rdma carrier passes to its
+ * provider's init as net_init_args.provider_arg (for rdma: a struct
+ * rdma_provider_args, e.g. one whose blobs the control plane carries; NULL:
+ * the provider's defaults, for rdma its own unauthenticated bootstrap). */
+void zbra_set_provider_arg(void *provider_arg);
+
+/* The carrier [actors] carrier asks for on this node, `auto` resolved (the
+ * dataplane must be initialised: auto looks at its transport). */
+enum cfg_carrier zbra_carrier_kind(const struct zb_config *cfg);
 
 /* What carries remote messages on this node: "dpdk" (the reliable
  * transport), "tcp" or "rdma" (a net provider: docs/remote.md "Carriers"),
