@@ -5,7 +5,8 @@
 # with dpdk-testpmd's raw memif packet rate as the ceiling. One run, one
 # table; ratios against each peer and against the goals of issue 4.
 #
-# Environment: ZBMD_BUILD (build dir), BENCH_RATE_S (1; 3 runs), BENCH_BULK_S (1.5),
+# Environment: ZBMD_BUILD (build dir), BENCH_RATE_S (1; 3 runs), BENCH_BULK_S (1.5,
+# after BENCH_BULK_WARM_S (0.5) of warm-up, as nccl-tests' -w: not counted),
 # BENCH_PINGS (20000), BENCH_MEMIF_MTU (9000), BENCH_TESTPMD_S (4).
 # Needs root (network namespaces). Cleans up on exit, also on failure.
 set -uo pipefail
@@ -14,6 +15,7 @@ B=${ZBMD_BUILD:-$ROOT/build}
 H=$B/tests/dataplane/helper_bench_tp
 K=$B/bin/kbench
 RATE_S=${BENCH_RATE_S:-1}; BULK_S=${BENCH_BULK_S:-1.5}; PINGS=${BENCH_PINGS:-20000}
+BULK_W=${BENCH_BULK_WARM_S:-0.5}
 MMTU=${BENCH_MEMIF_MTU:-9000}; TPMD_S=${BENCH_TESTPMD_S:-4}
 W=$(mktemp -d /tmp/zbperf-bench.XXXXXX)
 TAGM=zbperfm$$; TAGV=zbperfv$$
@@ -45,7 +47,7 @@ val() { grep -h "$1" "$2" | head -1 | tr ' ' '\n' | sed -n "s/^$3=//p"; }
 # zbmd pair: run_zbmd PATH CL DIR EXEC_PREFIX_1 EXEC_PREFIX_2
 run_zbmd() {
 	local path=$1 cl=$2 d=$3
-	$cl exec 1 "$H" -c "$d/node1.ini" --rate-s "$RATE_S" --bulk-s "$BULK_S" --pings "$PINGS" >"$d/b1" 2>&1 &
+	$cl exec 1 "$H" -c "$d/node1.ini" --rate-s "$RATE_S" --bulk-s "$BULK_S" --bulk-warm-s "$BULK_W" --pings "$PINGS" >"$d/b1" 2>&1 &
 	local p1=$!; PIDS+=($p1)
 	wait_for "$d/b1" '^READY' 60 || { log "$path: node 1 did not start"; tail -3 "$d/b1" >&2; return 1; }
 	$cl exec 2 "$H" -c "$d/node2.ini" >"$d/b2" 2>&1 &
@@ -163,7 +165,7 @@ raw_gbps=$(awk -v p="$(g tp.1500)" 'BEGIN { if (p == "n/a") print "n/a"; else pr
 raw_mgbps=$(awk -v p="$(g tp.$MMTU)" -v b=$((MMTU - 100)) 'BEGIN { if (p == "n/a") print "n/a"; else printf "%.2f", p * 1e6 * b * 8 / 1e9 }')
 echo
 echo "== zbmd transport benchmark: 2 nodes, one lane each, $(date -u +%FT%TZ) =="
-echo "   (memif: mtu $MMTU unless marked; medians of 3 rate runs; 1 polling lcore per node)"
+echo "   (memif: mtu $MMTU unless marked; medians of 3 rate runs; goodput over ${BULK_S} s after ${BULK_W} s of warm-up; 1 polling lcore per node)"
 printf '%-30s %11s %11s %11s %11s %11s\n' "" "zbmd memif" "memif 1500" "zbmd veth" "kernel lo" "kernel veth"
 row() { printf '%-30s %11s %11s %11s %11s %11s\n' "$@"; }
 row "64 B message rate (M msg/s)" "$(g memif.rate)" "$(g memif1500.rate)" "$(g veth.rate)" "$(g lo.krate)" "$(g veth.krate)"
