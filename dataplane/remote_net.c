@@ -22,7 +22,10 @@
  * allocator) and delivered from there.
  *
  * Peer life: connecting until both comms exist (then TP_PEER_UP); a request
- * that fails (the provider says the peer is gone) closes both comms, fails
+ * that fails (the provider says the peer is gone), or messages not credited
+ * while nothing at all is heard from the peer for [transport]
+ * peer_timeout_ms (a stopped process, a partition; a receiver holding a
+ * delivery back sends keepalives), closes both comms, fails
  * what was accepted and not completed (send_done ZB_ERR_PEER_DOWN), drops
  * what was half received, reports TP_PEER_DOWN, and connects again after
  * NC_RETRY_NS. Messages for a peer never connected yet are queued in its
@@ -58,6 +61,7 @@
 #define NC_WIN 64u                      /* data messages unconsumed per peer */
 #define NC_TAG 0x7a6e6321u
 #define NC_RETRY_NS (100ull * 1000 * 1000)
+#define NC_CONNECT_POLL_NS (1000ull * 1000)   /* connection work while one is down */
 
 static_assert((NC_RSLOTS & (NC_RSLOTS - 1)) == 0 && (NC_SSLOTS & (NC_SSLOTS - 1)) == 0,
 	      "ring masks");
@@ -112,6 +116,10 @@ struct nc_peer {
 	struct nc_sslot ss[NC_SSLOTS];
 	uint32_t sq_head, sq_tail;      /* in flight, oldest first */
 	uint32_t credits;               /* data messages we may still send */
+	uint64_t heard;                 /* last message of any kind from the peer */
+	uint64_t ua_since;              /* ua[] became non-empty */
+	uint64_t ka_sent;               /* last keepalive (credit 0) we sent */
+	uint8_t rx_stuck;               /* the head message waits (arena full) */
 	struct nc_unacked ua[NC_WIN];   /* sent, not credited, oldest first */
 	uint32_t ua_head, ua_tail;
 	uint32_t consumed;              /* taken from the peer, not credited yet */
@@ -129,12 +137,14 @@ struct zbra_netcar {
 	struct zb_config cfg;           /* the copy the provider was given */
 	unsigned lane;
 	uint16_t self;
-	uint64_t max_message, connect_timeout_ns;
+	uint64_t max_message, connect_timeout_ns, peer_timeout_ns;
 	struct tp_arena arena;
 	uint8_t *mem;                   /* every slot buffer */
 	struct nc_peer *peers[CFG_MAX_NODES];
 	bool closing;
+	uint64_t now;                   /* the poll's or send's clock */
 	unsigned connecting;            /* peers not connected at the last poll */
+	uint64_t conn_due;              /* next connection work (nc_poll) */
 	struct zbra_netcar_stats st;
 };
 
@@ -173,6 +183,8 @@ static int post_recv(struct zbra_netcar *c, struct nc_peer *p, unsigned i)
 	int rc = c->ops->irecv(p->rcomm, r->buf + NC_RX_OFF, NC_MSG, NC_TAG, NULL, &r->req);
 	if (rc)
 		return rc;
+	if (p->rq_tail == p->rq_head)
+		p->heard = c->now;   /* could not hear it until now (liveness) */
 	r->state = RS_POSTED;
 	p->rq[p->rq_tail++ & (NC_RSLOTS - 1)] = (uint16_t)i;
 	return 0;
@@ -221,8 +233,8 @@ static int rx_take(struct zbra_netcar *c, struct nc_peer *p, unsigned i)
 			p->consumed++;
 		return 0;   /* off the queue either way: held until released */
 	}
-	if (kind == NCK_CREDIT) {
-		if (body || len == 0 || len > NC_WIN || p->credits + len > NC_WIN)
+	if (kind == NCK_CREDIT) {   /* len 0: a keepalive (the peer is there) */
+		if (body || len > NC_WIN || p->credits + len > NC_WIN)
 			goto bad;
 		if (p->ua_tail - p->ua_head < len)
 			goto bad;
@@ -313,6 +325,7 @@ static unsigned rx_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 			if (!done)
 				break;
 			r->state = RS_DONE;
+			p->heard = now;
 		}
 		/* off the queue first: rx_take may post it again (a message
 		 * the lane releases at once) */
@@ -320,8 +333,10 @@ static unsigned rx_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 		int rc = rx_take(c, p, i);
 		if (rc == -EAGAIN) {
 			p->rq_head--;   /* stays first, RS_DONE: taken next time */
+			p->rx_stuck = 1;
 			break;
 		}
+		p->rx_stuck = 0;
 		work++;
 		if (rc < 0) {
 			peer_fail(c, p, rc, now);
@@ -359,6 +374,8 @@ static int tx_post(struct zbra_netcar *c, struct nc_peer *p, uint8_t kind,
 		c->st.credits_out++;
 	} else {
 		ZB_DASSERT(p->ua_tail - p->ua_head < NC_WIN);
+		if (p->ua_tail == p->ua_head)
+			p->ua_since = c->now;
 		p->ua[p->ua_tail++ & (NC_WIN - 1)] = (struct nc_unacked){cookie, last};
 		p->credits--;
 	}
@@ -427,6 +444,7 @@ static int nc_send(void *car, uint16_t peer, uint16_t stream, const void *data,
 	struct zbra_netcar *c = car;
 	struct nc_peer *p = peer < CFG_MAX_NODES ? c->peers[peer] : NULL;
 	ZB_DASSERT(c != NULL);
+	c->now = now;
 	if (!p)
 		return -EHOSTUNREACH;
 	if (len > c->max_message)
@@ -566,6 +584,7 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 	p->credits = NC_WIN - (p->ua_tail - p->ua_head);
 	p->consumed = 0;
 	p->wait_since = 0;
+	p->heard = p->ua_since = p->ka_sent = now;
 	c->st.connects++;
 	for (unsigned i = 0; i < NC_RSLOTS; i++)
 		if (p->rs[i].state == RS_FREE && (rc = post_recv(c, p, i)) != 0) {
@@ -583,6 +602,36 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 		}
 	}
 	return 1;
+}
+
+/* Silence: messages not credited and nothing at all heard from the peer
+ * for peer_timeout (a peer that stopped, or a partition that keeps the
+ * connection open) means it is lost, as with the transport. A receiver
+ * that holds a delivery back (a full mailbox: no credits) says it is there
+ * with a keepalive (credit 0) every peer_timeout / 4. */
+static unsigned liveness(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
+{
+	uint64_t quiet = c->peer_timeout_ns;
+	if ((p->pending || p->rx_stuck) && now - p->ka_sent >= quiet / 4) {
+		int rc = tx_post(c, p, NCK_CREDIT, 0, 0, NULL, 0, 0, false);
+		if (rc == 0)
+			p->ka_sent = now;
+		else if (rc != -EAGAIN) {
+			peer_fail(c, p, rc, now);
+			return 1;
+		}
+	}
+	/* judged only while a receive is posted: with every slot held by
+	 * the lane's actors nothing from the peer can be read at all */
+	if (p->ua_tail != p->ua_head && p->rq_tail != p->rq_head) {
+		uint64_t since = p->heard > p->ua_since ? p->heard : p->ua_since;
+		if (now - since >= quiet) {
+			c->st.silent++;
+			peer_fail(c, p, ZB_ERR_PEER_DOWN, now);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* Credits what the lane took from the peer since the last credit: the
@@ -604,12 +653,19 @@ static unsigned nc_poll(void *car, uint64_t now)
 {
 	struct zbra_netcar *c = car;
 	unsigned work = 0;
-	/* the instance's own progress (the tcp provider: accepting
-	 * connections, then I/O on every comm) only while a peer is not
-	 * connected; a connected comm progresses in its requests' test() */
-	if (c->ops->progress && c->connecting) {
-		int n = c->ops->progress(c->ctx);
-		work += n > 0 ? (unsigned)n : 0;
+	c->now = now;
+	/* Connection work (the provider's own progress — for tcp: accept and
+	 * I/O on every comm, syscalls — and connect/accept of the peers not
+	 * up) only while a peer is not connected, and then once per
+	 * NC_CONNECT_POLL_NS: a configured node that never comes must not
+	 * tax every poll. A connected comm progresses in its requests' test(). */
+	bool conn_due = c->connecting && now >= c->conn_due;
+	if (conn_due) {
+		c->conn_due = now + NC_CONNECT_POLL_NS;
+		if (c->ops->progress) {
+			int n = c->ops->progress(c->ctx);
+			work += n > 0 ? (unsigned)n : 0;
+		}
 	}
 	unsigned connecting = 0;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
@@ -617,7 +673,8 @@ static unsigned nc_poll(void *car, uint64_t now)
 		if (!p)
 			continue;
 		if (p->state != NP_UP) {
-			work += conn_poll(c, p, now);
+			if (conn_due || !c->connecting)
+				work += conn_poll(c, p, now);
 			if (p->state == NP_CONNECTING && p->wait_since &&
 			    now - p->wait_since >= c->connect_timeout_ns) {
 				/* never came within connect_timeout: what waits for
@@ -634,6 +691,8 @@ static unsigned nc_poll(void *car, uint64_t now)
 		work += tx_poll(c, p, now);
 		if (p->state == NP_UP)
 			work += rx_poll(c, p, now);
+		if (p->state == NP_UP)
+			work += liveness(c, p, now);
 		if (p->state == NP_UP && p->consumed)
 			work += credit_flush(c, p, now);
 		connecting += p->state != NP_UP;
@@ -673,6 +732,8 @@ int zbra__netcar_create(const struct zb_config *cfg, const struct net_ops *ops,
 	uint32_t cto = cfg->transport.connect_timeout_ms ? cfg->transport.connect_timeout_ms
 							  : 60000;
 	c->connect_timeout_ns = (uint64_t)cto * 1000000ull;
+	uint32_t pto = cfg->transport.peer_timeout_ms ? cfg->transport.peer_timeout_ms : 5000;
+	c->peer_timeout_ns = (uint64_t)pto * 1000000ull;
 	c->connecting = 1;
 	unsigned npeers = 0;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++)

@@ -119,7 +119,9 @@ field() {
 # test (NCHECKS expected; missing ones fail). 3 + NCHECKS tests, each named
 # with "[LABEL] ". With `restart`, the serving node is started again (a new
 # process) when the driver asks for it, and stopped at the end (one more
-# test). REMOTE_GHOST=NODE: the driver first calls that configured, never
+# test). REMOTE_DOWN_SIG=STOP: the serving node is made silent (SIGSTOP)
+# instead of stopped; it is continued and stopped later (same count).
+# REMOTE_GHOST=NODE: the driver first calls that configured, never
 # started node (2 more checks). ZBRA_BENCH=S: the driver also prints its
 # figures.
 remote_pair() {
@@ -138,12 +140,23 @@ remote_pair() {
 		{ diag "$(tail -5 "$dir/drive.log")"; diag "$(tail -5 "$dir/serve.log")"; }
 	wait_for "$dir/drive.log" '^(PHASE down|DONE)' 150 ||
 		diag "driver did not reach the down phase: $(tail -3 "$dir/drive.log")"
-	kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
-	ok $([ $rs -eq 0 ]; echo $?) "[$label] serving node stopped cleanly (exit $rs)"
+	if [ "${REMOTE_DOWN_SIG:-TERM}" = STOP ]; then
+		# the node goes silent (SIGSTOP: no reset, no reply): its peer
+		# must find out by itself; it is let go (and checked) later
+		kill -STOP $s
+	else
+		kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+		ok $([ $rs -eq 0 ]; echo $?) "[$label] serving node stopped cleanly (exit $rs)"
+	fi
 	touch "$dir/down"
+	stopped_end() {   # a SIGSTOPped server: continued, then stopped
+		kill -CONT $s 2>/dev/null; kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+		ok $([ $rs -eq 0 ]; echo $?) "[$label] the silent node, continued, stopped cleanly (exit $rs)"
+	}
 	if [ "$restart" = restart ]; then
 		wait_for "$dir/drive.log" '^(PHASE restart|DONE)' 60 ||
 			diag "driver did not reach the restart phase: $(tail -3 "$dir/drive.log")"
+		[ "${REMOTE_DOWN_SIG:-TERM}" = STOP ] && stopped_end
 		rm -f "$dir/ids"
 		"$h" -c "$ini2" --serve "$dir/ids" >"$dir/serve2.log" 2>&1 &
 		s=$!; PIDS+=($s)
@@ -152,6 +165,7 @@ remote_pair() {
 	fi
 	wait_exit $d 60 || kill -KILL $d 2>/dev/null
 	wait $d; rd=$?
+	[ "${REMOTE_DOWN_SIG:-TERM}" = STOP ] && [ "$restart" != restart ] && stopped_end
 	if [ "$restart" = restart ]; then
 		kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
 		ok $([ $rs -eq 0 ]; echo $?) "[$label] restarted serving node stopped cleanly (exit $rs)"

@@ -9,8 +9,9 @@
 # one and of many carrier messages (64 KiB .. 8 MiB, reassembled), calls
 # from threads and actors, timeouts and late replies, a slow actor's full
 # mailbox holding the carrier (backpressure, nothing lost), malformed
-# records counted and dropped; then the serving node is stopped: calls and
-# sends to it come back as ZB_ERR_PEER_DOWN; it is started again (a new
+# records counted and dropped; then the serving node goes silent (SIGSTOP:
+# no connection reset, so the carrier must notice the silence within
+# peer_timeout_ms): calls and sends to it come back as ZB_ERR_PEER_DOWN; it is started again (a new
 # process): the carrier reconnects, calls and 4000 messages reach its new
 # actors. The provider under it is the
 # interface the rdma provider implements too (no RDMA device here).
@@ -62,7 +63,7 @@ EOC
 done
 
 mkdir -p "$T/run"
-REMOTE_GHOST=3 remote_pair tcp "$T/run" "$H" "$T/node1.ini" "$T/node2.ini" \
+REMOTE_DOWN_SIG=STOP REMOTE_GHOST=3 remote_pair tcp "$T/run" "$H" "$T/node1.ini" "$T/node2.ini" \
 	'^READY node=1 lanes=1 streams=0\.\.7$' 30 restart
 grep -q '^CARRIER tcp$' "$T/run/drive.log" && grep -q '^CARRIER tcp$' "$T/run/serve.log"
 ok $? "both nodes carried remote messages over tcp (CARRIER tcp)"
