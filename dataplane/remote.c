@@ -1387,6 +1387,13 @@ void zbra_get_stats(struct zbra_stats *out)
 	}
 	for (unsigned i = 0; Z.lanes && i < CFG_MAX_NODES; i++)
 		out->rtab_live += atomic_load_explicit(&Z.rtab[i].n, memory_order_relaxed);
+	if (Z.lanes && Z.netcar) {   /* lane 0's counters: racy reads, diagnostics */
+		struct zbra_netcar_stats ns;
+		zbra__netcar_stats(Z.netcar, &ns);
+		out->carrier_bad = ns.bad;
+		out->carrier_downs = ns.peer_downs;
+		out->carrier_silent = ns.silent;
+	}
 }
 
 const char *zbra_carrier(void)

@@ -165,6 +165,10 @@ struct zbra_stats {
 	uint64_t lost_notices;  /* EXIT/DOWN/DEMONITOR given on node loss */
 	uint64_t rtab_full;     /* links/monitors refused: table full */
 	uint64_t rtab_live;     /* remote links/monitors recorded now */
+	/* a net carrier's own (docs/remote.md "Carriers"; 0 with the transport) */
+	uint64_t carrier_bad;   /* malformed carrier messages (counted, dropped) */
+	uint64_t carrier_downs; /* peers lost (failed request, silence, never came) */
+	uint64_t carrier_silent;/* of which: silence */
 };
 void zbra_get_stats(struct zbra_stats *out);
 

@@ -1164,8 +1164,9 @@ int main(int argc, char **argv)
 	act_runtime_destroy(rt);
 	zbra_detach();
 	dp_node_fini();
-	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu\n", cfg.node.id,
-	       (unsigned long)zs.received, (unsigned long)zs.deferred,
-	       (unsigned long)zs.stale, (unsigned long)zs.bad);
+	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu carrier_bad=%lu carrier_downs=%lu\n",
+	       cfg.node.id, (unsigned long)zs.received, (unsigned long)zs.deferred,
+	       (unsigned long)zs.stale, (unsigned long)zs.bad,
+	       (unsigned long)zs.carrier_bad, (unsigned long)zs.carrier_downs);
 	return rc || failures ? 1 : 0;
 }

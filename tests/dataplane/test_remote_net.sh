@@ -19,7 +19,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 trap 'cleanup_lib' EXIT
-plan 35
+plan 38
 
 # a loopback pair of addresses and a port of our own (parallel test runs)
 A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
@@ -68,4 +68,22 @@ REMOTE_DOWN_SIG=STOP REMOTE_GHOST=3 remote_pair tcp "$T/run" "$H" "$T/node1.ini"
 grep -q '^CARRIER tcp$' "$T/run/drive.log" && grep -q '^CARRIER tcp$' "$T/run/serve.log"
 ok $? "both nodes carried remote messages over tcp (CARRIER tcp)"
 grep '^# stats' "$T/run/drive.log" | while IFS= read -r l; do diag "$l"; done
+
+# malformed carrier messages from the wire: a fresh node 2 serves; a fuzzer
+# posing as node 1 connects to its carrier and sends 9 kinds of wrong
+# (short, bad magic, unknown kind, length mismatch, fragment out of
+# sequence, short first fragment, credits for nothing and with a body, a
+# reassembly broken by a whole message): each counted, dropped, node alive
+mkdir -p "$T/fz"
+"$H" -c "$T/node2.ini" --serve "$T/fz/ids" >"$T/fz/serve.log" 2>&1 &
+s=$!; PIDS+=($s)
+wait_for "$T/fz/serve.log" '^READY' 30 || diag "fuzz target: $(tail -3 "$T/fz/serve.log")"
+"$ZBMD_BUILD/tests/dataplane/helper_carrier_fuzz" -c "$T/node1.ini" --peer 2 >"$T/fz/fuzz.log" 2>&1
+ok $? "fuzzer (as node 1) reached node 2's carrier and wrote its messages ($(tail -1 "$T/fz/fuzz.log"))"
+kill -0 $s 2>/dev/null; alive=$?
+kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+[ $alive -eq 0 ] && [ $rs -eq 0 ]
+ok $? "node 2 survived them and stopped cleanly (exit $rs)"
+grep -q '^EXIT node=2 .* carrier_bad=9 ' "$T/fz/serve.log"
+ok $? "node 2 counted the 9 malformed carrier messages ($(grep -o 'carrier_bad=[0-9]*' "$T/fz/serve.log"))"
 done_testing
