@@ -198,7 +198,7 @@ static void car_tp_release(void *car, struct tp_msg *m)
 }
 
 static const struct zbra_car_ops car_tp_ops = {
-	.name = "dpdk", .send = car_tp_send, .release = car_tp_release,
+	.send = car_tp_send, .release = car_tp_release,
 };
 
 static inline int car_send(struct zbra_lane *l, uint16_t peer, uint16_t stream,
@@ -1244,25 +1244,22 @@ int zbra_attach(struct act_runtime *rt, const struct zb_config *cfg)
 	if (!Z.lanes)
 		return -ENOMEM;
 	memset(Z.lanes, 0, sizeof(*Z.lanes) * nl);
+	if (nops) {   /* its one lane's provider instance */
+		char why[256];
+		rc = zbra__netcar_create(cfg, nops, carrier_arg, 0, Z.max_message,
+					 &Z.netcar, why, sizeof(why));
+		if (rc) {
+			fprintf(stderr, "remote actors: [actors] carrier = %s: %s\n",
+				nops->name, why);
+			goto fail;
+		}
+		rc = -ENOMEM;
+	}
 	for (unsigned i = 0; i < nl; i++) {
 		struct zbra_lane *l = &Z.lanes[i];
 		l->index = i;
-		if (nops) {
-			char why[256];
-			rc = zbra__netcar_create(cfg, nops, carrier_arg, i, Z.max_message,
-						 &Z.netcar, why, sizeof(why));
-			if (rc) {
-				fprintf(stderr, "remote actors: [actors] carrier = %s: %s\n",
-					nops->name, why);
-				goto fail;
-			}
-			l->cops = &zbra__net_car_ops;
-			l->car = Z.netcar;
-		} else {
-			l->cops = &car_tp_ops;
-			l->car = dp_transport(i);
-		}
-		rc = -ENOMEM;
+		l->cops = nops ? &zbra__net_car_ops : &car_tp_ops;
+		l->car = nops ? (void *)Z.netcar : (void *)dp_transport(i);
 		l->txq = ring("tx", i, ZBRA_TXQ, RING_F_SC_DEQ);
 		l->slotq = ring("slot", i, ZBRA_SLOTS * 2, RING_F_SC_DEQ);
 		l->relq = ring("rel", i, ZBRA_WRAPS * 2, RING_F_SC_DEQ);

@@ -33,7 +33,6 @@ struct zb_config;
 struct net_ops;
 
 struct zbra_car_ops {
-	const char *name;
 	int (*send)(void *car, uint16_t peer, uint16_t stream, const void *data,
 		    size_t len, struct tp_ref *ref, uint64_t cookie, uint64_t now_ns);
 	void (*release)(void *car, struct tp_msg *m);

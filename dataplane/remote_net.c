@@ -199,7 +199,7 @@ static void big_put(struct zbra_netcar *c, struct nc_peer *p, struct nc_big *b)
 	p->bfree = b;
 }
 
-static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, int err, uint64_t now);
+static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, uint64_t now);
 
 /* The message at the head of the receive queue is complete (r->size
  * bytes): deliver it, or take its fragment. 0 consumed, -EAGAIN not now
@@ -319,7 +319,7 @@ static unsigned rx_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 			if (rc < 0) {
 				r->state = RS_FREE;
 				p->rq_head++;
-				peer_fail(c, p, rc, now);
+				peer_fail(c, p, now);
 				return work + 1;
 			}
 			if (!done)
@@ -339,7 +339,7 @@ static unsigned rx_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 		p->rx_stuck = 0;
 		work++;
 		if (rc < 0) {
-			peer_fail(c, p, rc, now);
+			peer_fail(c, p, now);
 			break;
 		}
 	}
@@ -422,7 +422,7 @@ static unsigned tx_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 		int rc = c->ops->test(s->req, &done, &sz);
 		if (rc < 0) {
 			p->sq_head++;   /* freed by test */
-			peer_fail(c, p, rc, now);
+			peer_fail(c, p, now);
 			return work + 1;
 		}
 		if (!done)
@@ -432,7 +432,7 @@ static unsigned tx_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 	}
 	int rc = tx_pump(c, p);
 	if (rc) {
-		peer_fail(c, p, rc, now);
+		peer_fail(c, p, now);
 		work++;
 	}
 	return work;
@@ -459,7 +459,7 @@ static int nc_send(void *car, uint16_t peer, uint16_t stream, const void *data,
 		int rc = tx_post(c, p, NCK_WHOLE, stream, (uint32_t)len, data, len,
 				 cookie, true);
 		if (rc && rc != -EAGAIN) {
-			peer_fail(c, p, rc, now);
+			peer_fail(c, p, now);
 			return ZB_ERR_PEER_DOWN;
 		}
 		c->st.msgs_out += rc == 0;
@@ -475,7 +475,7 @@ static int nc_send(void *car, uint16_t peer, uint16_t stream, const void *data,
 	p->ls_stream = stream;
 	int rc = tx_pump(c, p);
 	if (rc)
-		peer_fail(c, p, rc, now);   /* fails the accepted message too */
+		peer_fail(c, p, now);   /* fails the accepted message too */
 	return 0;
 }
 
@@ -553,9 +553,9 @@ static void fail_all(struct zbra_netcar *c, struct nc_peer *p, uint64_t retry_at
 	zbra__peer_event(c->lane, p->id, TP_PEER_DOWN);
 }
 
-static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, int err, uint64_t now)
+/* A request failed (the provider saw the peer go), or silence: see fail_all. */
+static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 {
-	(void)err;
 	if (p->state == NP_UP)
 		fail_all(c, p, now + NC_RETRY_NS);
 }
@@ -588,7 +588,7 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 	c->st.connects++;
 	for (unsigned i = 0; i < NC_RSLOTS; i++)
 		if (p->rs[i].state == RS_FREE && (rc = post_recv(c, p, i)) != 0) {
-			peer_fail(c, p, rc, now);
+			peer_fail(c, p, now);
 			return 1;
 		}
 	zbra__peer_event(c->lane, p->id, TP_PEER_UP);
@@ -597,7 +597,7 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 		ZB_DASSERT(s->req == NULL);
 		if ((rc = c->ops->isend(p->scomm, s->buf, s->n, NC_TAG, NULL, &s->req)) != 0) {
 			s->req = NULL;
-			peer_fail(c, p, rc, now);
+			peer_fail(c, p, now);
 			return 1;
 		}
 	}
@@ -617,7 +617,7 @@ static unsigned liveness(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 		if (rc == 0)
 			p->ka_sent = now;
 		else if (rc != -EAGAIN) {
-			peer_fail(c, p, rc, now);
+			peer_fail(c, p, now);
 			return 1;
 		}
 	}
@@ -627,7 +627,7 @@ static unsigned liveness(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 		uint64_t since = p->heard > p->ua_since ? p->heard : p->ua_since;
 		if (now - since >= quiet) {
 			c->st.silent++;
-			peer_fail(c, p, ZB_ERR_PEER_DOWN, now);
+			peer_fail(c, p, now);
 			return 1;
 		}
 	}
@@ -642,7 +642,7 @@ static unsigned credit_flush(struct zbra_netcar *c, struct nc_peer *p, uint64_t 
 	if (rc == -EAGAIN)
 		return 0;   /* no send slot: next time */
 	if (rc) {
-		peer_fail(c, p, rc, now);
+		peer_fail(c, p, now);
 		return 1;
 	}
 	p->consumed = 0;
@@ -702,7 +702,7 @@ static unsigned nc_poll(void *car, uint64_t now)
 }
 
 const struct zbra_car_ops zbra__net_car_ops = {
-	.name = "net", .send = nc_send, .release = nc_release, .poll = nc_poll,
+	.send = nc_send, .release = nc_release, .poll = nc_poll,
 };
 
 /* ---- create / destroy ----------------------------------------------------------- */
