@@ -17,6 +17,9 @@
 #include <string.h>
 
 static int tap__planned = -1, tap__run, tap__failed;
+/* After a failed check, diagnostics also go to stderr, which prove shows
+ * without -v (as Test::More does): a failure in CI explains itself. */
+static int tap__last_failed;
 
 static inline void tap_plan(int n)
 {
@@ -47,6 +50,13 @@ static inline void tap_diag(const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	fflush(stdout);
+	if (tap__last_failed) {
+		fprintf(stderr, "# ");
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fprintf(stderr, "\n");
+	}
 }
 
 static inline int tap__ok(int cond, const char *file, int line,
@@ -64,6 +74,14 @@ static inline int tap__ok(int cond, const char *file, int line,
 	if (!cond)
 		printf("#   Failed at %s:%d\n", file, line);
 	fflush(stdout);
+	tap__last_failed = !cond;
+	if (!cond) {
+		fprintf(stderr, "#   Failed test %d at %s:%d: ", tap__run, file, line);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fprintf(stderr, "\n");
+	}
 	return cond;
 }
 #define ok(cond, ...) tap__ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
