@@ -28,6 +28,8 @@
  *   memif  DPDK nodes joined pairwise by net_memif (scripts/cluster-memif.sh),
  *          started in node order, each once the memif servers it connects
  *          to listen (their abstract sockets show in /proc/net/unix).
+ *          9000-byte frames and 768 MB of DPDK memory per node unless the
+ *          environment's ZBN_MTU / ZBN_MEMORY_MB say otherwise.
  *   Both: the scripts generate the node configs (node ids 1..N: rank 0 is
  *   node 1); the embedded defaults below for the dpdk links, --set and
  *   --fault are merged into them; every node's DPDK file-prefix is
@@ -52,6 +54,8 @@
 #define LOCAL_MAX_SETS 32
 #define LOCAL_MEMIF_MAX 9       /* cluster-memif.sh: 8 ports per node */
 #define LOCAL_READY_S 30        /* a memif server must listen by then */
+#define LOCAL_MEMIF_MTU "9000"  /* memif's frames unless ZBN_MTU says */
+#define LOCAL_MEMIF_MEMORY_MB "768"
 
 static volatile sig_atomic_t local_signal;
 
@@ -126,7 +130,8 @@ static void local_usage(FILE *f)
 "`zbmd COMMAND ARGS --config nodeI.ini` on every node (a COMMAND with a '/'\n"
 "is run as a program), prints node 0's output and tears everything down.\n"
 "  --link tcp        kernel TCP (default; loopback, or namespaces with --ns/--netem)\n"
-"  --link memif      DPDK nodes joined by net_memif (scripts/cluster-memif.sh)\n"
+"  --link memif      DPDK nodes joined by net_memif (scripts/cluster-memif.sh;\n"
+"                    MTU 9000 and 768 MB per node: env ZBN_MTU, ZBN_MEMORY_MB)\n"
 "  --link veth       DPDK nodes in namespaces on veth + net_af_packet (scripts/cluster.sh)\n"
 "  --netem SPEC      tc netem on every node's link, e.g. \"loss 2%% reorder 25%%\"\n"
 "                    (tcp, veth; needs sch_netem in the kernel)\n"
@@ -710,6 +715,15 @@ static int local_dpdk_prepare(struct local_run *L)
 	snprintf(L->tag, sizeof(L->tag), "zbloc%d", L->pid);
 	snprintf(L->cldir, sizeof(L->cldir), "%s/cluster", L->dir);
 	L->cl_up = true;   /* down is safe even when up failed half-way */
+	if (memif) {
+		/* memif's embedded default: 9000-byte frames (6x fewer per byte
+		 * than 1500: 4 nodes, 1 - 64 MiB, busbw ~0.95 -> ~2.3 GB/s,
+		 * docs/collectives.md), whose pools need ~768 MB of DPDK memory
+		 * per node. ZBN_MTU / ZBN_MEMORY_MB set by the caller win. */
+		setenv("ZBN_MTU", LOCAL_MEMIF_MTU, 0);
+		if (atoi(getenv("ZBN_MTU")) > 1500)
+			setenv("ZBN_MEMORY_MB", LOCAL_MEMIF_MEMORY_MB, 0);
+	}
 	if (local_cluster(L, out, sizeof(out), "up %d%s", o->nodes,
 			  memif ? " --memif" : "") < 0) {
 		fprintf(stderr, "zbmd local: creating the %s cluster failed:\n%s",
