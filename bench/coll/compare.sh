@@ -87,6 +87,20 @@ case " $LINKS " in *" memif "*)
 		if (z >= need * shm && z >= 2 * otcp) met++
 	} END { printf "# goals (memif >= 1x ompi shm from 1 MiB, >= 1.5x from 16 MiB, >= 2x ompi tcp): met at %d of %d sizes\n", met, n }' "$T/j" ;;
 esac
+# This machine changes speed for minutes at a time (docs/perf-transport.md):
+# say so when a system's rounds disagree, since its best round and another
+# system's best may then come from different states.
+if [ "$ROUNDS" -gt 1 ]; then
+	spread=$(for s in $LINKS ompishm ompitcp; do
+		awk -v s="$s" '{ if (!($1 in lo) || $2 < lo[$1]) lo[$1] = $2; if ($2 > hi[$1]) hi[$1] = $2 }
+			END { for (z in lo) if (lo[z] > 0 && hi[z] / lo[z] > 1.3) printf " %s@%d(%.1fx)", s, z, hi[z] / lo[z] }' "$T/$s.all"
+	done)
+	if [ -n "$spread" ]; then
+		echo "# UNSTEADY: rounds differ by more than 1.3x (out-of-place):$spread — the machine's speed changed; compare with care, or run again"
+	else
+		echo "# steady: every system's rounds within 1.3x of each other"
+	fi
+fi
 runs=$(ls "$T"/*.[0-9]* | wc -l)
 okruns=$(grep -l "Out of bounds values : 0 OK" "$T"/*.[0-9]* | wc -l)
 echo "# results checked element by element: $okruns of $runs runs with #wrong = 0"
