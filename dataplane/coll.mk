@@ -24,14 +24,16 @@ $(BUILD)/bin/mpi_allreduce: bench/mpi_allreduce.c
 # The main job: a local 4-node ring all-reduce over the fastest link that
 # works here: memif (DPDK nodes joined by net_memif, the dpdk net provider on
 # the reliable transport; needs root), else kernel TCP. Measured on this
-# 2-core machine (4 ranks, float, busbw GB/s out-of-place, best of 3 rounds,
-# same run as Open MPI; docs/collectives.md): memif 1.52 / 1.42 / 1.62 at
-# 1 / 16 / 64 MiB, tcp 1.24 / 0.98 / 0.96, veth 0.11 / 0.11 / 0.12.
+# 2-core machine (4 ranks, float, busbw GB/s out-of-place, best of 2 - 3
+# rounds, same run as Open MPI; docs/collectives.md, 2026-11-24 night): memif
+# 3.5 - 3.7 / 3.4 - 3.5 / 3.0 - 3.6 at 1 / 16 / 64 MiB, tcp 1.7 - 1.9 /
+# 1.3 - 1.4 / 1.6, veth ~0.1 (earlier).
 # Override with BENCH_LINK=tcp|veth|memif.
 BENCH_LINK ?= $(if $(filter 0,$(shell id -u)),memif,tcp)
 BENCH_NODES ?= 4
 # memif carries 9000-byte frames (6x fewer per byte than 1500; each node then
-# needs ~768 MB of DPDK memory, --no-huge, so 3 GB for 4 nodes)
+# needs ~768 MB of DPDK memory, --no-huge, so 3 GB for 4 nodes); zbmd local
+# defaults to the same, this keeps BENCH_MEMIF_MTU as the override
 BENCH_MEMIF_MTU ?= 9000
 BENCH_ENV = $(if $(filter memif,$(BENCH_LINK)),ZBN_MTU=$(BENCH_MEMIF_MTU) ZBN_MEMORY_MB=768)
 bench: $(BUILD)/bin/zbmd
