@@ -87,6 +87,24 @@ case " $LINKS " in *" memif "*)
 		if (z >= need * shm && z >= 2 * otcp) met++
 	} END { printf "# goals (memif >= 1x ompi shm from 1 MiB, >= 1.5x from 16 MiB, >= 2x ompi tcp): met at %d of %d sizes\n", met, n }' "$T/j" ;;
 esac
+# Per-round ratios: within a round the systems run back to back (seconds
+# apart), so a round's ratio compares figures from one machine state; the
+# median over the rounds is the figure to quote when the rounds disagree.
+if [ "$ROUNDS" -gt 1 ]; then
+	echo "# per-round ratios (zbmd out-of-place / Open MPI out-of-place in the same round), median over $ROUNDS rounds:"
+	for l in $LINKS; do
+		for r in $(seq 1 "$ROUNDS"); do
+			rows "$T/$l.$r" > "$T/z"; rows "$T/ompishm.$r" > "$T/s"; rows "$T/ompitcp.$r" > "$T/t"
+			join "$T/z" "$T/s" | join - "$T/t" | awk -v r="$r" '{ printf "%s %d %.4f %.4f\n", $1, r, ($4 > 0 ? $2 / $4 : 0), ($6 > 0 ? $2 / $6 : 0) }'
+		done | sort -n -k1,1 -k2,2 | awk -v l="$l" '
+			function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+			function flush() { if (n) printf "#   %-6s %12d  %s/shm %.2fx  %s/otcp %.2fx  (rounds: shm%s, otcp%s)\n", l, sz, l, med(s, n), l, med(t, n), ls, lt }
+			$1 != sz { flush(); sz = $1; n = 0; ls = ""; lt = "" }
+			{ n++; s[n] = $3; t[n] = $4; ls = ls sprintf(" %.2f", $3); lt = lt sprintf(" %.2f", $4) }
+			END { flush() }'
+	done
+fi
 # This machine changes speed for minutes at a time (docs/perf-transport.md):
 # say so when a system's rounds disagree, since its best round and another
 # system's best may then come from different states.
