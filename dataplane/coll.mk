@@ -45,5 +45,5 @@ bench-allreduce: bench
 
 # zbmd (memif, veth, tcp) next to Open MPI (shared memory and TCP) in the same
 # run, ratio per size (COMPARE_ARGS, e.g. -L "memif tcp" -r 3).
-bench-allreduce-compare: $(BUILD)/bin/zbmd $(BUILD)/bin/mpi_allreduce
+bench-allreduce-compare: $(BUILD)/bin/zbmd $(BUILD)/bin/mpi_allreduce $(BUILD)/bin/kbench
 	bench/coll/compare.sh $(COMPARE_ARGS)

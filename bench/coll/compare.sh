@@ -48,8 +48,10 @@ for r in $(seq 1 "$ROUNDS"); do
 	$MPI --mca btl self,tcp --mca btl_tcp_if_include lo "$B/bin/mpi_allreduce" $ARGS > "$T/ompitcp.$r" 2>"$T/ompitcp.err" ||
 		{ echo "compare.sh: mpirun (tcp) failed" >&2; cat "$T/ompitcp.err" >&2; exit 1; }
 	for s in $LINKS ompishm ompitcp; do rows "$T/$s.$r" >> "$T/$s.all"; done
+	[ -x "$B/bin/kbench" ] && echo "# round $r: machine state: CPU 0 <-> CPU 1 cache-line round trip $("$B/bin/kbench" cpu-rtt 2>&1 | sed -n 's/.*cpu_rtt_ns=\([0-9]*\).*/\1/p') ns (kbench cpu-rtt)" >> "$T/state"
 done
 for l in $LINKS; do head -2 "$T/$l.1" | grep -v '^# minBytes'; done
+[ -f "$T/state" ] && cat "$T/state"
 head -1 "$T/ompishm.1" | sed 's/^# mpi_allreduce:/# peer: mpi_allreduce:/'
 echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of $ROUNDS rounds; out-of-place/in-place)"
 echo "# ratios: zbmd out-of-place busbw / Open MPI out-of-place busbw"

@@ -14,6 +14,12 @@
  *                                        into PAYLOAD-byte pieces, copied
  *                                        into a 1024-slot ring of 2 KiB (or
  *                                        PAYLOAD rounded up to 1 KiB) slots
+ *   kbench cpu-rtt                       the machine's state: a cache line
+ *                                        bounced between CPU 0 and CPU 1
+ *                                        (two pinned threads), median round
+ *                                        trip of 9 batches; on the VMs here
+ *                                        ~85 ns or ~400 ns depending on
+ *                                        where the host placed the vCPUs
  *
  * Output: "RESULT key=value ..." lines. Exit 0 ok, 1 failure, 2 usage. */
 #ifndef _GNU_SOURCE
@@ -24,6 +30,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,8 +244,71 @@ static int copy_rate(long payload, double secs)
 	return 0;
 }
 
+/* ---- cpu-rtt --------------------------------------------------------------- */
+
+#define RTT_ROUNDS 20000
+#define RTT_BATCHES 9
+
+static _Alignas(64) atomic_uint rtt_line;
+
+static int pin_cpu(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *rtt_echo(void *arg)
+{
+	/* echo even if CPU 1 is refused (the main thread would wait forever) */
+	void *rc = pin_cpu(1) ? arg : NULL;
+	for (unsigned i = 0; i < RTT_BATCHES * RTT_ROUNDS; i++) {
+		while (atomic_load_explicit(&rtt_line, memory_order_acquire) != 2 * i + 1)
+			;
+		atomic_store_explicit(&rtt_line, 2 * i + 2, memory_order_release);
+	}
+	return rc;
+}
+
+static int cpu_rtt(void)
+{
+	pthread_t t;
+	double ns[RTT_BATCHES];
+	void *rc = NULL;
+
+	if (pin_cpu(0) || pthread_create(&t, NULL, rtt_echo, (void *)1)) {
+		fprintf(stderr, "kbench cpu-rtt: needs CPUs 0 and 1\n");
+		return 1;
+	}
+	for (unsigned b = 0, i = 0; b < RTT_BATCHES; b++) {
+		uint64_t t0 = now_ns();
+		for (unsigned k = 0; k < RTT_ROUNDS; k++, i++) {
+			atomic_store_explicit(&rtt_line, 2 * i + 1, memory_order_release);
+			while (atomic_load_explicit(&rtt_line, memory_order_acquire) != 2 * i + 2)
+				;
+		}
+		ns[b] = (double)(now_ns() - t0) / RTT_ROUNDS;
+	}
+	pthread_join(t, &rc);
+	for (unsigned a = 0; a < RTT_BATCHES; a++)   /* sort for the median */
+		for (unsigned b = a + 1; b < RTT_BATCHES; b++)
+			if (ns[b] < ns[a]) {
+				double x = ns[a];
+				ns[a] = ns[b];
+				ns[b] = x;
+			}
+	printf("RESULT cpu_rtt_ns=%.0f min=%.0f max=%.0f\n", ns[RTT_BATCHES / 2], ns[0],
+	       ns[RTT_BATCHES - 1]);
+	if (rc)
+		fprintf(stderr, "kbench cpu-rtt: the echo thread could not be pinned to CPU 1\n");
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "cpu-rtt"))
+		return cpu_rtt();
 	if (argc == 4 && !strcmp(argv[1], "copy"))
 		return copy_rate(atol(argv[2]), atof(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "udp-sink"))
@@ -248,6 +320,6 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "tcp-ping") && atol(argv[4]) >= 100)
 		return tcp_ping(argv[2], argv[3], atol(argv[4]));
 	fprintf(stderr, "usage: kbench udp-sink PORT | udp-blast IP PORT SECS | "
-			"tcp-echo PORT | tcp-ping IP PORT N(>=100) | copy PAYLOAD SECS\n");
+			"tcp-echo PORT | tcp-ping IP PORT N(>=100) | copy PAYLOAD SECS | cpu-rtt\n");
 	return 2;
 }

@@ -126,6 +126,8 @@ raw_ceilings() {  # PASS
 		run_testpmd "$sz" "$1"
 	done
 }
+cpu_rtt() { val RESULT <("$K" cpu-rtt 2>&1) cpu_rtt_ns; }
+R[rtt.before]=$(cpu_rtt)
 raw_ceilings before
 
 log "memif: 2 nodes, mtu $MMTU"
@@ -153,6 +155,7 @@ fi
 $CLV down >/dev/null 2>&1
 
 raw_ceilings after
+R[rtt.after]=$(cpu_rtt)
 
 log "one core's copy rate over the bulk test's data (kbench copy)"
 for pl in 1400 $((MMTU - 100)); do
@@ -176,6 +179,7 @@ raw_gbps=$(awk -v p="$(g tp.1500)" 'BEGIN { if (p == "n/a") print "n/a"; else pr
 raw_mgbps=$(awk -v p="$(g tp.$MMTU)" -v b=$((MMTU - 100)) 'BEGIN { if (p == "n/a") print "n/a"; else printf "%.2f", p * 1e6 * b * 8 / 1e9 }')
 echo
 echo "== zbmd transport benchmark: 2 nodes, one lane each, $(date -u +%FT%TZ) =="
+echo "   machine state: CPU 0 <-> CPU 1 cache-line round trip $(g rtt.before) ns before, $(g rtt.after) ns after (kbench cpu-rtt)"
 echo "   (memif: mtu $MMTU unless marked; medians of 3 rate runs; goodput over ${BULK_S} s after ${BULK_W} s of warm-up; 1 polling lcore per node)"
 printf '%-30s %11s %11s %11s %11s %11s\n' "" "zbmd memif" "memif 1500" "zbmd veth" "kernel lo" "kernel veth"
 row() { printf '%-30s %11s %11s %11s %11s %11s\n' "$@"; }
