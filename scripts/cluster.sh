@@ -139,9 +139,9 @@ write_config() {  # write_config I N MODE
 				local bs=2048; [ "${ZBN_MTU:-1500}" -gt 2000 ] && bs=$(( (ZBN_MTU + 64 + 1023) / 1024 * 1024 ))
 				# every slot has its own buffer and a ring cycles through all
 				# of them: keep a ring's buffers ~2 MB (1024 x 2 KB, 256 x
-				# 10 KB), else 4 nodes' rings of jumbo frames outgrow the L3
-				# (4 memif nodes, 1-16 MiB all-reduce: 256 slots 1.2-1.5x
-				# the busbw of 1024; scripts/README.md)
+				# 9 KB), else 4 nodes' rings of jumbo frames outgrow the L3
+				# (4 memif nodes, 4-64 MiB all-reduce: 256 slots 1.3-1.4x
+				# the busbw of 1024; docs/perf-transport.md)
 				local rs=${ZBN_MEMIF_RSIZE:-}; [ -z "$rs" ] && [ "$bs" -gt 2048 ] && rs=8
 				echo "vdev = net_memif$k,role=$role,id=0,socket=$DIR/memif-$a-$b.sock,bsize=$bs${rs:+,rsize=$rs}$([ "${ZBN_MEMIF_ZC:-0}" = 1 ] && [ $role = client ] && [ "$j" -eq $((i - 1)) ] && echo ,zero-copy=yes)"
 				echo "ip = 10.78.0.$i/24"; echo "mac = $(mac_of 63 "$i")"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What `zbmd local --link memif` gives its nodes (the cluster script's
+# configs with zbmd local's defaults merged in), read back by a program run as
+# the node command: 9000-byte frames, 768 MB, 256-slot rings for frames over
+# 2 KB; the environment overrides each; 1500-byte frames keep the PMD's ring.
+. "$ZBMD_ROOT/tests/common/tap.sh"
+. "$ZBMD_ROOT/tests/dataplane/lib.sh"
+trap cleanup_lib EXIT
+[ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
+plan 9
+
+# the node command: say ready (zbmd local starts node i once node i-1 is),
+# then print the config keys of interest
+cat >"$T/show.sh" <<'EOF'
+#!/bin/sh
+[ -n "$ZBMD_READY_FILE" ] && touch "$ZBMD_READY_FILE"
+grep -E '^(mtu|memory_mb|vdev) =' "$2"
+EOF
+chmod +x "$T/show.sh"
+
+show() {  # ENV... : node 0's keys into $T/out
+	env "$@" "$ZBMD" local --nodes 2 --link memif -- "$T/show.sh" >"$T/out" 2>"$T/err"
+}
+
+show; ok $? "zbmd local runs the node command on 2 memif nodes" ||
+	diag "$(tail -3 "$T/err")"
+grep -qx 'mtu = 9000' "$T/out"; ok $? "memif default: mtu 9000"
+grep -qx 'memory_mb = 768' "$T/out"; ok $? "memif default: 768 MB per node"
+grep -q '^vdev = net_memif0,.*,bsize=9216,rsize=8$' "$T/out"
+ok $? "jumbo frames: one 9 KB buffer per slot, 256-slot rings" || diag "$(grep vdev "$T/out")"
+
+show ZBN_MTU=1500
+grep -qx 'mtu = 1500' "$T/out" && grep -qx 'memory_mb = 256' "$T/out"
+ok $? "ZBN_MTU=1500: 1500-byte frames, the scripts' 256 MB"
+grep -q '^vdev = net_memif0,.*,bsize=2048$' "$T/out"
+ok $? "1500-byte frames: 2 KB buffers, the PMD's ring size" || diag "$(grep vdev "$T/out")"
+
+show ZBN_MEMIF_RSIZE=9 ZBN_MEMORY_MB=900
+grep -q '^vdev = net_memif0,.*,rsize=9$' "$T/out"; ok $? "ZBN_MEMIF_RSIZE overrides the ring size"
+grep -qx 'memory_mb = 900' "$T/out"; ok $? "ZBN_MEMORY_MB overrides the memory"
+
+show ZBN_MTU=4000
+grep -qx 'mtu = 4000' "$T/out" && grep -qx 'memory_mb = 768' "$T/out" &&
+	grep -q '^vdev = net_memif0,.*,bsize=4096,rsize=8$' "$T/out"
+ok $? "ZBN_MTU=4000: 4 KB buffers, 256 slots, 768 MB" || diag "$(cat "$T/out")"
