@@ -277,7 +277,12 @@ static int cpu_rtt(void)
 	double ns[RTT_BATCHES];
 	void *rc = NULL;
 
-	if (pin_cpu(0) || pthread_create(&t, NULL, rtt_echo, (void *)1)) {
+	cpu_set_t allowed;
+	/* both threads must own a CPU: a spin-wait ping-pong on one CPU would
+	 * advance once per scheduler tick */
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) || !CPU_ISSET(0, &allowed) ||
+	    !CPU_ISSET(1, &allowed) || pin_cpu(0) ||
+	    pthread_create(&t, NULL, rtt_echo, (void *)1)) {
 		fprintf(stderr, "kbench cpu-rtt: needs CPUs 0 and 1\n");
 		return 1;
 	}
