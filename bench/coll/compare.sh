@@ -38,8 +38,9 @@ rows() { awk '!/^#/ && NF >= 12 { print $1, $7, $11 }' "$1"; }
 for r in $(seq 1 "$ROUNDS"); do
 	echo "# round $r/$ROUNDS: zbmd ($LINKS), Open MPI (vader), Open MPI (tcp)" >&2
 	for l in $LINKS; do
-		# memif carries 9000-byte frames (as make bench); af_packet stays at 1500
-		env $([ "$l" = memif ] && echo "ZBN_MTU=${BENCH_MEMIF_MTU:-9000} ZBN_MEMORY_MB=768") \
+		# memif: zbmd local's default frames (9000 bytes) unless
+		# BENCH_MEMIF_MTU says (as make bench); af_packet stays at 1500
+		env $([ "$l" = memif ] && [ -n "${BENCH_MEMIF_MTU:-}" ] && echo "ZBN_MTU=$BENCH_MEMIF_MTU") \
 		"$B/bin/zbmd" local --nodes "$NODES" --link "$l" -- bench allreduce $ARGS > "$T/$l.$r" ||
 			{ echo "compare.sh: zbmd --link $l run failed" >&2; cat "$T/$l.$r" >&2; exit 1; }
 	done

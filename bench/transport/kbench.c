@@ -274,7 +274,7 @@ static void *rtt_echo(void *arg)
 static int cpu_rtt(void)
 {
 	pthread_t t;
-	double ns[RTT_BATCHES];
+	uint64_t ns[RTT_BATCHES];   /* per batch of RTT_ROUNDS round trips */
 	void *rc = NULL;
 
 	cpu_set_t allowed;
@@ -293,18 +293,13 @@ static int cpu_rtt(void)
 			while (atomic_load_explicit(&rtt_line, memory_order_acquire) != 2 * i + 2)
 				;
 		}
-		ns[b] = (double)(now_ns() - t0) / RTT_ROUNDS;
+		ns[b] = now_ns() - t0;
 	}
 	pthread_join(t, &rc);
-	for (unsigned a = 0; a < RTT_BATCHES; a++)   /* sort for the median */
-		for (unsigned b = a + 1; b < RTT_BATCHES; b++)
-			if (ns[b] < ns[a]) {
-				double x = ns[a];
-				ns[a] = ns[b];
-				ns[b] = x;
-			}
-	printf("RESULT cpu_rtt_ns=%.0f min=%.0f max=%.0f\n", ns[RTT_BATCHES / 2], ns[0],
-	       ns[RTT_BATCHES - 1]);
+	qsort(ns, RTT_BATCHES, sizeof(*ns), cmp_u64);
+	printf("RESULT cpu_rtt_ns=%.0f min=%.0f max=%.0f\n",
+	       (double)ns[RTT_BATCHES / 2] / RTT_ROUNDS, (double)ns[0] / RTT_ROUNDS,
+	       (double)ns[RTT_BATCHES - 1] / RTT_ROUNDS);
 	if (rc)
 		fprintf(stderr, "kbench cpu-rtt: the echo thread could not be pinned to CPU 1\n");
 	return rc ? 1 : 0;
