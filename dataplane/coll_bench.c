@@ -466,7 +466,9 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 				.idle_ns = hs1.idle_ns - hs0.idle_ns,
 				.loop_ns = hs1.loop_ns - hs0.loop_ns,
 				.rx_packets = hs1.rx_packets - hs0.rx_packets,
-				.tx_packets = hs1.tx_packets - hs0.tx_packets};
+				.tx_packets = hs1.tx_packets - hs0.tx_packets,
+				.msgs_delivered = hs1.msgs_delivered - hs0.msgs_delivered,
+				.msgs_placed = hs1.msgs_placed - hs0.msgs_placed};
 		}
 	}
 	if (b->o->check) {
@@ -581,14 +583,17 @@ static void bench_breakdown(const struct bench_row *r, long iters)
 		       "reassembly, copies and reductions into the receive buffers, acks\n"
 		       "#   idle (waiting for the peers' data, sleeps included) %.0f us (%.0f%%)\n"
 		       "#   %.1f MB sent, %.1f MB received, %.0f messages, %.0f frames out, "
-		       "%.0f frames in per all-reduce\n#\n",
+		       "%.0f frames in per all-reduce\n"
+		       "#   payloads received in place %.0f of %.0f per all-reduce (the others "
+		       "waited in the reassembly arena for their receive: one more copy)\n#\n",
 		       r->bytes, wall, h->lanes, lt, co, 100 * co / lt,
 		       red, cp, ps, ts,
 		       tp, 100 * tp / lt,
 		       id, 100 * id / lt,
 		       (double)s->bytes_sent / 1e6 / it, (double)s->bytes_received / 1e6 / it,
 		       (double)s->messages / it, (double)h->tx_packets / it,
-		       (double)h->rx_packets / it);
+		       (double)h->rx_packets / it, (double)h->msgs_placed / it,
+		       (double)h->msgs_delivered / 2 / it);
 		return;
 	}
 	if (tot <= 0 || !s->messages)

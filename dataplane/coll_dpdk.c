@@ -60,6 +60,7 @@ struct cd_lane {
 	/* copies of the lane transport's counters (tp_stats is lane-only) */
 	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
 	_Atomic uint64_t frames_rx;     /* valid frames from peers (cd_linger) */
+	_Atomic uint64_t msgs_delivered, msgs_placed;
 	uint64_t last_tsc, last_idle;
 	uint64_t seen;                  /* nodes in any view applied (lane-only) */
 } __attribute__((aligned(64)));
@@ -119,6 +120,9 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		atomic_store_explicit(&ln->fault_reorders, ts->fault_reorders,
 				      memory_order_relaxed);
 		atomic_store_explicit(&ln->frames_rx, ts->frames_rx, memory_order_relaxed);
+		atomic_store_explicit(&ln->msgs_delivered, ts->msgs_delivered,
+				      memory_order_relaxed);
+		atomic_store_explicit(&ln->msgs_placed, ts->msgs_placed, memory_order_relaxed);
 	}
 
 	int st = atomic_load_explicit(&ln->state, memory_order_acquire);
@@ -486,6 +490,10 @@ static void cd_stats(void *h, struct coll_host_stats *out)
 		out->fault_dups += atomic_load_explicit(&ln->fault_dups, memory_order_relaxed);
 		out->fault_reorders += atomic_load_explicit(&ln->fault_reorders,
 							    memory_order_relaxed);
+		out->msgs_delivered += atomic_load_explicit(&ln->msgs_delivered,
+							    memory_order_relaxed);
+		out->msgs_placed += atomic_load_explicit(&ln->msgs_placed,
+							 memory_order_relaxed);
 		if (dp_lcore_stats(i, &ls) == 0) {
 			out->rx_packets += ls.rx_packets;
 			out->tx_packets += ls.tx_packets;

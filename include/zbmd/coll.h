@@ -305,6 +305,10 @@ struct coll_host_stats {
 	uint64_t rx_packets, tx_packets;
 	/* the lanes' transports (since start): recovery and fault injection */
 	uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
+	/* messages the transports delivered (a payload and its 8-byte header
+	 * are two), and those written straight into a posted receive (the
+	 * rest went through the reassembly arena: one more copy) */
+	uint64_t msgs_delivered, msgs_placed;
 };
 
 struct coll_host_ops {

@@ -20,7 +20,7 @@ need_netns
 # zbmd local keeps the logs of a failed run (and says where): drop them
 drop_kept() { for f in "$@"; do sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$f"; done | xargs -r rm -rf; }
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 35
+plan 36
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -67,6 +67,12 @@ ZBN_MEMIF_ZC=1 $ZBMD local --nodes 2 --link memif -- bench allreduce \
 ok $? "memif zero-copy client, 2 nodes: exit 0" || diag "$(tail -5 "$T/zc.err")"
 [ "$(rows "$T/zc")" = 24 ] && [ "$(wrong_rows "$T/zc")" = 0 ]
 ok $? "24 rows (6 dtypes x 4 counts, up to 4 MiB of f32), #wrong 0"
+# the breakdown (last row) counts the payloads written straight into a
+# posted receive; with receives posted ahead most are
+pl=$(sed -nE 's/.*payloads received in place ([0-9]+) of ([0-9]+) per.*/\1 \2/p' "$T/zc")
+set -- $pl
+[ -n "${2:-}" ] && [ "$2" -gt 0 ] && [ "$1" -ge 1 ] && [ "$1" -le "$2" ]
+ok $? "the breakdown counts payloads received in place (${pl:-none})"
 # 4 nodes: nodes 3 and 4 are clients on 2 and 3 links, zero-copy on one each
 # (DPDK 22.11's memif closes the EAL's memory file after a zero-copy client
 # connects; a second such port sent the dead descriptor and never connected)
