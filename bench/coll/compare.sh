@@ -8,21 +8,27 @@
 #
 #   bench/coll/compare.sh [-N nodes] [-b min] [-e max] [-f factor] [-n iters]
 #                         [-w warmup] [-r rounds] [-d float|double|int32|int64]
-#                         [-L "memif veth tcp"]
+#                         [-L "memif veth tcp"] [-s settle_seconds]
 #
 # Each round runs all systems back to back; the best busbw of the rounds is
 # kept per size and system (the machine is shared; the best is the least
-# disturbed). Needs: $ZBMD_BUILD/bin/zbmd, $ZBMD_BUILD/bin/mpi_allreduce,
-# root for memif/veth (DPDK, namespaces).
+# disturbed). Before every run the script waits (at most -s seconds, default
+# 60; 0: never) until `kbench cpu-rtt`, the CPU 0 <-> CPU 1 cache-line round
+# trip, is within 1.5x of the lowest seen in this invocation: on the VMs this
+# was measured on it jumps from ~85 to ~400 ns after some seconds of load and
+# comes back ~1 - 1.5 min after the load ends, and the system run next would
+# pay for the one run before it (docs/collectives.md). Each run's round trip
+# before and after is printed. Needs: $ZBMD_BUILD/bin/zbmd,
+# $ZBMD_BUILD/bin/mpi_allreduce, root for memif/veth (DPDK, namespaces).
 set -u
 B=${ZBMD_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
-NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp"
-while getopts "N:b:e:f:n:w:r:d:L:" o; do
+NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp" SETTLE=60
+while getopts "N:b:e:f:n:w:r:d:L:s:" o; do
 	case $o in
 	N) NODES=$OPTARG ;; b) MINB=$OPTARG ;; e) MAXB=$OPTARG ;; f) F=$OPTARG ;;
 	n) ITERS=$OPTARG ;; w) WARM=$OPTARG ;; r) ROUNDS=$OPTARG ;; d) DT=$OPTARG ;;
-	L) LINKS=$OPTARG ;;
-	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links]" >&2; exit 2 ;;
+	L) LINKS=$OPTARG ;; s) SETTLE=$OPTARG ;;
+	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links] [-s settle_seconds]" >&2; exit 2 ;;
 	esac
 done
 for x in "$B/bin/zbmd" "$B/bin/mpi_allreduce"; do
@@ -33,6 +39,28 @@ trap 'rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 ARGS="-b $MINB -e $MAXB -f $F -n $ITERS -w $WARM -d $DT -o sum"
 MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none -np $NODES"
+case $SETTLE in ''|*[!0-9]*) echo "compare.sh: -s wants whole seconds, got '$SETTLE'" >&2; exit 2 ;; esac
+# The machine's state: CPU 0 <-> CPU 1 round trip in ns (empty without kbench).
+rtt() { [ -x "$B/bin/kbench" ] && "$B/bin/kbench" cpu-rtt 2>/dev/null | sed -n 's/.*cpu_rtt_ns=\([0-9]*\).*/\1/p'; }
+RTT_MIN=
+seen() { [ -n "$1" ] && { [ -z "$RTT_MIN" ] || [ "$1" -lt "$RTT_MIN" ]; } && RTT_MIN=$1; true; }
+# settle: wait (at most SETTLE s) until the round trip is within 1.5x of the
+# lowest seen; RB = the last reading
+settle() {
+	local end=$((SECONDS + SETTLE))
+	while :; do
+		RB=$(rtt); seen "$RB"
+		[ -z "$RB" ] && return
+		[ "$RB" -le $((RTT_MIN * 3 / 2)) ] && return
+		[ $SECONDS -ge $end ] && return
+		sleep 2
+	done
+}
+pre() { if [ "$SETTLE" -gt 0 ]; then settle; else RB=$(rtt); fi; }
+# after NAME: log the run's round trip before and after
+after() { local v; v=$(rtt); seen "$v"; [ -n "$v" ] && echo "# round $r: $1: cpu-rtt ${RB:-?} ns before, $v ns after" >> "$T/state"; true; }
+# a first look: the idle machine's round trip, three readings a second apart
+for _ in 1 2 3; do seen "$(rtt)"; [ "$SETTLE" -gt 0 ] && sleep 1; done
 # rows "size busbw_oop busbw_ip" of a table
 rows() { awk '!/^#/ && NF >= 12 { print $1, $7, $11 }' "$1"; }
 for r in $(seq 1 "$ROUNDS"); do
@@ -40,19 +68,24 @@ for r in $(seq 1 "$ROUNDS"); do
 	for l in $LINKS; do
 		# memif: zbmd local's default frames (9000 bytes) unless
 		# BENCH_MEMIF_MTU says (as make bench); af_packet stays at 1500
+		pre
 		env $([ "$l" = memif ] && [ -n "${BENCH_MEMIF_MTU:-}" ] && echo "ZBN_MTU=$BENCH_MEMIF_MTU") \
 		"$B/bin/zbmd" local --nodes "$NODES" --link "$l" -- bench allreduce $ARGS > "$T/$l.$r" ||
 			{ echo "compare.sh: zbmd --link $l run failed" >&2; cat "$T/$l.$r" >&2; exit 1; }
+		after "zbmd $l"
 	done
+	pre
 	$MPI --mca btl self,vader "$B/bin/mpi_allreduce" $ARGS > "$T/ompishm.$r" 2>"$T/ompishm.err" ||
 		{ echo "compare.sh: mpirun (vader) failed" >&2; cat "$T/ompishm.err" >&2; exit 1; }
+	after "Open MPI shm"
+	pre
 	$MPI --mca btl self,tcp --mca btl_tcp_if_include lo "$B/bin/mpi_allreduce" $ARGS > "$T/ompitcp.$r" 2>"$T/ompitcp.err" ||
 		{ echo "compare.sh: mpirun (tcp) failed" >&2; cat "$T/ompitcp.err" >&2; exit 1; }
+	after "Open MPI tcp"
 	for s in $LINKS ompishm ompitcp; do rows "$T/$s.$r" >> "$T/$s.all"; done
-	[ -x "$B/bin/kbench" ] && echo "# round $r: machine state: CPU 0 <-> CPU 1 cache-line round trip $("$B/bin/kbench" cpu-rtt 2>&1 | sed -n 's/.*cpu_rtt_ns=\([0-9]*\).*/\1/p') ns (kbench cpu-rtt)" >> "$T/state"
 done
 for l in $LINKS; do head -2 "$T/$l.1" | grep -v '^# minBytes'; done
-[ -f "$T/state" ] && cat "$T/state"
+[ -f "$T/state" ] && { echo "# machine state (kbench cpu-rtt, CPU 0 <-> CPU 1 cache-line round trip; lowest seen ${RTT_MIN:-?} ns; waited up to ${SETTLE} s before each run for <= 1.5x that):"; cat "$T/state"; }
 head -1 "$T/ompishm.1" | sed 's/^# mpi_allreduce:/# peer: mpi_allreduce:/'
 echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of $ROUNDS rounds; out-of-place/in-place)"
 echo "# ratios: zbmd out-of-place busbw / Open MPI out-of-place busbw"
