@@ -71,6 +71,7 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	zb_crash_report_install("zbmd");
 	if (argc < 2) {
 		cmd_help(0, NULL);
 		return ZB_EXIT_USAGE;

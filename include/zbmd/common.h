@@ -40,6 +40,13 @@
 void zb__assert_fail(const char *expr, const char *file, int line,
 		     const char *func) __attribute__((noreturn, cold));
 
+/* Report fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: failed
+ * assertions too) on stderr — "WHO: fatal SIGSEGV (11) at address ... in
+ * thread '...' (pid N); stack:" and the frames — then die of the signal as
+ * before. Call once, early, from the main thread; the threads started
+ * later inherit it. Does nothing under ASan/TSan (they report these). */
+void zb_crash_report_install(const char *who);
+
 /* Project error codes, below -ZB_ERR_BASE so they never collide with errno. */
 #define ZB_ERR_BASE 10000
 enum zb_err {

@@ -6,6 +6,7 @@
 
 #include "zbmd/dataplane.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -18,6 +19,7 @@ static inline void nh_signals_block(void (*handler)(int), sigset_t *old)
 	sigset_t block;
 	struct sigaction sa;
 
+	zb_crash_report_install(program_invocation_short_name);
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);

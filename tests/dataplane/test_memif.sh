@@ -65,6 +65,7 @@ for first in 1 2; do
 	sleep 1; kill -0 $S 2>/dev/null; alive=$?
 	kill -TERM $S 2>/dev/null; wait $S; rs=$?
 	[ $rf -le 1 ] && [ $alive -eq 0 ] && [ $rs -le 1 ]
-	ok $? "node $first stopped mid-transfer: no crash on either side (exit $rf, survivor alive, exit $rs)"
+	ok $? "node $first stopped mid-transfer: no crash on either side (exit $rf, survivor alive, exit $rs)" ||
+		{ diag "node $first: $(tail -15 "$T/m$first")"; diag "node $second: $(tail -15 "$T/m$second")"; }
 done
 done_testing
