@@ -13,6 +13,12 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+void zb_crash_report_install(const char *who)
+{
+	(void)who;   /* the sanitizers report these themselves, better */
+}
+#else
 static char crash_who[32] = "zbmd";
 static int crash_installed;
 
@@ -90,9 +96,6 @@ static void on_fatal(int sig, siginfo_t *si, void *uctx)
 
 void zb_crash_report_install(const char *who)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	(void)who;   /* the sanitizers report these themselves, better */
-#else
 	static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 	struct sigaction sa;
 	static char altstack[64 * 1024];
@@ -117,5 +120,5 @@ void zb_crash_report_install(const char *who)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < ZB_ARRAY_LEN(sigs); i++)
 		(void)sigaction(sigs[i], &sa, NULL);
-#endif
 }
+#endif

@@ -98,6 +98,7 @@ struct dp_node {
 	bool eal_up, launched, fini_done, timers_up;
 	volatile int quit;           /* set by dp_node_request_stop */
 	int lock_fd;
+	uint64_t memif_absorbed_seen; /* memif_guard faults reported (interrupt thread) */
 	unsigned main_lcore;
 	bool main_is_dp;             /* one EAL lcore: main runs the loop */
 	unsigned nb_lcores;
@@ -150,6 +151,14 @@ int dp__ports_init(struct dp_node *n, struct dp_err *err);
 /* Stop and close every port, free the pools. Returns true when memif ports
  * were among them (see dp_node_fini). */
 bool dp__ports_fini(struct dp_node *n);
+
+/* memif_guard.c: absorb the faults of a burst in flight when a memif peer
+ * hangs up (DPDK 22.11 unmaps the link's memory under the lcore). Install
+ * once (memif ports exist); add every memif shared-memory range mapped. */
+void dp__memif_guard_install(void);
+void dp__memif_guard_add(uintptr_t lo, uintptr_t hi);
+unsigned dp__memif_guard_ranges(void);
+uint64_t dp__memif_guard_absorbed(void);
 
 /* lcore.c */
 int dp__lcores_init(struct dp_node *n, struct dp_err *err);

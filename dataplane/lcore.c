@@ -545,6 +545,9 @@ void dp_stats_dump(FILE *out)
 			s.arp_requests, s.arp_learned, s.lane_fwd, s.lane_drops, s.zc_frames, s.udp_rx,
 			s.poll_events);
 	}
+	if (dp__memif_guard_ranges())
+		fprintf(out, "memif_guard ranges=%u absorbed=%" PRIu64 "\n",
+			dp__memif_guard_ranges(), dp__memif_guard_absorbed());
 	dp__link_stats_dump(out);
 	fflush(out);
 }

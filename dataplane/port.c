@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -265,6 +266,7 @@ static void populate_memif_shm(void)
 		    sscanf(line, "%lx-%lx", &lo, &hi) != 2 || hi <= lo)
 			continue;
 		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+		dp__memif_guard_add(lo, hi);
 	}
 	fclose(f);
 }
@@ -290,6 +292,14 @@ static void memif_watch_alarm(void *arg)
 	}
 	if (newly_up)
 		populate_memif_shm();
+	uint64_t ab = dp__memif_guard_absorbed();
+	if (ab != n->memif_absorbed_seen) {
+		fprintf(stderr, "zbmd: memif: %" PRIu64 " fault(s) of an RX/TX burst in flight "
+			"when a peer hung up, absorbed (DPDK 22.11 unmaps the link's memory "
+			"under the lcore; dataplane/memif_guard.c)\n",
+			ab - n->memif_absorbed_seen);
+		n->memif_absorbed_seen = ab;
+	}
 	(void)rte_eal_alarm_set(DP_MEMIF_WATCH_US, memif_watch_alarm, n);
 }
 
@@ -333,6 +343,7 @@ int dp__ports_init(struct dp_node *n, struct dp_err *err)
 	}
 	for (uint16_t k = 0; k < n->nb_ports; k++)
 		if (is_memif(&n->ports[k])) {
+			dp__memif_guard_install();
 			(void)rte_eal_alarm_set(DP_MEMIF_WATCH_US, memif_watch_alarm, n);
 			break;
 		}

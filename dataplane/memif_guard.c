@@ -1,0 +1,134 @@
+/* dataplane/memif_guard.c — survive DPDK 22.11 memif's disconnect race.
+ *
+ * When a memif peer hangs up (stops, crashes, is killed), the driver's
+ * control-channel callback runs in the EAL interrupt thread and unmaps the
+ * link's shared memory (memif_disconnect -> memif_free_regions) with no
+ * synchronisation against the data path: an lcore in the middle of an RX or
+ * TX burst on that port then touches unmapped memory and the whole node
+ * dies of SIGSEGV (seen: tests/dataplane/test_memif.sh, the survivor of a
+ * peer stopped mid-transfer, about 1 run in 20; stack: rte_eth_rx_burst /
+ * rte_eth_tx_buffer_flush -> librte_net_memif). The driver clears its
+ * CONNECTED flag before unmapping, so only a burst already in flight can
+ * fault, and only on that link's memory.
+ *
+ * The guard: the address ranges of every memif shared-memory region this
+ * process mapped ("memif_region_N" in /proc/self/maps, recorded by
+ * port.c's watch when a link comes up) are kept in a fixed table. A SIGSEGV
+ * whose address lies in one of them maps anonymous zero pages over the
+ * (already unmapped) range and returns: the burst finishes on zeros — an RX
+ * burst hands up zero-length or garbage frames that the transport's checks
+ * drop, a TX burst writes into the void — and the next burst sees the link
+ * down. Any other SIGSEGV goes to the handler installed before (the crash
+ * report, a sanitizer's, or the default). The zero pages stay mapped (VA of
+ * one region per absorbed disconnect; pages only where the burst wrote).
+ */
+#include "internal.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define GUARD_MAX 64
+
+struct guard_range {
+	_Atomic uintptr_t lo, hi;
+};
+
+static struct guard_range ranges[GUARD_MAX];
+static _Atomic unsigned nranges;        /* slots used (written by one thread) */
+static unsigned next_slot;              /* round-robin once full */
+static _Atomic uint64_t absorbed;
+static struct sigaction prev;
+static int installed;
+
+/* Map zero pages over [lo, hi) where nothing is mapped now. */
+static bool patch(uintptr_t lo, uintptr_t hi, uintptr_t addr)
+{
+	void *p = mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == (void *)lo)
+		return true;
+	if (p != MAP_FAILED)             /* an old kernel ignored the hint */
+		munmap(p, hi - lo);
+	/* part of the range is mapped again: just the faulting page */
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t a = addr & ~(uintptr_t)(pg - 1);
+	p = mmap((void *)a, (size_t)pg, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == (void *)a)
+		return true;
+	if (p != MAP_FAILED)
+		munmap(p, (size_t)pg);
+	return false;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uctx)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	unsigned n = atomic_load_explicit(&nranges, memory_order_acquire);
+
+	if (si->si_code > 0) {           /* a real fault, not kill(2) */
+		for (unsigned i = 0; i < n && i < GUARD_MAX; i++) {
+			uintptr_t lo = atomic_load_explicit(&ranges[i].lo, memory_order_relaxed);
+			uintptr_t hi = atomic_load_explicit(&ranges[i].hi, memory_order_relaxed);
+			if (a >= lo && a < hi && patch(lo, hi, a)) {
+				atomic_fetch_add_explicit(&absorbed, 1, memory_order_relaxed);
+				return;          /* the access runs again, on zeros */
+			}
+		}
+	}
+	/* not ours: hand the signal to whoever had it before */
+	(void)uctx;
+	sigaction(sig, &prev, NULL);
+	if (si->si_code <= 0)
+		raise(sig);              /* delivered once we return */
+	/* a fault re-executes and goes to the previous handler */
+}
+
+void dp__memif_guard_install(void)
+{
+	struct sigaction sa;
+
+	if (installed)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &prev) == 0)
+		installed = 1;
+}
+
+void dp__memif_guard_add(uintptr_t lo, uintptr_t hi)
+{
+	unsigned n = atomic_load_explicit(&nranges, memory_order_relaxed);
+
+	ZB_ASSERT(lo < hi);
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load_explicit(&ranges[i].lo, memory_order_relaxed) == lo &&
+		    atomic_load_explicit(&ranges[i].hi, memory_order_relaxed) == hi)
+			return;
+	unsigned i = n < GUARD_MAX ? n : next_slot++ % GUARD_MAX;
+	/* an overwritten slot: empty it first, so a reader never sees a mix */
+	atomic_store_explicit(&ranges[i].hi, 0, memory_order_release);
+	atomic_store_explicit(&ranges[i].lo, lo, memory_order_release);
+	atomic_store_explicit(&ranges[i].hi, hi, memory_order_release);
+	if (n < GUARD_MAX)
+		atomic_store_explicit(&nranges, n + 1, memory_order_release);
+}
+
+unsigned dp__memif_guard_ranges(void)
+{
+	return atomic_load_explicit(&nranges, memory_order_relaxed);
+}
+
+uint64_t dp__memif_guard_absorbed(void)
+{
+	return atomic_load_explicit(&absorbed, memory_order_relaxed);
+}
