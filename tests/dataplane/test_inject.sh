@@ -71,7 +71,8 @@ for i in 1 2; do
 		bad="$bad $k=$got"
 		count_is "$got" "$EACH" || r=1
 	done
-	ok $r "node $i counted each kind under its own reason ($EACH each):$bad"
+	ok $r "node $i counted each kind under its own reason ($EACH each):$bad" ||
+		diag "node $i: injector $(grep -hE '^(captured|INJECTED)' "$T/inj$i" | tr '\n' ' '); node $(grep -hE '^(port\.0|RESULT|stats lcore)' "$T/x$i" | tr '\n' ' ')"
 	want=$(field "$T/inj$i" INJECTED to_transport)
 	got=$(field "$T/x$i" TPSTATS bad_frames)
 	[ -n "$want" ] && count_is "$got" "$want"
