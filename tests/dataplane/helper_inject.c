@@ -1,11 +1,15 @@
 /* helper_inject — forge bad frames onto a link with a raw (AF_PACKET)
  * socket, modelled on a real zbmd frame captured from that link.
  *
- *   helper_inject --capture IFACE --out IFACE [--each N] [--seed S]
+ *   helper_inject --capture IFACE --out IFACE --dst-node N [--each N] [--seed S]
  *
  * Waits (up to 20 s) for one zbmd DATA frame received on --capture (a real
  * frame between two nodes: IPv4/UDP, zbmd version 1, type DATA, some
- * payload), then sends N frames (default 200) of each kind below out of
+ * payload) whose zbmd destination is node --dst-node (the node behind
+ * --out: on a bridge, --capture also carries frames going the other way,
+ * which tc netem's duplication can hand to the capture socket as received
+ * — a template addressed to the wrong node, dropped by the node's link
+ * layer, was seen twice in 20 runs), then sends N frames (default 200) of each kind below out of
  * --out, towards that frame's destination (same Ethernet destination), in
  * this order, paced (20 frames per ms):
  *
@@ -79,7 +83,7 @@ static uint16_t csum(const uint8_t *b, size_t n)
 }
 
 /* a zbmd DATA frame received (not sent) on fd, within 20 s: its length */
-static ssize_t capture(int fd, uint8_t *f)
+static ssize_t capture(int fd, uint8_t *f, unsigned dst_node)
 {
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -98,7 +102,8 @@ static ssize_t capture(int fd, uint8_t *f)
 			continue;
 		if (get16(f + 12) == 0x0800 && f[14] == 0x45 && f[23] == 17 &&
 		    f[ZB_OFF] == 1 && f[ZB_OFF + 1] == 1 &&
-		    (size_t)n >= (size_t)get16(f + 16) + 14)
+		    (size_t)n >= (size_t)get16(f + 16) + 14 &&
+		    get16(f + 52) == dst_node)
 			return n;
 	}
 }
@@ -119,10 +124,11 @@ int main(int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},
 		{"each", required_argument, NULL, 'n'},
 		{"seed", required_argument, NULL, 's'},
+		{"dst-node", required_argument, NULL, 'd'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cap_if = NULL, *out_if = NULL;
-	int each = 200, c;
+	int each = 200, c, dst_node = -1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'c')
 			cap_if = optarg;
@@ -132,11 +138,14 @@ int main(int argc, char **argv)
 			each = atoi(optarg);
 		else if (c == 's')
 			rng ^= strtoull(optarg, NULL, 0) * 0xbf58476d1ce4e5b9ull;
+		else if (c == 'd')
+			dst_node = atoi(optarg);
 		else
 			return 2;
 	}
-	if (!cap_if || !out_if || each < 1 || each > 100000) {
-		fprintf(stderr, "usage: helper_inject --capture IFACE --out IFACE [--each N] [--seed S]\n");
+	if (!cap_if || !out_if || each < 1 || each > 100000 || dst_node < 0 ||
+	    dst_node > 0xffff) {
+		fprintf(stderr, "usage: helper_inject --capture IFACE --out IFACE --dst-node N [--each N] [--seed S]\n");
 		return 2;
 	}
 	int cfd = rl_open(cap_if), ofd = rl_open(out_if);
@@ -150,9 +159,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	static uint8_t tmpl[FRAME_MAX], f[FRAME_MAX];
-	ssize_t tn = capture(cfd, tmpl);
+	ssize_t tn = capture(cfd, tmpl, (unsigned)dst_node);
 	if (tn < 0) {
-		fprintf(stderr, "helper_inject: no zbmd DATA frame seen on %s in 20 s\n", cap_if);
+		fprintf(stderr, "helper_inject: no zbmd DATA frame to node %d seen on %s in 20 s\n",
+			dst_node, cap_if);
 		return 1;
 	}
 	size_t tlen = (size_t)tn;

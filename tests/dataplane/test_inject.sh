@@ -39,9 +39,9 @@ wait_for "$T/x1" '^READY' 60 && wait_for "$T/x2" '^READY' 60
 ok $? "both transfer nodes ready"
 # node 1 is hit from h1 with frames modelled on node 2's (captured on h2),
 # then node 2 from h2 with frames modelled on node 1's
-$CL exec hub "$INJ" --capture h2 --out h1 --each $EACH --seed 3 >"$T/inj1" 2>&1
+$CL exec hub "$INJ" --capture h2 --out h1 --dst-node 1 --each $EACH --seed 3 >"$T/inj1" 2>&1
 ok $? "$((9 * EACH)) forged frames sent to node 1 during the transfer"
-$CL exec hub "$INJ" --capture h1 --out h2 --each $EACH --seed 4 >"$T/inj2" 2>&1
+$CL exec hub "$INJ" --capture h1 --out h2 --dst-node 2 --each $EACH --seed 4 >"$T/inj2" 2>&1
 ok $? "$((9 * EACH)) forged frames sent to node 2 during the transfer"
 for i in 1 2; do diag "node $i: $(grep '^captured' "$T/inj$i")"; done
 kill -0 $X1 && kill -0 $X2; ok $? "both nodes still running"
