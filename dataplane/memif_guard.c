@@ -47,25 +47,24 @@ static _Atomic uint64_t absorbed;
 static struct sigaction prev;
 static int installed;
 
-/* Map zero pages over [lo, hi) where nothing is mapped now. */
-static bool patch(uintptr_t lo, uintptr_t hi, uintptr_t addr)
+/* Private zero pages at [at, at + len), only where nothing is mapped. */
+static bool map_zero(uintptr_t at, size_t len)
 {
-	void *p = mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
+	void *p = mmap((void *)at, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (p == (void *)lo)
+	if (p == (void *)at)
 		return true;
 	if (p != MAP_FAILED)             /* an old kernel ignored the hint */
-		munmap(p, hi - lo);
-	/* part of the range is mapped again: just the faulting page */
-	long pg = sysconf(_SC_PAGESIZE);
-	uintptr_t a = addr & ~(uintptr_t)(pg - 1);
-	p = mmap((void *)a, (size_t)pg, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (p == (void *)a)
-		return true;
-	if (p != MAP_FAILED)
-		munmap(p, (size_t)pg);
+		munmap(p, len);
 	return false;
+}
+
+/* Zero pages over the unmapped range [lo, hi); when part of it is mapped
+ * again, over the faulting page alone. */
+static bool patch(uintptr_t lo, uintptr_t hi, uintptr_t addr)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return map_zero(lo, hi - lo) || map_zero(addr & ~(uintptr_t)(pg - 1), pg);
 }
 
 static void on_segv(int sig, siginfo_t *si, void *uctx)
