@@ -519,25 +519,27 @@ static int tcp_progress(void *ctx)
 	return events;
 }
 
-static int tcp_check_peer(struct tcp_ctx *x, uint16_t peer, uint16_t ch)
+/* The comm of (peer, ch) in one direction, if the caller may have it:
+ * -EINVAL for no such peer or channel, -EBUSY when already handed out. */
+static int tcp_comm_get(struct tcp_ctx *x, bool send, uint16_t peer,
+			uint16_t ch, struct tcp_comm **out)
 {
 	if (peer >= CFG_MAX_NODES || ch >= x->channels || peer == x->self ||
 	    !x->cfg->peers[peer].present)
 		return -EINVAL;
-	return 0;
+	*out = tcp_comm_at(x, send, peer, ch);
+	return (*out)->handed_out ? -EBUSY : 0;
 }
 
 static int tcp_connect(void *ctx, uint16_t peer, uint16_t ch, void **comm)
 {
 	struct tcp_ctx *x = ctx;
-	int rc;
+	struct tcp_comm *c;
 
 	ZB_ASSERT(x != NULL && comm != NULL);
-	if ((rc = tcp_check_peer(x, peer, ch)) < 0)
+	int rc = tcp_comm_get(x, true, peer, ch, &c);
+	if (rc)
 		return rc;
-	struct tcp_comm *c = tcp_comm_at(x, true, peer, ch);
-	if (c->handed_out)
-		return -EBUSY;
 	rc = tcp_connect_step(x, c);
 	if (rc == 0) {
 		c->handed_out = true;
@@ -549,14 +551,12 @@ static int tcp_connect(void *ctx, uint16_t peer, uint16_t ch, void **comm)
 static int tcp_accept(void *ctx, uint16_t peer, uint16_t ch, void **comm)
 {
 	struct tcp_ctx *x = ctx;
-	int rc;
+	struct tcp_comm *c;
 
 	ZB_ASSERT(x != NULL && comm != NULL);
-	if ((rc = tcp_check_peer(x, peer, ch)) < 0)
+	int rc = tcp_comm_get(x, false, peer, ch, &c);
+	if (rc)
 		return rc;
-	struct tcp_comm *c = tcp_comm_at(x, false, peer, ch);
-	if (c->handed_out)
-		return -EBUSY;
 	tcp_accept_progress(x);
 	if (c->state != CS_OPEN)
 		return -EAGAIN;

@@ -87,6 +87,19 @@ static void free_peer(struct tp_peer *pe)
 	pe->srx = NULL;
 }
 
+/* What alloc_peers and alloc_pools made (NULL where they did not get that
+ * far), and the instance itself. */
+static void free_tables(struct tp *tp)
+{
+	free(tp->htab);
+	free(tp->rxpool);
+	free(tp->inline_slab);
+	free(tp->txpool);
+	free(tp->ackq);
+	free(tp->peers);
+	free(tp);
+}
+
 static int alloc_pools(struct tp *tp)
 {
 	const struct tp_params *p = &tp->p;
@@ -176,13 +189,7 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 fail_arena:
 	tp__arena_fini(&tp->arena);
 fail:
-	free(tp->htab);
-	free(tp->rxpool);
-	free(tp->inline_slab);
-	free(tp->txpool);
-	free(tp->ackq);
-	free(tp->peers);
-	free(tp);
+	free_tables(tp);
 	return rc;
 }
 
@@ -207,13 +214,7 @@ void tp_destroy(struct tp *tp)
 		free_peer(&tp->peers[i]);
 	tp__fault_fini(tp);
 	tp__arena_fini(&tp->arena);
-	free(tp->htab);
-	free(tp->rxpool);
-	free(tp->inline_slab);
-	free(tp->txpool);
-	free(tp->ackq);
-	free(tp->peers);
-	free(tp);
+	free_tables(tp);
 }
 
 int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip)
