@@ -269,8 +269,10 @@ void dp_lcore_kick(unsigned index)
  *     (local clusters put several nodes on 2 cores) runs at once, while a
  *     loop alone on its CPU keeps polling at ~1 us. Spinning 100 us before
  *     yielding made a ping-pong between two nodes on one CPU take ~300 us;
- *     sleeping instead costs up to a sleep's length per hop (memif has no
- *     RX interrupt to wake us);
+ *     sleeping instead costs up to a sleep's length per hop (DPDK 22.11's
+ *     memif has no RX interrupt API to wake us; doorbells in shared memory
+ *     that the peers ring after a TX burst were tried, and a futex wake-up
+ *     cost more than the yields it saved: docs/collectives.md);
  *  3. sleep 1, 2, 4 ... us up to idle_sleep_us_max, never past the
  *     transport's next timer (timer slack is 1 us on adaptive loops, so a
  *     short sleep is short). */
