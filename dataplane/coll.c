@@ -62,7 +62,20 @@ struct coll_op {
 	int state;
 	int status;
 	uint32_t tag;
+	uint32_t seq;                   /* activation order (coll_activate) */
 	uint64_t t0_ns;                 /* coll_start: for the latency metric */
+};
+
+/* One collective's part on one channel: filled by the owner when it
+ * activates the op (coll_activate), loaded by the channel when it starts
+ * the op (chan_load). With lanes, the owner may prepare the ops queued
+ * behind the running one, so that a lane goes from one to the next without
+ * waiting for the owner (coll_progress_owner). */
+struct coll_job {
+	struct coll_op *op;
+	struct coll_plan plan;
+	uint64_t npos;
+	void *send_smh, *recv_smh, *recv_rmh;
 };
 
 struct coll_chan {
@@ -78,15 +91,18 @@ struct coll_chan {
 	uint64_t last_ns;               /* last event: the no-progress deadline */
 	struct coll_stats st;           /* messages, bytes; reduce/post/test_ns
 					 * in coll_ticks() units */
-	/* Threaded channels (coll_progress_channel): the owner publishes an op
-	 * by run_seq (release) after writing the fields above; the lane sets
-	 * done_seq (release) when the channel finished or failed (lane_err). */
+	/* Threaded channels (coll_progress_channel): the owner publishes the
+	 * ops it activated, in order, by run_seq (release) after writing their
+	 * jobs; the lane runs them one after the other and sets done_seq
+	 * (release) to each one it finished, or to the one it failed
+	 * (lane_err, after which it runs no more). */
 	_Atomic uint32_t run_seq, done_seq;
 	_Atomic uint32_t ack_abort;     /* lane -> owner: comms closed */
 	_Atomic int lane_err;
 	struct coll_op *run_op;
 	uint32_t cur_seq, seen_abort;
 	char lane_msg[200];
+	struct coll_job job[COLL_MAX_OPS];      /* by op seq % COLL_MAX_OPS */
 };
 
 struct coll_comm {
@@ -261,6 +277,7 @@ static void coll_close_comms(struct coll_comm *c)
 }
 
 static void coll_deregister(struct coll_comm *c);
+static void chan_load(struct coll_chan *ch, uint32_t seq);
 static void coll_fail_ops(struct coll_comm *c, int err);
 
 /* Record the communicator's failure (first one wins), close every comm so
@@ -607,87 +624,148 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 	return 0;
 }
 
+/* Whether op's buffers are "in place" for its plan, and whether its
+ * activation copies locally first (out-of-place on one rank, a broadcast's
+ * root, an all-gather's own block; barriers and gathered all-reduces are
+ * all-gathers into the communicator's buffers): *copy_bytes, 0 if none. */
+static bool coll_in_place(const struct coll_comm *c, const struct coll_op *op,
+			  size_t *copy_bytes)
+{
+	const struct coll_args *a = &op->a;
+	size_t cb = a->count * coll_esize(op);
+	const char *sb = a->sendbuf, *rb = a->recvbuf;
+	bool inplace, copy;
+
+	switch (a->kind) {
+	case COLL_ALLREDUCE:
+	case COLL_BROADCAST:
+		inplace = sb == rb;
+		copy = !inplace && (c->n == 1 ||
+				    (a->kind == COLL_BROADCAST && c->rank == a->root));
+		break;
+	case COLL_REDUCE_SCATTER:
+		inplace = sb + (size_t)c->rank * cb == rb;
+		copy = c->n == 1 && !inplace;
+		break;
+	default:        /* all-gather, barrier */
+		inplace = sb == rb + (size_t)c->rank * cb;
+		copy = !inplace;
+		break;
+	}
+	*copy_bytes = copy ? cb : 0;
+	return inplace;
+}
+
+/* With lanes, may op be activated while the ops ahead of it still run
+ * (coll_progress_owner)? Only if it needs nothing of the owner before its
+ * ring starts (no local copy): the lanes then start it right after the
+ * op ahead finished on every channel, as a stream would. */
+static bool coll_chainable(const struct coll_comm *c, const struct coll_op *op)
+{
+	size_t copy;
+
+	(void)coll_in_place(c, op, &copy);
+	return copy == 0 && !op->gathered;
+}
+
 /* Local part that precedes the ring: out-of-place copies, the single-rank
- * case, plans and buffer registration. */
+ * case, plans and buffer registration, into each channel's job for the
+ * op's seq. Without lanes the channels load the job at once; with lanes
+ * the caller publishes it. */
 static int coll_activate(struct coll_comm *c, struct coll_op *op)
 {
 	const struct coll_args *a = &op->a;
-	size_t es = coll_esize(op), cb = a->count * es;
+	size_t es = coll_esize(op), cb;
 	const char *sb = a->sendbuf;
 	char *rb = a->recvbuf;
-	bool inplace;
 	int rc;
 
 	uint64_t t0 = zb_now_ns();
 
 	ZB_ASSERT(op->state == OP_QUEUED);
-	switch (a->kind) {
-	case COLL_ALLREDUCE:
-	case COLL_BROADCAST:
-		inplace = sb == rb;
-		if (!inplace && cb && (c->n == 1 ||
-		    (a->kind == COLL_BROADCAST && c->rank == a->root)))
-			memcpy(rb, sb, cb);
-		break;
-	case COLL_REDUCE_SCATTER:
-		inplace = sb + (size_t)c->rank * cb == rb;
-		if (c->n == 1 && !inplace && cb)
-			memcpy(rb, sb, cb);
-		break;
-	default:        /* all-gather, barrier */
-		inplace = sb == rb + (size_t)c->rank * cb;
-		if (!inplace && cb)
-			memcpy(rb + (size_t)c->rank * cb, sb, cb);
-		break;
+	bool inplace = coll_in_place(c, op, &cb);
+	if (cb) {
+		size_t off = a->kind == COLL_ALLREDUCE || a->kind == COLL_BROADCAST ||
+			     a->kind == COLL_REDUCE_SCATTER ? 0 : (size_t)c->rank * cb;
+		memcpy(rb + off, sb, cb);
 	}
 	c->st.copy_ns += zb_now_ns() - t0;
+	op->seq = ++c->op_seq;
 	size_t chunk_elems = c->chunk_bytes / es;
 	/* Small collectives are latency-bound: fewer channels, fewer messages.
 	 * Every rank computes the same number from the same arguments. */
-	size_t nact = cb / COLL_CHANNEL_MIN_BYTES;
+	size_t nact = a->count * es / COLL_CHANNEL_MIN_BYTES;
 	nact = nact < 1 ? 1 : nact > c->nch ? c->nch : nact;
 	for (uint16_t i = 0; i < c->nch; i++) {
 		struct coll_chan *ch = &c->ch[i];
-		coll_plan_init(&ch->plan, a->kind, c->n, c->rank, a->root,
+		struct coll_job *j = &ch->job[op->seq % COLL_MAX_OPS];
+		ZB_ASSERT(!j->send_smh && !j->recv_smh && !j->recv_rmh);
+		j->op = op;
+		coll_plan_init(&j->plan, a->kind, c->n, c->rank, a->root,
 			       i < nact ? a->count : 0, es, i < nact ? i : 0,
 			       (uint16_t)nact, chunk_elems,
 			       a->kind != COLL_BARRIER && a->op == ZB_AVG, inplace);
-		ch->npos = coll_plan_positions(&ch->plan);
-		ch->send_post = ch->send_done = ch->recv_post = ch->recv_done = 0;
-		ch->send_smh = ch->recv_smh = ch->recv_rmh = NULL;
-		ch->last_ns = zb_now_ns();
-		if (!ch->npos || !c->ops->reg_mr)
-			continue;
-		if (sb) {
-			rc = c->ops->reg_mr(ch->scomm, (void *)sb, coll_bytes(c, op, true),
-					    NET_MEM_HOST, &ch->send_smh);
+		j->npos = coll_plan_positions(&j->plan);
+		if (j->npos && c->ops->reg_mr) {
+			if (sb) {
+				rc = c->ops->reg_mr(ch->scomm, (void *)sb,
+						    coll_bytes(c, op, true),
+						    NET_MEM_HOST, &j->send_smh);
+				if (rc < 0)
+					return coll_fail(c, rc, "registering the send buffer");
+			}
+			rc = c->ops->reg_mr(ch->scomm, rb, coll_bytes(c, op, false),
+					    NET_MEM_HOST, &j->recv_smh);
+			if (rc == 0)
+				rc = c->ops->reg_mr(ch->rcomm, rb, coll_bytes(c, op, false),
+						    NET_MEM_HOST, &j->recv_rmh);
 			if (rc < 0)
-				return coll_fail(c, rc, "registering the send buffer");
+				return coll_fail(c, rc, "registering the receive buffer");
 		}
-		rc = c->ops->reg_mr(ch->scomm, rb, coll_bytes(c, op, false),
-				    NET_MEM_HOST, &ch->recv_smh);
-		if (rc == 0)
-			rc = c->ops->reg_mr(ch->rcomm, rb, coll_bytes(c, op, false),
-					    NET_MEM_HOST, &ch->recv_rmh);
-		if (rc < 0)
-			return coll_fail(c, rc, "registering the receive buffer");
+		if (!c->threaded)
+			chan_load(ch, op->seq);
 	}
 	op->state = OP_RUNNING;
 	return 0;
 }
 
+static void job_deregister(struct coll_comm *c, struct coll_chan *ch,
+			   struct coll_job *j)
+{
+	if (c->ops->dereg_mr) {
+		if (j->send_smh && ch->scomm)
+			c->ops->dereg_mr(ch->scomm, j->send_smh);
+		if (j->recv_smh && ch->scomm)
+			c->ops->dereg_mr(ch->scomm, j->recv_smh);
+		if (j->recv_rmh && ch->rcomm)
+			c->ops->dereg_mr(ch->rcomm, j->recv_rmh);
+	}
+	j->send_smh = j->recv_smh = j->recv_rmh = NULL;
+}
+
+/* Every job's registrations (a failure without lanes, destroy). */
 static void coll_deregister(struct coll_comm *c)
 {
-	for (uint16_t i = 0; c->ch && i < c->nch && c->ops->dereg_mr; i++) {
-		struct coll_chan *ch = &c->ch[i];
-		if (ch->send_smh && ch->scomm)
-			c->ops->dereg_mr(ch->scomm, ch->send_smh);
-		if (ch->recv_smh && ch->scomm)
-			c->ops->dereg_mr(ch->scomm, ch->recv_smh);
-		if (ch->recv_rmh && ch->rcomm)
-			c->ops->dereg_mr(ch->rcomm, ch->recv_rmh);
-		ch->send_smh = ch->recv_smh = ch->recv_rmh = NULL;
-	}
+	for (uint16_t i = 0; c->ch && i < c->nch; i++)
+		for (unsigned k = 0; k < COLL_MAX_OPS; k++)
+			job_deregister(c, &c->ch[i], &c->ch[i].job[k]);
+}
+
+/* Load job seq into the channel's running state. */
+static void chan_load(struct coll_chan *ch, uint32_t seq)
+{
+	const struct coll_job *j = &ch->job[seq % COLL_MAX_OPS];
+
+	ZB_DASSERT(j->op != NULL && j->op->seq == seq);
+	ch->run_op = j->op;
+	ch->plan = j->plan;
+	ch->npos = j->npos;
+	ch->send_smh = j->send_smh;
+	ch->recv_smh = j->recv_smh;
+	ch->recv_rmh = j->recv_rmh;
+	ch->send_post = ch->send_done = ch->recv_post = ch->recv_done = 0;
+	ch->last_ns = zb_now_ns();
+	ch->cur_seq = seq;
 }
 
 /* ---- the per-channel state machine --------------------------------------- */
@@ -706,20 +784,20 @@ static void chan_publish(struct coll_comm *c, struct coll_chan *ch, uint32_t seq
 			      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* Owner: sleep until a lane publishes the running op's end on the first
- * channel still busy, at most us microseconds. Without such a channel (a
+/* Owner: sleep until a lane publishes an op's end on the first channel
+ * that has not finished the head op, at most us microseconds. Without such a channel (a
  * failure waiting for the lanes' acks): a plain sleep. */
 static void owner_sleep(struct coll_comm *c, uint32_t us)
 {
 	struct coll_chan *w = NULL;
 	uint32_t v = 0;
 
-	for (uint16_t i = 0; i < c->nch && !c->failing; i++) {
+	const struct coll_op *head = c->q_len ? &c->ops_pool[c->q[c->q_head]] : NULL;
+	for (uint16_t i = 0; head && head->state == OP_RUNNING && i < c->nch &&
+	     !c->failing; i++) {
 		struct coll_chan *ch = &c->ch[i];
-		if (atomic_load_explicit(&ch->run_seq, memory_order_relaxed) ==
-			    c->op_seq &&
-		    (v = atomic_load_explicit(&ch->done_seq,
-					      memory_order_acquire)) != c->op_seq) {
+		v = atomic_load_explicit(&ch->done_seq, memory_order_acquire);
+		if ((int32_t)(v - head->seq) < 0) {
 			w = ch;
 			break;
 		}
@@ -1057,7 +1135,8 @@ static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
 			status = coll_gather_reduce(c, op);
 		op->a = op->user;   /* the caller's collective, for the metrics */
 	}
-	coll_deregister(c);
+	for (uint16_t i = 0; i < c->nch; i++)
+		job_deregister(c, &c->ch[i], &c->ch[i].job[op->seq % COLL_MAX_OPS]);
 	c->q_head = (c->q_head + 1) % COLL_MAX_OPS;
 	c->q_len--;
 	op->status = status;
@@ -1070,48 +1149,55 @@ static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
 	}
 }
 
-/* Owner side with lanes: start the head op on every channel, collect the
- * lanes' results, finish it. Never touches a channel while it runs. */
+/* Owner side with lanes: activate the head op and, behind it, every op
+ * that needs nothing of the owner before it starts (coll_chainable), and
+ * publish them to the channels; collect the lanes' results in order and
+ * finish the ops. Never touches a channel's running state. An op behind a
+ * gathered one waits for that one's finish (its reduction is the
+ * owner's). */
 static int coll_progress_owner(struct coll_comm *c)
 {
 	int ev = 0, rc;
 
-	while (c->q_len) {
-		struct coll_op *op = &c->ops_pool[c->q[c->q_head]];
-		if (op->state == OP_QUEUED) {
-			if ((rc = coll_activate(c, op)) < 0)
-				return rc;
-			uint32_t seq = ++c->op_seq;
-			for (uint16_t i = 0; i < c->nch; i++) {
-				struct coll_chan *ch = &c->ch[i];
-				ch->run_op = op;
-				atomic_store_explicit(&ch->lane_err, 0, memory_order_relaxed);
-				/* Publish; even an empty channel is completed by its
-				 * lane (done_seq is the lane's to write from here). */
-				atomic_store_explicit(&ch->run_seq, seq, memory_order_release);
+	for (;;) {
+		bool started = false;
+		for (uint32_t k = 0; k < c->q_len; k++) {
+			struct coll_op *op = &c->ops_pool[c->q[(c->q_head + k) % COLL_MAX_OPS]];
+			if (op->state == OP_QUEUED) {
+				if (k > 0 && !coll_chainable(c, op))
+					break;
+				if ((rc = coll_activate(c, op)) < 0)
+					return rc;
+				/* Publish; even an empty channel is completed by
+				 * its lane (done_seq is the lane's to write). */
+				for (uint16_t i = 0; i < c->nch; i++)
+					atomic_store_explicit(&c->ch[i].run_seq, op->seq,
+							      memory_order_release);
+				started = true;
+				ev++;
 			}
-			if (c->kick)    /* a sleeping lane starts it now */
-				c->kick(c->kick_arg);
-			ev++;
+			if (op->gathered)
+				break;
 		}
-		bool done = true;
+		if (started && c->kick)         /* a sleeping lane starts now */
+			c->kick(c->kick_arg);
+		if (!c->q_len)
+			return ev;
+		struct coll_op *op = &c->ops_pool[c->q[c->q_head]];
+		ZB_ASSERT(op->state == OP_RUNNING);
 		for (uint16_t i = 0; i < c->nch; i++) {
 			struct coll_chan *ch = &c->ch[i];
-			if (atomic_load_explicit(&ch->done_seq, memory_order_acquire) !=
-			    c->op_seq) {
-				done = false;
-				continue;
-			}
+			uint32_t d = atomic_load_explicit(&ch->done_seq, memory_order_acquire);
+			if ((int32_t)(d - op->seq) < 0)
+				return ev;
+			/* the lane failed this op (a later one: this one is done) */
 			int err = atomic_load_explicit(&ch->lane_err, memory_order_relaxed);
-			if (err)
+			if (err && d == op->seq)
 				return coll_fail(c, err, "%s", ch->lane_msg);
 		}
-		if (!done)
-			break;
 		coll_finish(c, op, 0);
 		ev++;
 	}
-	return ev;
 }
 
 int coll_progress_channel(struct coll_comm *c, uint16_t i)
@@ -1119,7 +1205,7 @@ int coll_progress_channel(struct coll_comm *c, uint16_t i)
 	ZB_ASSERT(c != NULL && c->threaded && i < c->nch);
 	struct coll_chan *ch = &c->ch[i];
 	uint32_t ab = atomic_load_explicit(&c->abort_seq, memory_order_acquire);
-	int rc;
+	int ev = 0, rc;
 
 	if (ZB_UNLIKELY(ab)) {
 		if (!ch->seen_abort) {  /* the communicator failed: close ours */
@@ -1129,18 +1215,32 @@ int coll_progress_channel(struct coll_comm *c, uint16_t i)
 		}
 		return ZB_ERR_SHUTDOWN;
 	}
-	uint32_t seq = atomic_load_explicit(&ch->run_seq, memory_order_acquire);
-	if (seq == atomic_load_explicit(&ch->done_seq, memory_order_relaxed))
-		return 0;
-	ch->cur_seq = seq;
-	rc = chan_progress(c, ch->run_op, ch, zb_now_ns());
-	if (rc < 0)
-		return rc;      /* published by chan_fail */
-	if (ch->send_done == ch->npos && ch->recv_done == ch->npos) {
-		chan_publish(c, ch, seq);
-		rc++;
+	if (ZB_UNLIKELY(atomic_load_explicit(&ch->lane_err, memory_order_relaxed)))
+		return 0;       /* failed: the owner aborts the communicator */
+	for (;;) {
+		uint32_t done = atomic_load_explicit(&ch->done_seq, memory_order_relaxed);
+		if (ch->cur_seq == done) {
+			/* between ops: the next one, once published and once the
+			 * one before it finished on every channel (its results may
+			 * be this one's input) */
+			if (atomic_load_explicit(&ch->run_seq, memory_order_acquire) == done)
+				return ev;
+			for (uint16_t j = 0; j < c->nch; j++)
+				if (j != i &&
+				    (int32_t)(atomic_load_explicit(&c->ch[j].done_seq,
+								   memory_order_acquire) - done) < 0)
+					return ev;
+			chan_load(ch, done + 1);
+		}
+		rc = chan_progress(c, ch->run_op, ch, zb_now_ns());
+		if (rc < 0)
+			return rc;      /* published by chan_fail */
+		ev += rc;
+		if (ch->send_done != ch->npos || ch->recv_done != ch->npos)
+			return ev;
+		chan_publish(c, ch, ch->cur_seq);
+		ev++;
 	}
-	return rc;
 }
 
 int coll_progress(struct coll_comm *c)

@@ -21,6 +21,7 @@ struct bench_opts {
 	size_t minb, maxb, factor, stepb;
 	long iters, warmup;
 	int check;
+	int blocking;           /* -z: wait for each all-reduce before the next */
 	bool dt_all, op_all;
 	enum zb_dtype dt;
 	enum zb_redop op;
@@ -53,6 +54,9 @@ static void bench_usage(FILE *f)
 "  -i, --stepbytes N    add N bytes each step instead (when -f 1)\n"
 "  -n, --iters N        timed iterations per size, default 20\n"
 "  -w, --warmup_iters N untimed iterations first, default 5\n"
+"  -z, --blocking 0|1   1: wait for each all-reduce before starting the next;\n"
+"                       0 (default, as nccl-tests): queue them back to back,\n"
+"                       up to 8 in flight, and wait at the end\n"
 "      --check 0|1      check every element of the result, default 1\n"
 "  -d, --datatype T     float half bfloat16 double int32 int64, or all\n"
 "  -o, --op OP          sum prod min max avg, or all\n"
@@ -107,6 +111,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{"stepbytes", required_argument, 0, 'i'},
 		{"iters", required_argument, 0, 'n'},
 		{"warmup_iters", required_argument, 0, 'w'},
+		{"blocking", required_argument, 0, 'z'},
 		{"datatype", required_argument, 0, 'd'},
 		{"op", required_argument, 0, 'o'},
 		{"counts", required_argument, 0, 'N'},
@@ -126,7 +131,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 				 .factor = 2, .iters = 20, .warmup = 5,
 				 .check = 1, .dt = ZB_F32, .op = ZB_SUM};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:b:e:f:i:n:w:d:o:N:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:b:e:f:i:n:w:z:d:o:N:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			/* nccl-tests' -c is "check"; ours is also the config. */
@@ -164,6 +169,11 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case 'w':
 			if (parse_long(optarg, 0, 10000000, &o->warmup) < 0)
 				goto bad;
+			break;
+		case 'z':
+			if (parse_long(optarg, 0, 1, &v) < 0)
+				goto bad;
+			o->blocking = (int)v;
 			break;
 		case 'd':
 			if (strcmp(optarg, "all") == 0)
@@ -352,33 +362,55 @@ struct bench_ctx {
 	int nrows, status;
 };
 
-/* One all-reduce over every communicator: lane k reduces part k. */
+#define BENCH_INFLIGHT 8      /* queued all-reduces per communicator (-z 0) */
+static_assert(BENCH_INFLIGHT <= COLL_MAX_OPS, "the communicator queues them");
+
+/* iters all-reduces over every communicator (lane k reduces part k),
+ * queued up to `window` deep per communicator: nccl-tests launches its
+ * iterations on a stream back to back and synchronizes at the end, and so
+ * do the lanes here — each starts the next all-reduce as soon as the one
+ * before it finished on this rank, without waiting for this thread.
+ * window 1: each waited for before the next starts. */
+static int bench_allreduce_n(struct bench_ctx *b, const void *src, void *dst,
+			     size_t count, enum zb_dtype dt, enum zb_redop op,
+			     long iters, long window)
+{
+	struct coll_op *ops[COLL_HOST_MAX_LANES][BENCH_INFLIGHT];
+	long nstart[COLL_HOST_MAX_LANES] = {0}, nwait[COLL_HOST_MAX_LANES] = {0};
+	size_t es = zb_dtype_size(dt);
+	int rc = 0;
+
+	ZB_ASSERT(window >= 1 && window <= BENCH_INFLIGHT);
+	for (long it = 0; it < iters && rc == 0; it++) {
+		for (unsigned k = 0; k < b->ncomm && rc == 0; k++) {
+			if (nstart[k] - nwait[k] == window &&
+			    (rc = coll_wait(b->comms[k], ops[k][nwait[k]++ % BENCH_INFLIGHT])) < 0)
+				break;
+			size_t lo = coll_split(count, b->ncomm, k);
+			size_t hi = coll_split(count, b->ncomm, k + 1);
+			struct coll_args a = {.kind = COLL_ALLREDUCE,
+					      .sendbuf = (const char *)src + lo * es,
+					      .recvbuf = (char *)dst + lo * es,
+					      .count = hi - lo, .dtype = dt, .op = op};
+			if ((rc = coll_start(b->comms[k], &a,
+					     &ops[k][nstart[k] % BENCH_INFLIGHT])) < 0)
+				break;
+			nstart[k]++;
+		}
+	}
+	for (unsigned k = 0; k < b->ncomm; k++)
+		while (nwait[k] < nstart[k]) {
+			int st = coll_wait(b->comms[k], ops[k][nwait[k]++ % BENCH_INFLIGHT]);
+			if (st < 0 && rc == 0)
+				rc = st;
+		}
+	return rc;
+}
+
 static int bench_allreduce(struct bench_ctx *b, const void *src, void *dst,
 			   size_t count, enum zb_dtype dt, enum zb_redop op)
 {
-	struct coll_op *ops[COLL_HOST_MAX_LANES];
-	size_t es = zb_dtype_size(dt);
-	int rc = 0, started = 0;
-
-	if (b->ncomm == 1)
-		return coll_allreduce(b->comm, src, dst, count, dt, op);
-	for (unsigned k = 0; k < b->ncomm; k++) {
-		size_t lo = coll_split(count, b->ncomm, k);
-		size_t hi = coll_split(count, b->ncomm, k + 1);
-		struct coll_args a = {.kind = COLL_ALLREDUCE,
-				      .sendbuf = (const char *)src + lo * es,
-				      .recvbuf = (char *)dst + lo * es,
-				      .count = hi - lo, .dtype = dt, .op = op};
-		if ((rc = coll_start(b->comms[k], &a, &ops[k])) < 0)
-			break;
-		started++;
-	}
-	for (int k = 0; k < started; k++) {
-		int st = coll_wait(b->comms[k], ops[k]);
-		if (st < 0 && rc == 0)
-			rc = st;
-	}
-	return rc;
+	return bench_allreduce_n(b, src, dst, count, dt, op, 1, 1);
 }
 
 static int bench_barrier(struct bench_ctx *b)
@@ -439,19 +471,20 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 
 	struct coll_host_stats hs0 = {0};
 
+	long window = b->o->blocking ? 1 : BENCH_INFLIGHT;
 	bench_init(src, row->dt, row->op, b->rank, b->n, count);
-	for (long it = 0; it < b->o->warmup; it++)
-		if ((rc = bench_allreduce(b, src, dst, count, row->dt, row->op)) < 0)
-			return rc;
+	if ((rc = bench_allreduce_n(b, src, dst, count, row->dt, row->op,
+				    b->o->warmup, window)) < 0)
+		return rc;
 	if ((rc = bench_barrier(b)) < 0)
 		return rc;
 	bench_stats_reset(b);
 	if (b->host && b->host->stats)
 		b->host->stats(b->hh, &hs0);
 	t0 = zb_now_ns();
-	for (long it = 0; it < b->o->iters; it++)
-		if ((rc = bench_allreduce(b, src, dst, count, row->dt, row->op)) < 0)
-			return rc;
+	if ((rc = bench_allreduce_n(b, src, dst, count, row->dt, row->op,
+				    b->o->iters, window)) < 0)
+		return rc;
 	double loop_ns = (double)(zb_now_ns() - t0);
 	us = loop_ns / 1e3 / (double)b->o->iters;
 	if (!ip) {
@@ -535,8 +568,8 @@ static void bench_header(const struct bench_ctx *b, const struct zb_config *cfg)
 		printf("# minBytes %zu maxBytes %zu step: %zu(%s)", o->minb, o->maxb,
 		       o->stepb && o->factor == 1 ? o->stepb : o->factor,
 		       o->stepb && o->factor == 1 ? "bytes" : "factor");
-	printf(" warmup iters: %ld iters: %ld validation: %d\n#\n", o->warmup,
-	       o->iters, o->check);
+	printf(" warmup iters: %ld iters: %ld validation: %d blocking: %d\n#\n",
+	       o->warmup, o->iters, o->check, o->blocking);
 	printf("# %10s  %12s  %8s  %6s  %32s  %32s\n", "", "", "", "",
 	       "out-of-place", "in-place");
 	printf("# %10s  %12s  %8s  %6s", "size", "count", "type", "redop");
