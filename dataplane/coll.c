@@ -627,9 +627,10 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 /* Whether op's buffers are "in place" for its plan, and whether its
  * activation copies locally first (out-of-place on one rank, a broadcast's
  * root, an all-gather's own block; barriers and gathered all-reduces are
- * all-gathers into the communicator's buffers): *copy_bytes, 0 if none. */
+ * all-gathers into the communicator's buffers): *copy_bytes, 0 if none,
+ * from sendbuf to recvbuf + *copy_off. */
 static bool coll_in_place(const struct coll_comm *c, const struct coll_op *op,
-			  size_t *copy_bytes)
+			  size_t *copy_bytes, size_t *copy_off)
 {
 	const struct coll_args *a = &op->a;
 	size_t cb = a->count * coll_esize(op);
@@ -647,12 +648,14 @@ static bool coll_in_place(const struct coll_comm *c, const struct coll_op *op,
 		inplace = sb + (size_t)c->rank * cb == rb;
 		copy = c->n == 1 && !inplace;
 		break;
-	default:        /* all-gather, barrier */
+	default:        /* all-gather, barrier: our own block */
 		inplace = sb == rb + (size_t)c->rank * cb;
 		copy = !inplace;
 		break;
 	}
 	*copy_bytes = copy ? cb : 0;
+	*copy_off = a->kind == COLL_ALLGATHER || a->kind == COLL_BARRIER
+		    ? (size_t)c->rank * cb : 0;
 	return inplace;
 }
 
@@ -662,9 +665,9 @@ static bool coll_in_place(const struct coll_comm *c, const struct coll_op *op,
  * op ahead finished on every channel, as a stream would. */
 static bool coll_chainable(const struct coll_comm *c, const struct coll_op *op)
 {
-	size_t copy;
+	size_t copy, off;
 
-	(void)coll_in_place(c, op, &copy);
+	(void)coll_in_place(c, op, &copy, &off);
 	return copy == 0 && !op->gathered;
 }
 
@@ -675,7 +678,7 @@ static bool coll_chainable(const struct coll_comm *c, const struct coll_op *op)
 static int coll_activate(struct coll_comm *c, struct coll_op *op)
 {
 	const struct coll_args *a = &op->a;
-	size_t es = coll_esize(op), cb;
+	size_t es = coll_esize(op), cb, off;
 	const char *sb = a->sendbuf;
 	char *rb = a->recvbuf;
 	int rc;
@@ -683,12 +686,9 @@ static int coll_activate(struct coll_comm *c, struct coll_op *op)
 	uint64_t t0 = zb_now_ns();
 
 	ZB_ASSERT(op->state == OP_QUEUED);
-	bool inplace = coll_in_place(c, op, &cb);
-	if (cb) {
-		size_t off = a->kind == COLL_ALLREDUCE || a->kind == COLL_BROADCAST ||
-			     a->kind == COLL_REDUCE_SCATTER ? 0 : (size_t)c->rank * cb;
+	bool inplace = coll_in_place(c, op, &cb, &off);
+	if (cb)
 		memcpy(rb + off, sb, cb);
-	}
 	c->st.copy_ns += zb_now_ns() - t0;
 	op->seq = ++c->op_seq;
 	size_t chunk_elems = c->chunk_bytes / es;
