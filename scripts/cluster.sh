@@ -254,12 +254,13 @@ cmd_start() {
 
 spawn() {
 	local i=$1 pre=()
-	rm -f "$DIR/node$i.rc" "$DIR/node$i.pid" "$DIR/node$i.log"
+	rm -f "$DIR/node$i.rc" "$DIR/node$i.rc.tmp" "$DIR/node$i.pid" "$DIR/node$i.log"
 	[ "$(mode)" = veth ] && pre=(ip netns exec "$(ns "$i")")
 	( "${pre[@]}" "$ZBMD" run -c "$DIR/node$i.ini" >"$DIR/node$i.log" 2>&1 &
 	  echo $! >"$DIR/node$i.pid.tmp"; mv "$DIR/node$i.pid.tmp" "$DIR/node$i.pid"
 	  wait $! && rc=0 || rc=$?
-	  echo "$rc" >"$DIR/node$i.rc" ) >/dev/null 2>&1 &
+	  # written whole, then renamed: a reader that sees node.rc sees its value
+	  echo "$rc" >"$DIR/node$i.rc.tmp"; mv "$DIR/node$i.rc.tmp" "$DIR/node$i.rc" ) >/dev/null 2>&1 &
 }
 
 wait_ready() {  # wait_ready I DEADLINE: the node logged `zbmd: ready`
