@@ -2,6 +2,7 @@
 #include "zbmd/common.h"
 
 #include <string.h>
+#include <stdatomic.h>
 
 void zb__assert_fail(const char *expr, const char *file, int line,
 		     const char *func)
@@ -151,3 +152,51 @@ uint16_t zb_f32_to_f16(float f)
 	a += 0xc8000fffu + mant_odd;      /* rebias exponent (-112<<23) + round */
 	return (uint16_t)(sign | (a >> 13));
 }
+
+/* ---- streaming copy ------------------------------------------------------- */
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+void zb_copy_stream(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+	size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+
+	if (head >= n) {
+		memcpy(d, s, n);
+		return;
+	}
+	memcpy(d, s, head);
+	d += head;
+	s += head;
+	n -= head;
+	for (; n >= 64; n -= 64, d += 64, s += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)s);
+		__m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+		_mm_stream_si128((__m128i *)d, a);
+		_mm_stream_si128((__m128i *)(d + 16), b);
+		_mm_stream_si128((__m128i *)(d + 32), c);
+		_mm_stream_si128((__m128i *)(d + 48), e);
+	}
+	memcpy(d, s, n);
+}
+
+void zb_copy_stream_fence(void)
+{
+	_mm_sfence();
+}
+#else
+void zb_copy_stream(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+
+void zb_copy_stream_fence(void)
+{
+	atomic_thread_fence(memory_order_release);
+}
+#endif

@@ -289,6 +289,8 @@ static void fill_params(struct tp_params *tpp, const struct dp_node *n,
 		tpp->max_message = cfg->transport.max_message_mb > 4095
 					   ? UINT32_MAX
 					   : cfg->transport.max_message_mb << 20;
+	tpp->stream_min = cfg->transport.stream_min_kb >= 4194304
+				  ? UINT32_MAX : cfg->transport.stream_min_kb << 10;
 	tpp->fault.drop_rate = cfg->fault.drop_rate;
 	tpp->fault.dup_rate = cfg->fault.dup_rate;
 	tpp->fault.reorder_rate = cfg->fault.reorder_rate;

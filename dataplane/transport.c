@@ -24,6 +24,7 @@ void tp_params_default(struct tp_params *p)
 	p->connect_timeout_ms = 60000;
 	p->max_message = 256u << 20;
 	p->inline_max = 256;
+	p->stream_min = 4u << 20;
 }
 
 static int check_params(const struct tp_params *p)
@@ -157,6 +158,8 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 	/* a multiple of 8: fragments split no element of up to 8 bytes, so a
 	 * receiver can reduce each one as it lands (tp_ops.rx_write) */
 	tp->frag_size = (uint16_t)(WIRE_FRAG_MAX(p->mtu) & ~7u);
+	/* large messages (stream_min): whole cache lines per fragment */
+	tp->frag_size_stream = (uint16_t)(WIRE_FRAG_MAX(p->mtu) & ~63u);
 	tp->deadline = UINT64_MAX;
 	tp->rxcfg = (struct wire_rx_cfg){
 		.cluster = p->cluster, .node = p->node, .lane = p->lane,
@@ -335,7 +338,8 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	m->next = NULL;
 	m->len = (uint32_t)len;
 	m->cookie = cookie;
-	m->frag_size = tp->frag_size;
+	m->frag_size = tp->p.stream_min && len >= tp->p.stream_min
+		       ? tp->frag_size_stream : tp->frag_size;
 	m->frag_count = len ? (uint32_t)((len + m->frag_size - 1) / m->frag_size) : 1;
 	m->next_frag = m->frags_acked = 0;
 	m->failed = 0;

@@ -127,6 +127,7 @@ struct tp {
 	struct wire_rx_cfg rxcfg;
 	uint32_t wmask;                 /* window - 1 */
 	uint16_t frag_size;             /* our fragment payload size */
+	uint16_t frag_size_stream;      /* ... for messages >= p.stream_min */
 	uint16_t ip_id;
 
 	struct tp_peer *peers;          /* [max_peers] */

@@ -246,6 +246,16 @@ enum place_rc { PLACE_OK = 0, PLACE_NOBUF = -1, PLACE_DELIVER = -2 };
 /* Copy one fragment into its message (allocated on the first fragment seen,
  * whichever it is). Returns PLACE_OK, PLACE_DELIVER (it completed the
  * stream's next message), PLACE_NOBUF, or a wire_reason. */
+/* Whether m's fragments go into the arena with streaming stores: a large
+ * message (p.stream_min) cut into whole cache lines, so each fragment
+ * writes whole lines of the (64-aligned) arena. */
+static inline bool stream_frag(const struct tp *tp, const struct tp_msg *m,
+			       const struct wire_hdr *h)
+{
+	return tp->p.stream_min && m->len >= tp->p.stream_min && !m->placed__ &&
+	       h->frag_size % 64 == 0 && ((uintptr_t)m->data & 63) == 0;
+}
+
 static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		 const uint8_t *payload)
 {
@@ -300,11 +310,15 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		if (m->placed__ && tp->ops.rx_write)
 			tp->ops.rx_write(tp->user, m->peer, m->stream, m->msg_id,
 					 m->data, off, payload, h->payload_len);
+		else if (stream_frag(tp, m, h))
+			zb_copy_stream(m->data + off, payload, h->payload_len);
 		else
 			memcpy(m->data + off, payload, h->payload_len);
 	}
 	if (++m->frags_got__ == m->frag_count__) {
 		m->state__ = TP_MS_COMPLETE;
+		if (stream_frag(tp, m, h))
+			zb_copy_stream_fence();   /* before anyone reads it */
 		if (m->msg_id == pe->srx[m->stream].next_deliver)
 			return PLACE_DELIVER;
 	}

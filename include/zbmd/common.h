@@ -98,6 +98,18 @@ static inline uint64_t zb_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Streaming copy for large payloads that will not be read again soon:
+ * whole 64-byte lines of dst are written with non-temporal stores (they
+ * bypass the caches, so a big message does not evict the working set and
+ * costs no read-for-ownership of its destination); any head before the
+ * first line boundary of dst and the tail after the last whole line are
+ * copied normally. Best when dst lines are written whole, in one call each:
+ * a line written partly by two calls is slow. Stores are weakly ordered:
+ * zb_copy_stream_fence() before another thread may read dst. Falls back to
+ * memcpy where SSE2 is missing. */
+void zb_copy_stream(void *dst, const void *src, size_t n);
+void zb_copy_stream_fence(void);
+
 /* Half-precision helpers (IEEE binary16 and bfloat16), round-to-nearest-even. */
 float zb_f16_to_f32(uint16_t h);
 uint16_t zb_f32_to_f16(float f);

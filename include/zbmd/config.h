@@ -104,6 +104,7 @@ struct zb_config {
 		uint32_t max_message_mb;       /* reassembly limit */
 		uint32_t peer_timeout_ms;      /* unacked this long: peer down */
 		uint32_t connect_timeout_ms;   /* never heard from this long: down */
+		uint32_t stream_min_kb;        /* streaming stores from here; 0: never */
 	} transport;
 
 	struct {                  /* [fault] deterministic injection (tests) */

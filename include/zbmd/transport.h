@@ -210,6 +210,14 @@ struct tp_params {
 	uint32_t rx_msgs;        /* reassembly/delivery descriptors; 0 = 2 * window */
 	uint32_t tx_msgs;        /* send descriptors; 0 = 2 * window */
 	uint16_t inline_max;     /* tp_send copies messages up to this size */
+	/* Messages of at least stream_min bytes (0: none) are sent in
+	 * fragments of whole 64-byte lines, and the reassembly arena takes
+	 * such fragments with streaming stores (zb_copy_stream): a large
+	 * message neither evicts the caches' working set nor pays a
+	 * read-for-ownership of its destination. Each side applies its own
+	 * setting; a receiver copies fragments that are not whole lines
+	 * normally. */
+	uint32_t stream_min;
 	unsigned tx_flags;       /* WIRE_TX_UDP_CSUM */
 	/* rx_batch != 0: an ack that tp_rx() would send at once (ACKREQ, a
 	 * hole, ack_every reached) is held until tp_rx_flush(), which the

@@ -2,7 +2,9 @@
  * zero-copy from the caller's buffer (kept alive by its reference until the
  * last frame is gone) and delivered as one buffer from the reassembly arena.
  * Small messages on another stream overtake it (no head-of-line blocking
- * across streams). */
+ * across streams). It is at least stream_min: its fragments are whole
+ * 64-byte lines (the small ones use the full fragment size), reassembled
+ * with streaming stores. */
 #include "tap.h"
 #include "sim.h"
 
@@ -58,6 +60,26 @@ static void send_done(struct sim_node *n, uint64_t cookie, int status)
 		big_done = status;
 }
 
+/* fragment sizes seen in node 0's data frames, per stream */
+static uint32_t frag_min[2] = {UINT32_MAX, UINT32_MAX}, frag_max_seen[2];
+static struct wire_rx_cfg rx1;
+
+static void tap(struct sim *s, uint16_t src, const uint8_t *f, size_t len)
+{
+	struct wire_hdr h;
+	struct wire_addr a;
+	const uint8_t *pl;
+
+	(void)s;
+	if (src != 0 || wire_decode(f, len, &rx1, 0, &h, &a, &pl) != WIRE_OK ||
+	    h.type != WIRE_T_DATA || h.stream > 1)
+		return;
+	if (h.frag_size < frag_min[h.stream])
+		frag_min[h.stream] = h.frag_size;
+	if (h.frag_size > frag_max_seen[h.stream])
+		frag_max_seen[h.stream] = h.frag_size;
+}
+
 static void big_free(struct tp_ref *r)
 {
 	(void)r;
@@ -73,18 +95,26 @@ int main(void)
 	uint64_t t0;
 	int rc;
 
-	tap_plan(10);
+	tap_plan(12);
 	big_buf = aligned_alloc(64, BIG);
 	ZB_ASSERT(big_buf != NULL);
 	fill(big_buf, BIG / 8, 0x9e3779b97f4a7c15ull);
 	ZB_ASSERT(sim_init(&S, 2, &lossy, 5, 1 << 14) == 0);
 	S.deliver = deliver;
+	S.tap = tap;
 	S.send_done = send_done;
 	for (uint16_t i = 0; i < 2; i++) {
 		sim_params(&p, i, 10 + i);
 		p.window = 1024;
 		ZB_ASSERT(sim_node_start(&S, i, &p) == 0);
+		if (i == 1)
+			rx1 = (struct wire_rx_cfg){
+				.cluster = p.cluster, .node = 1, .ip = p.ip,
+				.udp_port = p.udp_port,
+				.frag_max = WIRE_FRAG_MAX(WIRE_MTU_MAX),
+				.msg_max = p.max_message};
 	}
+	ZB_ASSERT(BIG >= p.stream_min && p.stream_min > 0);
 	tp_ref_init(&ref, big_free);
 	rc = tp_send(S.nodes[0].tp, 1, 0, big_buf, BIG, &ref, 1, S.now);
 	tp_ref_put(&ref);   /* ours; the transport and the link hold theirs */
@@ -109,6 +139,14 @@ int main(void)
 			 S.dropped, (S.now - t0) / 1e9);
 		ok(a->retransmits > 0 && S.dropped > 0, "losses happened and were repaired");
 	}
+	ok(frag_min[0] == frag_max_seen[0] &&
+	   frag_min[0] == (WIRE_FRAG_MAX(p.mtu) & ~63u),
+	   "the big message's fragments are whole cache lines: %u .. %u bytes (mtu %u)",
+	   frag_min[0], frag_max_seen[0], p.mtu);
+	ok(frag_min[1] == frag_max_seen[1] &&
+	   frag_min[1] == (WIRE_FRAG_MAX(p.mtu) & ~7u),
+	   "small messages keep the full fragment size: %u .. %u bytes",
+	   frag_min[1], frag_max_seen[1]);
 	sim_fini(&S);
 	is_int(freed, 1, "payload reference released once, after the last frame");
 	free(big_buf);
