@@ -27,7 +27,8 @@ $(BUILD)/bin/mpi_allreduce: bench/mpi_allreduce.c
 # 2-core machine (4 ranks, float, busbw GB/s out-of-place, best of 2 - 3
 # rounds, same run as Open MPI; docs/collectives.md, 2026-11-24 night): memif
 # 3.5 - 3.7 / 3.4 - 3.5 / 3.0 - 3.6 at 1 / 16 / 64 MiB, tcp 1.7 - 1.9 /
-# 1.3 - 1.4 / 1.6, veth ~0.1 (earlier).
+# 1.3 - 1.4 / 1.6, veth ~0.1 (earlier). A fresh VM (2026-11-25 afternoon):
+# memif 2.5 / 2.0 / 2.2, tcp 1.5 / 1.0 / 1.1.
 # Override with BENCH_LINK=tcp|veth|memif.
 BENCH_LINK ?= $(if $(filter 0,$(shell id -u)),memif,tcp)
 BENCH_NODES ?= 4
