@@ -209,7 +209,7 @@ const struct cfg__key cfg__keys[] = {
 	     "Messages for a peer never heard from (not started yet) wait this long before they fail and it is down, ms."),
 	UINT(S_TRANSPORT, "stream_min_kb", 0, 4194304, "4096",
 	     transport.stream_min_kb,
-	     "Messages of at least this many KiB travel in fragments of whole 64-byte cache lines and are reassembled with streaming (non-temporal) stores: they neither evict the working set from the caches nor read their destination first. 0: never."),
+	     "Messages of at least this many KiB travel in fragments of whole 64-byte cache lines and are reassembled with streaming (non-temporal) stores: they neither evict the working set from the caches nor read their destination first; their sender prefetches them a few fragments ahead when fragments are under 4 KB. 0: never."),
 
 	/* [fault] */
 	KEY(S_FAULT, "drop_rate", CFG__DOUBLE, 0, 1, "0", fault.drop_rate, 0,

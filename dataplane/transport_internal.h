@@ -19,6 +19,8 @@
 #define TP_CREDIT_FLOOR   8         /* credit advertised even when full (see rx) */
 #define TP_DUPTHRESH      3         /* SACKed frames above a hole: fast rtx */
 #define TP_NS_PER_US      1000ull
+#define TP_PREFETCH_FRAGS 16        /* large messages: prefetch this far ahead */
+#define TP_PREFETCH_MAX_FRAG 4096u  /* ... when their fragments are shorter */
 
 _Static_assert(TP_BLK % 64 == 0, "arena blocks keep 64-byte alignment");
 _Static_assert(WIRE_SACK_BITS == 64, "sack is one uint64");
