@@ -215,9 +215,9 @@ struct tp_params {
 	 * such fragments with streaming stores (zb_copy_stream): a large
 	 * message neither evicts the caches' working set nor pays a
 	 * read-for-ownership of its destination. The sender, taking such a
-	 * message to be cold, prefetches a few fragments (under 4 KB) ahead of the one it
-	 * sends. Each side applies its own setting; a receiver copies
-	 * fragments that are not whole lines normally. */
+	 * message to be cold, prefetches fragments (under 4 KB) a few ahead
+	 * of the one it sends. Each side applies its own setting; a receiver
+	 * copies fragments that are not whole lines normally. */
 	uint32_t stream_min;
 	unsigned tx_flags;       /* WIRE_TX_UDP_CSUM */
 	/* rx_batch != 0: an ack that tp_rx() would send at once (ACKREQ, a
