@@ -338,8 +338,7 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	m->next = NULL;
 	m->len = (uint32_t)len;
 	m->cookie = cookie;
-	m->frag_size = tp->p.stream_min && len >= tp->p.stream_min
-		       ? tp->frag_size_stream : tp->frag_size;
+	m->frag_size = tp__large(tp, len) ? tp->frag_size_stream : tp->frag_size;
 	m->frag_count = len ? (uint32_t)((len + m->frag_size - 1) / m->frag_size) : 1;
 	m->next_frag = m->frags_acked = 0;
 	m->failed = 0;

@@ -167,6 +167,13 @@ static inline void tp__arm(struct tp *tp, uint64_t t)
 		tp->deadline = t;
 }
 
+/* A message of len bytes is "large" (tp_params.stream_min): whole-line
+ * fragments, streaming stores into the arena, prefetched when sent. */
+static inline bool tp__large(const struct tp *tp, uint64_t len)
+{
+	return tp->p.stream_min && len >= tp->p.stream_min;
+}
+
 static inline void tp__bad(struct tp *tp, enum wire_reason r)
 {
 	ZB_DASSERT(r > WIRE_OK && r < WIRE_REASON_COUNT);

@@ -243,19 +243,19 @@ void tp_msg_release(struct tp *tp, struct tp_msg *m)
 /* ---- data frames ---------------------------------------------------------- */
 enum place_rc { PLACE_OK = 0, PLACE_NOBUF = -1, PLACE_DELIVER = -2 };
 
-/* Copy one fragment into its message (allocated on the first fragment seen,
- * whichever it is). Returns PLACE_OK, PLACE_DELIVER (it completed the
- * stream's next message), PLACE_NOBUF, or a wire_reason. */
 /* Whether m's fragments go into the arena with streaming stores: a large
  * message (p.stream_min) cut into whole cache lines, so each fragment
  * writes whole lines of the (64-aligned) arena. */
 static inline bool stream_frag(const struct tp *tp, const struct tp_msg *m,
 			       const struct wire_hdr *h)
 {
-	return tp->p.stream_min && m->len >= tp->p.stream_min && !m->placed__ &&
+	return tp__large(tp, m->len) && !m->placed__ &&
 	       h->frag_size % 64 == 0 && ((uintptr_t)m->data & 63) == 0;
 }
 
+/* Copy one fragment into its message (allocated on the first fragment seen,
+ * whichever it is). Returns PLACE_OK, PLACE_DELIVER (it completed the
+ * stream's next message), PLACE_NOBUF, or a wire_reason. */
 static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		 const uint8_t *payload)
 {

@@ -89,8 +89,7 @@ void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now
 static inline void prefetch_ahead(const struct tp *tp, const struct tp_txmsg *m,
 				  uint32_t frag_index)
 {
-	if (!tp->p.stream_min || m->len < tp->p.stream_min ||
-	    m->frag_size >= TP_PREFETCH_MAX_FRAG)
+	if (!tp__large(tp, m->len) || m->frag_size >= TP_PREFETCH_MAX_FRAG)
 		return;
 	uint64_t lo = ((uint64_t)frag_index + TP_PREFETCH_FRAGS) * m->frag_size;
 	uint64_t hi = lo + m->frag_size;
