@@ -42,19 +42,43 @@ static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
 	pe->ack_now = 0;
 }
 
+/* The headers of h's frame: a DATA frame of message m from the template
+ * (made on the message's first frame sent, or again when the epochs
+ * changed), anything else encoded whole. */
+static const uint8_t *encode(struct tp *tp, struct tp_peer *pe,
+			     const struct wire_hdr *h, const void *payload,
+			     const struct tp_txmsg *m)
+{
+	if (m == NULL || (tp->p.tx_flags & WIRE_TX_UDP_CSUM)) {
+		wire_encode(tp->hdr, &pe->addr, h, payload, tp->ip_id++,
+			    tp->p.tx_flags);
+		return tp->hdr;
+	}
+	if (ZB_UNLIKELY(tp->tmpl_msg != m || tp->tmpl_peer != pe ||
+			tp->tmpl_src_epoch != h->src_epoch ||
+			tp->tmpl_dst_epoch != h->dst_epoch)) {
+		wire_tmpl_init(&tp->tmpl, &pe->addr, h);
+		tp->tmpl_msg = m;
+		tp->tmpl_peer = pe;
+		tp->tmpl_src_epoch = h->src_epoch;
+		tp->tmpl_dst_epoch = h->dst_epoch;
+	}
+	wire_tmpl_fill(&tp->tmpl, h, tp->ip_id++);
+	return tp->tmpl.buf;
+}
+
 static int xmit(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
-		const void *payload, struct tp_ref *ref)
+		const void *payload, const struct tp_txmsg *m)
 {
 	struct tp_frame f;
 	int rc;
 
-	wire_encode(tp->hdr, &pe->addr, h, payload, tp->ip_id++, tp->p.tx_flags);
+	f.hdr = encode(tp, pe, h, payload, m);
 	f.peer = pe->node;
 	f.hdr_len = WIRE_HDRS_LEN;
-	f.hdr = tp->hdr;
 	f.payload = payload;
 	f.payload_len = h->payload_len;
-	f.ref = ref;
+	f.ref = m ? m->ref : NULL;
 	rc = tp->ops.tx(tp->user, &f);
 	if (ZB_UNLIKELY(rc)) {
 		tp->st.tx_busy++;
@@ -122,7 +146,7 @@ static int send_slot(struct tp *tp, struct tp_peer *pe, uint32_t seq,
 							       : m->frag_size);
 	sl->sent_ns = now;
 	prefetch_ahead(tp, m, sl->frag_index);
-	rc = xmit(tp, pe, &h, m->data + off, m->ref);
+	rc = xmit(tp, pe, &h, m->data + off, m);
 	if (rc == 0) {
 		tp->st.data_frames_tx++;
 		tp->st.payload_bytes_tx += h.payload_len;
@@ -225,6 +249,8 @@ void tp__txmsg_finish(struct tp *tp, struct tp_txmsg *m, int status)
 	struct tp_ref *ref = m->ref;
 
 	ZB_DASSERT(tp->tx_free_count < tp->p.tx_msgs);
+	if (tp->tmpl_msg == m)   /* the descriptor will be reused */
+		tp->tmpl_msg = NULL;
 	m->ref = NULL;
 	m->data = NULL;
 	m->next = tp->txfree;

@@ -172,19 +172,31 @@ static inline uint32_t w32(uint32_t v)
 	return (v >> 16) + (v & 0xffffu);
 }
 
+/* The sum of every field's 16-bit words (23 terms of at most 0x1fffe: no
+ * overflow of 32 bits). */
+static uint32_t zb_sum(const struct wire_hdr *h)
+{
+	return ((uint32_t)WIRE_VERSION << 8 | h->type) +
+	       ((uint32_t)h->flags << 8 | h->lane) + w32(h->cluster) +
+	       h->src_node + h->dst_node + h->stream +
+	       w32(h->src_epoch) + w32(h->dst_epoch) + w32(h->seq) +
+	       w32(h->ack) + w32((uint32_t)(h->sack >> 32)) +
+	       w32((uint32_t)h->sack) + (uint16_t)h->credit +
+	       (uint16_t)h->payload_len + w32(h->msg_id) + w32(h->msg_len) +
+	       w32(h->frag_index) + w32(h->frag_count) +
+	       (uint16_t)h->frag_size + w32(h->tsval) + w32(h->tsecr);
+}
+
 static uint16_t zb_csum(const struct wire_hdr *h)
 {
-	/* 23 terms of at most 0x1fffe each: no overflow of 32 bits */
-	uint32_t s = ((uint32_t)WIRE_VERSION << 8 | h->type) +
-		     ((uint32_t)h->flags << 8 | h->lane) + w32(h->cluster) +
-		     h->src_node + h->dst_node + h->stream +
-		     w32(h->src_epoch) + w32(h->dst_epoch) + w32(h->seq) +
-		     w32(h->ack) + w32((uint32_t)(h->sack >> 32)) +
-		     w32((uint32_t)h->sack) + (uint16_t)h->credit +
-		     (uint16_t)h->payload_len + w32(h->msg_id) + w32(h->msg_len) +
-		     w32(h->frag_index) + w32(h->frag_count) +
-		     (uint16_t)h->frag_size + w32(h->tsval) + w32(h->tsecr);
-	return wire_csum_fold(s);
+	return wire_csum_fold(zb_sum(h));
+}
+
+/* The IPv4 header's words but total length and id (and the checksum). */
+static inline uint32_t ip_sum_const(const struct wire_addr *a)
+{
+	return 0x4500u + 0x4000u + (64u << 8 | WIRE_IPPROTO_UDP) +
+	       w32(be32toh(a->src_ip)) + w32(be32toh(a->dst_ip));
 }
 
 static void zb_put(uint8_t *z, const struct wire_hdr *h)
@@ -271,9 +283,7 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a,
 	memcpy(ip + 12, &a->src_ip, 4);
 	memcpy(ip + 16, &a->dst_ip, 4);
 	/* summed from the values, not read back (see w32) */
-	uint32_t ipsum = 0x4500u + (uint32_t)(WIRE_IP_LEN + udp_len) + ip_id +
-			 0x4000u + (64u << 8 | WIRE_IPPROTO_UDP) +
-			 w32(be32toh(a->src_ip)) + w32(be32toh(a->dst_ip));
+	uint32_t ipsum = ip_sum_const(a) + (uint32_t)(WIRE_IP_LEN + udp_len) + ip_id;
 	put16(ip + 10, wire_csum_fold(ipsum));
 	ZB_DASSERT(wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN)) == 0);
 
@@ -289,6 +299,59 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a,
 		put16(udp + 6, c ? c : 0xffff); /* 0 means "none" (RFC 768) */
 	}
 	return WIRE_HDRS_LEN;
+}
+
+/* ---- templates ------------------------------------------------------------ */
+
+/* The zbmd header's 16-bit words that wire_tmpl_fill writes, summed. */
+static inline uint32_t zb_sum_var(const struct wire_hdr *h)
+{
+	return ((uint32_t)h->flags << 8) + w32(h->seq) + w32(h->ack) +
+	       w32((uint32_t)(h->sack >> 32)) + w32((uint32_t)h->sack) +
+	       (uint16_t)h->credit + (uint16_t)h->payload_len +
+	       w32(h->frag_index) + w32(h->tsval) + w32(h->tsecr);
+}
+
+void wire_tmpl_init(struct wire_tmpl *t, const struct wire_addr *a,
+		    const struct wire_hdr *h)
+{
+	ZB_ASSERT(h->type == WIRE_T_DATA);
+	wire_encode(t->buf, a, h, NULL, 0, 0);
+	/* zb_sum_var's terms are a subset of zb_sum's: no underflow */
+	t->zb_sum = zb_sum(h) - zb_sum_var(h);
+	t->ip_sum = ip_sum_const(a);
+}
+
+void wire_tmpl_fill(struct wire_tmpl *t, const struct wire_hdr *h,
+		    uint16_t ip_id)
+{
+	uint8_t *ip = t->buf + WIRE_ETH_LEN;
+	uint8_t *udp = ip + WIRE_IP_LEN;
+	uint8_t *z = udp + WIRE_UDP_LEN;
+	uint32_t udp_len = WIRE_UDP_LEN + WIRE_ZB_LEN + (uint32_t)h->payload_len;
+	uint32_t ip_len = WIRE_IP_LEN + udp_len;
+
+	ZB_DASSERT(ip_len <= 0xffff);
+	ZB_DASSERT(z[1] == WIRE_T_DATA && z[3] == h->lane &&
+		   get32(z + 44) == h->msg_id && get16(z + 12) == h->stream &&
+		   get32(z + 16) == h->src_epoch && get32(z + 20) == h->dst_epoch &&
+		   get32(z + 56) == h->frag_count && get16(z + 60) == h->frag_size);
+	put16(ip + 2, (uint16_t)ip_len);
+	put16(ip + 4, ip_id);
+	put16(ip + 10, wire_csum_fold(t->ip_sum + ip_len + ip_id));
+	put16(udp + 4, (uint16_t)udp_len);
+	z[2] = h->flags;
+	put32(z + 24, h->seq);
+	put32(z + 28, h->ack);
+	put64(z + 32, h->sack);
+	put16(z + 40, h->credit);
+	put16(z + 42, h->payload_len);
+	put32(z + 52, h->frag_index);
+	put32(z + 64, h->tsval);
+	put32(z + 68, h->tsecr);
+	put16(z + 14, wire_csum_fold(t->zb_sum + zb_sum_var(h)));
+	ZB_DASSERT(wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)) == 0);
+	ZB_DASSERT(wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN)) == 0);
 }
 
 int wire_is_zbmd(const uint8_t *frame, size_t len, uint16_t udp_port)

@@ -148,6 +148,29 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a,
 		   const struct wire_hdr *h, const void *payload,
 		   uint16_t ip_id, unsigned flags);
 
+/* Header template for the DATA frames of one message to one peer: they
+ * differ only in the fields wire_tmpl_fill writes (flags, seq, ack, sack,
+ * credit, payload_len, frag_index, tsval, tsecr, and the IPv4 length, id and
+ * checksum and the UDP length that follow from them). wire_tmpl_init writes
+ * every other byte once and keeps the ones'-complement sums of the constant
+ * fields, so a frame costs a dozen stores and a short sum instead of a full
+ * wire_encode. The bytes are exactly wire_encode's (tests/transport/
+ * test_wire.c compares them). Not for WIRE_TX_UDP_CSUM (the UDP checksum
+ * covers the payload): use wire_encode there. */
+struct wire_tmpl {
+	uint8_t buf[WIRE_HDRS_LEN];
+	uint32_t ip_sum;       /* IPv4 header words but total length and id */
+	uint32_t zb_sum;       /* zbmd header fields wire_tmpl_fill leaves */
+};
+
+/* From h's constant fields (type must be WIRE_T_DATA) and a. */
+void wire_tmpl_init(struct wire_tmpl *t, const struct wire_addr *a,
+		    const struct wire_hdr *h);
+/* Complete t->buf for a frame whose constant fields are those t was made
+ * from (asserted in debug builds) and whose variable fields are h's. */
+void wire_tmpl_fill(struct wire_tmpl *t, const struct wire_hdr *h,
+		    uint16_t ip_id);
+
 /* Validate a received Ethernet frame and decode its zbmd header.
  * On WIRE_OK: *h holds the header, *a the addresses, *payload points at the
  * h->payload_len payload bytes inside `frame`. On any other return the
