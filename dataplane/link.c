@@ -198,7 +198,8 @@ void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
 	uint64_t now = tsc_to_ns(now_tsc);
 	for (uint16_t i = 0; i < nb; i++) {
 		struct rte_mbuf *m = pkts[i];
-		unsigned flags = 0;
+		/* dp__rx_classify verified the IPv4 header's checksum */
+		unsigned flags = WIRE_RX_IP_CSUM_OK;
 		if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) ==
 			    RTE_MBUF_F_RX_IP_CKSUM_GOOD &&
 		    (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) ==

@@ -144,6 +144,8 @@ struct tp {
 	uint32_t rx_free_count, rx_outstanding;   /* delivered, unreleased */
 	struct tp_msg **htab;           /* (peer, stream, msg_id) -> message */
 	uint32_t hmask;
+	struct tp_msg *rx_last;         /* in htab under rx_last_key, or NULL */
+	uint64_t rx_last_key;
 	struct tp_msg *orphans;         /* complete, from a reset session */
 	struct tp_arena arena;
 

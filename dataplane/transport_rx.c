@@ -55,6 +55,8 @@ static void hremove(struct tp *tp, struct tp_msg *m)
 	struct tp_msg *found = hfind(tp, m_key(m), &i);
 
 	ZB_ASSERT(found == m);
+	if (tp->rx_last == m)
+		tp->rx_last = NULL;
 	tp->htab[i] = NULL;
 	for (j = (i + 1) & tp->hmask; tp->htab[j]; j = (j + 1) & tp->hmask) {
 		uint32_t k = hslot(m_key(tp->htab[j])) & tp->hmask;
@@ -260,8 +262,11 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		 const uint8_t *payload)
 {
 	uint64_t key = msg_key(pe->node, h->stream, h->msg_id);
-	struct tp_msg *m = hfind(tp, key, NULL);
+	/* a message's fragments come in runs: the last one found first */
+	struct tp_msg *m = tp->rx_last && tp->rx_last_key == key
+		? tp->rx_last : hfind(tp, key, NULL);
 
+	ZB_DASSERT(m == hfind(tp, key, NULL));
 	if (!m) {
 		int32_t d = tp__sdiff(h->msg_id, pe->srx[h->stream].next_deliver);
 		uint32_t blk, nblk;
@@ -305,6 +310,8 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		   m->state__ != TP_MS_PARTIAL) {
 		return WIRE_E_MSG_MISMATCH;
 	}
+	tp->rx_last = m;
+	tp->rx_last_key = key;
 	if (h->payload_len) {
 		size_t off = (size_t)h->frag_index * h->frag_size;
 		if (m->placed__ && tp->ops.rx_write)
@@ -336,7 +343,10 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 	if (h->stream >= tp->p.streams)
 		return WIRE_E_STREAM;
 	pe->ts_recent = h->tsval;
-	if (d < 0 || (d < (int32_t)tp->p.window && rbit(tp, pe, h->seq))) {
+	/* rcv_next's own bit is always clear (it would have advanced): the
+	 * in-order frame (d == 0) needs no look at the bitmap */
+	ZB_DASSERT(!rbit(tp, pe, pe->rcv_next));
+	if (d < 0 || (d > 0 && d < (int32_t)tp->p.window && rbit(tp, pe, h->seq))) {
 		tp->st.dup_frames++;
 		pe->ack_now = 1;           /* the sender lacks our ack */
 		return WIRE_OK;
@@ -351,7 +361,10 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 	if (rc > 0)
 		return (enum wire_reason)rc;
 	tp->st.payload_bytes_rx += h->payload_len;
-	rbit_set(tp, pe, h->seq, true);
+	if (d == 0)
+		pe->rcv_next++;   /* no set-then-clear of its bit */
+	else
+		rbit_set(tp, pe, h->seq, true);
 	while (rbit(tp, pe, pe->rcv_next)) {
 		rbit_set(tp, pe, pe->rcv_next, false);
 		pe->rcv_next++;

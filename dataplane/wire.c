@@ -83,7 +83,8 @@ static inline uint64_t get64(const uint8_t *p)
 }
 
 /* ---- RFC 1071 checksum ---------------------------------------------------- */
-uint32_t wire_csum_add(uint32_t sum, const void *buf, size_t len)
+/* Inline so that a constant len (the headers') unrolls. */
+static inline uint32_t csum_add(uint32_t sum, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint64_t acc = 0;
@@ -130,6 +131,11 @@ uint32_t wire_csum_add(uint32_t sum, const void *buf, size_t len)
 		s16 += (uint32_t)p[0] << 8;
 	sum += s16;
 	return (sum & 0xffff) + (sum >> 16);
+}
+
+uint32_t wire_csum_add(uint32_t sum, const void *buf, size_t len)
+{
+	return csum_add(sum, buf, len);
 }
 
 uint16_t wire_csum_fold(uint32_t sum)
@@ -394,8 +400,8 @@ static enum wire_reason decode_l234(const uint8_t *f, size_t len,
 		return WIRE_E_IP_FRAG;
 	if (ip[9] != WIRE_IPPROTO_UDP)
 		return WIRE_E_IP_PROTO;
-	if (!(flags & WIRE_RX_CSUM_OK) &&
-	    wire_csum_fold(wire_csum_add(0, ip, WIRE_IP_LEN)) != 0)
+	if (!(flags & (WIRE_RX_CSUM_OK | WIRE_RX_IP_CSUM_OK)) &&
+	    wire_csum_fold(csum_add(0, ip, WIRE_IP_LEN)) != 0)
 		return WIRE_E_IP_CSUM;
 	memcpy(&a->src_ip, ip + 12, 4);
 	memcpy(&a->dst_ip, ip + 16, 4);
@@ -422,16 +428,18 @@ static enum wire_reason decode_l234(const uint8_t *f, size_t len,
 static enum wire_reason check_frag(const struct wire_hdr *h,
 				   const struct wire_rx_cfg *cfg)
 {
-	uint64_t off, count;
+	uint64_t off, fs = h->frag_size, c = h->frag_count, len = h->msg_len;
 
 	if (h->msg_len > cfg->msg_max)
 		return WIRE_E_MSG_SIZE;
 	if (h->frag_size == 0 || h->frag_size > cfg->frag_max)
 		return WIRE_E_FRAG;
-	count = h->msg_len ? ((uint64_t)h->msg_len + h->frag_size - 1) /
-				     h->frag_size
-			   : 1;
-	if (h->frag_count != count || h->frag_index >= h->frag_count)
+	/* frag_count == ceil(msg_len / frag_size), 1 for an empty message:
+	 * (c - 1) fs < len <= c fs, without a division on every frame
+	 * (products < 2^48) */
+	if (len == 0 ? c != 1 : c == 0 || (c - 1) * fs >= len || c * fs < len)
+		return WIRE_E_FRAG;
+	if (h->frag_index >= h->frag_count)
 		return WIRE_E_FRAG;
 	off = (uint64_t)h->frag_index * h->frag_size;
 	if (h->frag_index + 1 < h->frag_count)
@@ -456,7 +464,7 @@ enum wire_reason wire_decode(const uint8_t *frame, size_t len,
 		return r;
 	if (z[0] != WIRE_VERSION)
 		return WIRE_E_VERSION;
-	if (wire_csum_fold(wire_csum_add(0, z, WIRE_ZB_LEN)) != 0)
+	if (wire_csum_fold(csum_add(0, z, WIRE_ZB_LEN)) != 0)
 		return WIRE_E_HDR_CSUM;
 	zb_get(z, h);
 	if (h->cluster != cfg->cluster)

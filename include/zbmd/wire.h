@@ -133,6 +133,8 @@ struct wire_rx_cfg {
 
 /* wire_decode flags */
 #define WIRE_RX_CSUM_OK 0x1   /* the NIC verified IP and UDP checksums */
+#define WIRE_RX_IP_CSUM_OK 0x2 /* the IPv4 header checksum was verified
+				* already (the dataplane's classifier) */
 
 /* wire_encode flags */
 #define WIRE_TX_UDP_CSUM 0x1  /* compute the UDP checksum in software (covers
