@@ -42,14 +42,16 @@ static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
 	pe->ack_now = 0;
 }
 
-/* The headers of h's frame: a DATA frame of message m from the template
- * (made on the message's first frame sent, or again when the epochs
- * changed), anything else encoded whole. */
+/* The headers of h's frame: a DATA frame of a message of several frames
+ * from the template (made on the message's first frame sent, or again when
+ * the epochs changed), anything else encoded whole (a template for one
+ * frame would cost more than it saves: 64-byte messages, 7.3 -> 6.5 M/s). */
 static const uint8_t *encode(struct tp *tp, struct tp_peer *pe,
 			     const struct wire_hdr *h, const void *payload,
 			     const struct tp_txmsg *m)
 {
-	if (m == NULL || (tp->p.tx_flags & WIRE_TX_UDP_CSUM)) {
+	if (m == NULL || m->frag_count == 1 ||
+	    (tp->p.tx_flags & WIRE_TX_UDP_CSUM)) {
 		wire_encode(tp->hdr, &pe->addr, h, payload, tp->ip_id++,
 			    tp->p.tx_flags);
 		return tp->hdr;
