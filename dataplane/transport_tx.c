@@ -42,20 +42,14 @@ static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
 	pe->ack_now = 0;
 }
 
-/* The headers of h's frame: a DATA frame of a message of several frames
- * from the template (made on the message's first frame sent, or again when
- * the epochs changed), anything else encoded whole (a template for one
- * frame would cost more than it saves: 64-byte messages, 7.3 -> 6.5 M/s). */
-static const uint8_t *encode(struct tp *tp, struct tp_peer *pe,
-			     const struct wire_hdr *h, const void *payload,
-			     const struct tp_txmsg *m)
+/* The headers of a DATA frame of m, a message of several frames, from the
+ * template (made on the message's first frame sent, or again when the
+ * epochs changed). Single frames are encoded whole (xmit): a template for
+ * one frame costs more than it saves. */
+static const uint8_t *tmpl_encode(struct tp *tp, struct tp_peer *pe,
+				  const struct wire_hdr *h,
+				  const struct tp_txmsg *m)
 {
-	if (m == NULL || m->frag_count == 1 ||
-	    (tp->p.tx_flags & WIRE_TX_UDP_CSUM)) {
-		wire_encode(tp->hdr, &pe->addr, h, payload, tp->ip_id++,
-			    tp->p.tx_flags);
-		return tp->hdr;
-	}
 	if (ZB_UNLIKELY(tp->tmpl_msg != m || tp->tmpl_peer != pe ||
 			tp->tmpl_src_epoch != h->src_epoch ||
 			tp->tmpl_dst_epoch != h->dst_epoch)) {
@@ -69,18 +63,20 @@ static const uint8_t *encode(struct tp *tp, struct tp_peer *pe,
 	return tp->tmpl.buf;
 }
 
-static int xmit(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
-		const void *payload, const struct tp_txmsg *m)
+/* Hand a frame (headers in hdr) to the link. */
+static int xmit_hdr(struct tp *tp, struct tp_peer *pe, const uint8_t *hdr,
+		    const struct wire_hdr *h, const void *payload,
+		    struct tp_ref *ref)
 {
 	struct tp_frame f;
 	int rc;
 
-	f.hdr = encode(tp, pe, h, payload, m);
 	f.peer = pe->node;
 	f.hdr_len = WIRE_HDRS_LEN;
+	f.hdr = hdr;
 	f.payload = payload;
 	f.payload_len = h->payload_len;
-	f.ref = m ? m->ref : NULL;
+	f.ref = ref;
 	rc = tp->ops.tx(tp->user, &f);
 	if (ZB_UNLIKELY(rc)) {
 		tp->st.tx_busy++;
@@ -88,6 +84,13 @@ static int xmit(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 	}
 	tp->st.frames_tx++;
 	return 0;
+}
+
+static int xmit(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
+		const void *payload, struct tp_ref *ref)
+{
+	wire_encode(tp->hdr, &pe->addr, h, payload, tp->ip_id++, tp->p.tx_flags);
+	return xmit_hdr(tp, pe, tp->hdr, h, payload, ref);
 }
 
 void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now)
@@ -148,7 +151,11 @@ static int send_slot(struct tp *tp, struct tp_peer *pe, uint32_t seq,
 							       : m->frag_size);
 	sl->sent_ns = now;
 	prefetch_ahead(tp, m, sl->frag_index);
-	rc = xmit(tp, pe, &h, m->data + off, m);
+	if (m->frag_count > 1 && !(tp->p.tx_flags & WIRE_TX_UDP_CSUM))
+		rc = xmit_hdr(tp, pe, tmpl_encode(tp, pe, &h, m), &h,
+			      m->data + off, m->ref);
+	else
+		rc = xmit(tp, pe, &h, m->data + off, m->ref);
 	if (rc == 0) {
 		tp->st.data_frames_tx++;
 		tp->st.payload_bytes_tx += h.payload_len;
