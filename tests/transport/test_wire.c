@@ -209,15 +209,58 @@ static void test_tmpl(void)
 	is_int(undecoded, 0, "frames from a template decode to their header");
 }
 
+/* The fragment count must be ceil(msg_len / frag_size) (1 for an empty
+ * message): wire_decode's division-free test against the division, at the
+ * edges of every boundary. */
+static void test_frag_count(void)
+{
+	static const uint32_t sizes[] = {1, 7, 64, 1344, 1450, 1500};
+	int wrong = 0, cases = 0;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint64_t fs = sizes[i];
+		uint64_t lens[] = {0, 1, fs - 1, fs, fs + 1, 2 * fs - 1, 2 * fs,
+				   2 * fs + 1, 1000 * fs - 1, 1000 * fs, 1000 * fs + 1,
+				   cfg.msg_max - 1, cfg.msg_max};
+		for (size_t j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+			uint64_t len = lens[j];
+			if (len > cfg.msg_max)
+				continue;
+			uint64_t ref = len ? (len + fs - 1) / fs : 1;
+			uint64_t counts[] = {0, 1, ref - 1, ref, ref + 1, 0xffffffffu};
+			for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+				struct wire_hdr h = data_hdr(), g;
+				h.msg_len = (uint32_t)len;
+				h.frag_size = (uint16_t)fs;
+				h.frag_count = (uint32_t)counts[k];
+				h.frag_index = 0;
+				h.payload_len = (uint16_t)(ref == 1 ? len : fs);
+				enum wire_reason r = dec(build(&h, 0), &g);
+				enum wire_reason want = counts[k] == ref ? WIRE_OK : WIRE_E_FRAG;
+				if (r != want) {
+					wrong++;
+					tap_diag("fs %lu len %lu count %lu: %s", (unsigned long)fs,
+					     (unsigned long)len, (unsigned long)counts[k],
+					     wire_reason_name(r));
+				}
+				cases++;
+			}
+		}
+	}
+	is_int(wrong, 0, "fragment count accepted exactly when it is ceil(msg_len / frag_size) (%d cases)",
+	       cases);
+}
+
 int main(void)
 {
 	struct wire_hdr h = data_hdr(), g;
 	size_t len;
 	enum wire_reason r;
 
-	tap_plan(41);
+	tap_plan(42);
 	test_csum();
 	test_tmpl();
+	test_frag_count();
 	for (size_t i = 0; i < sizeof(payload); i++)
 		payload[i] = (uint8_t)(i * 13 + 1);
 
