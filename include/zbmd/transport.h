@@ -287,7 +287,8 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	    size_t len, struct tp_ref *ref, uint64_t cookie, uint64_t now_ns);
 
 /* A received frame (the link keeps ownership; it may be freed on return).
- * flags: WIRE_RX_CSUM_OK when the NIC verified the checksums. Returns 0
+ * flags: WIRE_RX_CSUM_OK when the NIC verified the checksums,
+ * WIRE_RX_IP_CSUM_OK when the link verified the IPv4 header's. Returns 0
  * (accepted, including harmless duplicates) or ZB_ERR_BAD_FRAME (refused
  * and counted in stats.bad[reason]). Never trusts the frame. */
 int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
