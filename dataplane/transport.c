@@ -245,8 +245,6 @@ int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip)
 	pe->addr.dst_ip = ip;
 	pe->addr.src_port = pe->addr.dst_port = (uint16_t)(p->udp_port + p->lane);
 	pe->local_epoch = p->epoch;
-	if (tp->tmpl_peer == pe)
-		tp->tmpl_msg = NULL;   /* new addresses */
 	pe->rto_ns = (uint64_t)p->rto_us_init * TP_NS_PER_US;
 	pe->credit = p->window;
 	pe->snd_limit = p->window;

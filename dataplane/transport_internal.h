@@ -160,11 +160,10 @@ struct tp {
 	uint32_t ackq_len;
 	uint32_t deferred_peers;        /* peers with has_deferred */
 	uint8_t hdr[WIRE_HDRS_LEN];     /* scratch for TX headers */
-	/* DATA headers of tmpl_msg to tmpl_peer (at those epochs) come from
-	 * a template (wire_tmpl): valid while that message lives */
+	/* DATA headers of tmpl_msg (at those epochs) come from a template
+	 * (wire_tmpl): valid while that message lives */
 	struct wire_tmpl tmpl;
 	const struct tp_txmsg *tmpl_msg;
-	const struct tp_peer *tmpl_peer;
 	uint32_t tmpl_src_epoch, tmpl_dst_epoch;
 	struct tp_stats st;
 };

@@ -50,12 +50,12 @@ static const uint8_t *tmpl_encode(struct tp *tp, struct tp_peer *pe,
 				  const struct wire_hdr *h,
 				  const struct tp_txmsg *m)
 {
-	if (ZB_UNLIKELY(tp->tmpl_msg != m || tp->tmpl_peer != pe ||
+	/* a message goes to one peer all its life: m names pe too */
+	if (ZB_UNLIKELY(tp->tmpl_msg != m ||
 			tp->tmpl_src_epoch != h->src_epoch ||
 			tp->tmpl_dst_epoch != h->dst_epoch)) {
 		wire_tmpl_init(&tp->tmpl, &pe->addr, h);
 		tp->tmpl_msg = m;
-		tp->tmpl_peer = pe;
 		tp->tmpl_src_epoch = h->src_epoch;
 		tp->tmpl_dst_epoch = h->dst_epoch;
 	}

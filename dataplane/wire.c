@@ -178,24 +178,29 @@ static inline uint32_t w32(uint32_t v)
 	return (v >> 16) + (v & 0xffffu);
 }
 
-/* The sum of every field's 16-bit words (23 terms of at most 0x1fffe: no
- * overflow of 32 bits). */
-static uint32_t zb_sum(const struct wire_hdr *h)
+/* A header's 16-bit words summed, in two parts: the fields a template
+ * keeps for every frame of a message (zb_sum_const) and those
+ * wire_tmpl_fill writes per frame (zb_sum_var). 23 terms of at most
+ * 0x1fffe in all: no overflow of 32 bits. */
+static inline uint32_t zb_sum_const(const struct wire_hdr *h)
 {
-	return ((uint32_t)WIRE_VERSION << 8 | h->type) +
-	       ((uint32_t)h->flags << 8 | h->lane) + w32(h->cluster) +
-	       h->src_node + h->dst_node + h->stream +
-	       w32(h->src_epoch) + w32(h->dst_epoch) + w32(h->seq) +
-	       w32(h->ack) + w32((uint32_t)(h->sack >> 32)) +
-	       w32((uint32_t)h->sack) + (uint16_t)h->credit +
-	       (uint16_t)h->payload_len + w32(h->msg_id) + w32(h->msg_len) +
-	       w32(h->frag_index) + w32(h->frag_count) +
-	       (uint16_t)h->frag_size + w32(h->tsval) + w32(h->tsecr);
+	return ((uint32_t)WIRE_VERSION << 8 | h->type) + h->lane +
+	       w32(h->cluster) + h->src_node + h->dst_node + h->stream +
+	       w32(h->src_epoch) + w32(h->dst_epoch) + w32(h->msg_id) +
+	       w32(h->msg_len) + w32(h->frag_count) + (uint16_t)h->frag_size;
+}
+
+static inline uint32_t zb_sum_var(const struct wire_hdr *h)
+{
+	return ((uint32_t)h->flags << 8) + w32(h->seq) + w32(h->ack) +
+	       w32((uint32_t)(h->sack >> 32)) + w32((uint32_t)h->sack) +
+	       (uint16_t)h->credit + (uint16_t)h->payload_len +
+	       w32(h->frag_index) + w32(h->tsval) + w32(h->tsecr);
 }
 
 static uint16_t zb_csum(const struct wire_hdr *h)
 {
-	return wire_csum_fold(zb_sum(h));
+	return wire_csum_fold(zb_sum_const(h) + zb_sum_var(h));
 }
 
 /* The IPv4 header's words but total length and id (and the checksum). */
@@ -309,22 +314,12 @@ size_t wire_encode(uint8_t *buf, const struct wire_addr *a,
 
 /* ---- templates ------------------------------------------------------------ */
 
-/* The zbmd header's 16-bit words that wire_tmpl_fill writes, summed. */
-static inline uint32_t zb_sum_var(const struct wire_hdr *h)
-{
-	return ((uint32_t)h->flags << 8) + w32(h->seq) + w32(h->ack) +
-	       w32((uint32_t)(h->sack >> 32)) + w32((uint32_t)h->sack) +
-	       (uint16_t)h->credit + (uint16_t)h->payload_len +
-	       w32(h->frag_index) + w32(h->tsval) + w32(h->tsecr);
-}
-
 void wire_tmpl_init(struct wire_tmpl *t, const struct wire_addr *a,
 		    const struct wire_hdr *h)
 {
 	ZB_ASSERT(h->type == WIRE_T_DATA);
 	wire_encode(t->buf, a, h, NULL, 0, 0);
-	/* zb_sum_var's terms are a subset of zb_sum's: no underflow */
-	t->zb_sum = zb_sum(h) - zb_sum_var(h);
+	t->zb_sum = zb_sum_const(h);
 	t->ip_sum = ip_sum_const(a);
 }
 
