@@ -45,6 +45,7 @@ struct dp_port {
 	bool no_attach;              /* TX: copy payloads (memif zero-copy client) */
 	bool configured;
 	bool shm_populated;          /* memif: link up, shared memory prefaulted */
+	bool memif;                  /* net_memif: bursts through the guard */
 };
 
 struct dp_rxq {
@@ -159,6 +160,13 @@ void dp__memif_guard_install(void);
 void dp__memif_guard_add(uintptr_t lo, uintptr_t hi);
 unsigned dp__memif_guard_ranges(void);
 uint64_t dp__memif_guard_absorbed(void);
+/* Run one RX or TX burst of a memif port so that a NULL-descriptor fault of
+ * the disconnect race ends the burst instead of the process: returns what
+ * fn returned, or on_fault when the burst was cut (memif_guard.c). */
+typedef uint16_t (*dp__burst_fn)(uint16_t port_id, uint16_t queue,
+				 struct rte_mbuf **pkts, uint16_t n);
+uint16_t dp__memif_guard_burst(dp__burst_fn fn, uint16_t port_id, uint16_t queue,
+			       struct rte_mbuf **pkts, uint16_t n, uint16_t on_fault);
 
 /* lcore.c */
 int dp__lcores_init(struct dp_node *n, struct dp_err *err);

@@ -41,14 +41,59 @@ static void tx_unsent_cb(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
 	}
 }
 
+/* Bursts on port index k: memif ports through the disconnect-race guard
+ * (memif_guard.c), the others straight to the driver. */
+static uint16_t rx_burst_fn(uint16_t port_id, uint16_t q, struct rte_mbuf **pkts,
+			    uint16_t n)
+{
+	return rte_eth_rx_burst(port_id, q, pkts, n);
+}
+
+static uint16_t tx_burst_fn(uint16_t port_id, uint16_t q, struct rte_mbuf **pkts,
+			    uint16_t n)
+{
+	return rte_eth_tx_burst(port_id, q, pkts, n);
+}
+
+static inline uint16_t port_rx(const struct dp_port *p, uint16_t q,
+			       struct rte_mbuf **pkts, uint16_t n)
+{
+	if (p->memif)
+		return dp__memif_guard_burst(rx_burst_fn, p->port_id, q, pkts, n, 0);
+	return rte_eth_rx_burst(p->port_id, q, pkts, n);
+}
+
+static inline uint16_t port_tx(const struct dp_port *p, uint16_t q,
+			       struct rte_mbuf **pkts, uint16_t n)
+{
+	if (p->memif)
+		return dp__memif_guard_burst(tx_burst_fn, p->port_id, q, pkts, n, n);
+	return rte_eth_tx_burst(p->port_id, q, pkts, n);
+}
+
+/* rte_eth_tx_buffer_flush's contract (unsent frames to the buffer's error
+ * callback), through port_tx. */
+static inline uint16_t tx_buffer_flush(const struct dp_port *p, uint16_t q,
+				       struct rte_eth_dev_tx_buffer *b)
+{
+	uint16_t len = b->length;
+	if (!len)
+		return 0;
+	uint16_t sent = port_tx(p, q, b->pkts, len);
+	b->length = 0;
+	if (unlikely(sent < len))
+		b->error_callback(&b->pkts[sent], (uint16_t)(len - sent),
+				  b->error_userdata);
+	return sent;
+}
+
 /* Send what the last flush kept. Returns the number still held. */
 static inline uint16_t tx_hold_drain(struct dp_lcore *lc, uint16_t k)
 {
 	struct dp_txhold *h = lc->hold[k];
 	if (!h->n)
 		return 0;
-	uint16_t sent = rte_eth_tx_burst(dp__node.ports[k].port_id, lc->txq[k],
-					  h->m, h->n);
+	uint16_t sent = port_tx(&dp__node.ports[k], lc->txq[k], h->m, h->n);
 	if (sent) {
 		h->n = (uint16_t)(h->n - sent);
 		memmove(h->m, h->m + sent, h->n * sizeof(h->m[0]));
@@ -167,7 +212,7 @@ static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 {
 	struct dp_node *n = &dp__node;
 	const struct dp_port *p = &n->ports[q->port];
-	uint16_t nb = rte_eth_rx_burst(q->port_id, q->queue, pkts, burst);
+	uint16_t nb = port_rx(p, q->queue, pkts, burst);
 	if (nb == 0)
 		return 0;
 	uint64_t bytes = 0;
@@ -222,8 +267,7 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 		if (!b || tx_hold_drain(lc, k))
 			continue;   /* kept frames go first (dp_tx refused meanwhile) */
 		if (b->length)   /* what does not fit is kept (tx_unsent_cb) */
-			rte_eth_tx_buffer_flush(dp__node.ports[k].port_id,
-						lc->txq[k], b);
+			tx_buffer_flush(&dp__node.ports[k], lc->txq[k], b);
 	}
 }
 
@@ -416,7 +460,9 @@ int dp_tx(uint16_t port, struct rte_mbuf *m)
 	}
 	DP_STAT_ADD(lc, tx_packets, 1);
 	DP_STAT_ADD(lc, tx_bytes, rte_pktmbuf_pkt_len(m));
-	rte_eth_tx_buffer(n->ports[port].port_id, lc->txq[port], b, m);
+	b->pkts[b->length++] = m;   /* rte_eth_tx_buffer, through port_tx */
+	if (b->length >= b->size)
+		tx_buffer_flush(&n->ports[port], lc->txq[port], b);
 	return 1;
 }
 

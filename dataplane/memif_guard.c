@@ -21,9 +21,23 @@
  * down. Any other SIGSEGV goes to the handler installed before (the crash
  * report, a sanitizer's, or the default). The zero pages stay mapped (VA of
  * one region per absorbed disconnect; pages only where the burst wrote).
+ *
+ * The same race has a second face: the disconnect also frees the driver's
+ * region descriptors and sets their pointers to NULL, so a burst in flight
+ * can load a NULL descriptor and fault near address 0 (seen once in 14 runs
+ * of test_memif.sh, SIGSEGV at 0 in eth_memif_tx). Nothing can be mapped
+ * there, so lcores call memif bursts through dp__memif_guard_burst(): it
+ * marks the thread as inside a burst and keeps a jump buffer (_setjmp, no
+ * signal mask saved: no syscall); a fault below GUARD_LOW_LIMIT while the
+ * mark is set leaves the burst by longjmp and the call returns the caller's
+ * `on_fault` count (RX: 0 frames; TX: all of them, as sent — the driver may
+ * have freed some already, so freeing them again could corrupt the pool).
+ * What the cut burst held (mbufs the driver had allocated or not yet freed)
+ * leaks: at most one burst per absorbed disconnect, counted in `absorbed`.
  */
 #include "internal.h"
 
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -35,6 +49,16 @@
 #endif
 
 #define GUARD_MAX 64
+/* Faults below this address are NULL-pointer loads (Linux refuses to map
+ * under vm.mmap_min_addr, 64 KiB by default). */
+#define GUARD_LOW_LIMIT 65536u
+
+/* The thread's burst in flight (dp__memif_guard_burst). */
+struct guard_jump {
+	jmp_buf env;
+	volatile sig_atomic_t active;
+};
+static __thread struct guard_jump jump_tls;
 
 struct guard_range {
 	_Atomic uintptr_t lo, hi;
@@ -72,6 +96,18 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	uintptr_t a = (uintptr_t)si->si_addr;
 	unsigned n = atomic_load_explicit(&nranges, memory_order_acquire);
 
+	if (si->si_code > 0 && a < GUARD_LOW_LIMIT && jump_tls.active) {
+		/* a NULL descriptor inside a memif burst: leave the burst. The
+		 * kernel blocked SIGSEGV for this handler, and longjmp (unlike
+		 * a return) does not restore the mask: unblock it first. */
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGSEGV);
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		jump_tls.active = 0;
+		atomic_fetch_add_explicit(&absorbed, 1, memory_order_relaxed);
+		longjmp(jump_tls.env, 1);
+	}
 	if (si->si_code > 0) {           /* a real fault, not kill(2) */
 		for (unsigned i = 0; i < n && i < GUARD_MAX; i++) {
 			uintptr_t lo = atomic_load_explicit(&ranges[i].lo, memory_order_relaxed);
@@ -102,6 +138,18 @@ void dp__memif_guard_install(void)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGSEGV, &sa, &prev) == 0)
 		installed = 1;
+}
+
+uint16_t dp__memif_guard_burst(dp__burst_fn fn, uint16_t port_id, uint16_t queue,
+			       struct rte_mbuf **pkts, uint16_t n, uint16_t on_fault)
+{
+	ZB_DASSERT(!jump_tls.active);
+	if (_setjmp(jump_tls.env))
+		return on_fault;         /* the handler cleared `active` */
+	jump_tls.active = 1;
+	uint16_t done = fn(port_id, queue, pkts, n);
+	jump_tls.active = 0;
+	return done;
 }
 
 void dp__memif_guard_add(uintptr_t lo, uintptr_t hi)

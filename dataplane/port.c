@@ -87,6 +87,11 @@ static void prefault_pool(struct rte_mempool *mp)
 		rte_mempool_mem_iter(mp, prefault_chunk, NULL);
 }
 
+static bool is_memif(const struct dp_port *p)
+{
+	return strstr(p->driver, "memif") != NULL;
+}
+
 static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 			  const struct cfg_port *cp, struct dp_err *err)
 {
@@ -103,6 +108,7 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 			       rte_strerror(-rc));
 	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
 	rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	p->memif = is_memif(p);
 	/* A memif zero-copy client hands the peer offsets into DPDK's own
 	 * memory (its first memseg list): payloads attached from user memory
 	 * would be garbage there, so they are copied into the mbuf. */
@@ -233,11 +239,6 @@ static int port_mac(uint16_t idx, struct dp_port *p, const struct cfg_port *cp,
 			       cp->mac[3], cp->mac[4], cp->mac[5], rte_strerror(-rc));
 	p->mac = want;
 	return 0;
-}
-
-static bool is_memif(const struct dp_port *p)
-{
-	return strstr(p->driver, "memif") != NULL;
 }
 
 #ifndef MADV_POPULATE_WRITE
