@@ -26,10 +26,11 @@
  * region descriptors and sets their pointers to NULL, so a burst in flight
  * can load a NULL descriptor and fault near address 0 (seen once in 14 runs
  * of test_memif.sh, SIGSEGV at 0 in eth_memif_tx). Nothing can be mapped
- * there, so lcores call memif bursts through dp__memif_guard_burst(): it
- * marks the thread as inside a burst and keeps a jump buffer (_setjmp, no
- * signal mask saved: no syscall); a fault below GUARD_LOW_LIMIT while the
- * mark is set leaves the burst by longjmp and the call returns the caller's
+ * there, so lcores run memif bursts inside DP_MEMIF_GUARD_ENTER/LEAVE
+ * (internal.h; dp__memif_guard_burst is the same for a burst function): it
+ * marks the thread as inside a burst and keeps a jump buffer (no signal
+ * mask saved: no syscall); a fault below GUARD_LOW_LIMIT while the mark is
+ * set leaves the burst by a long jump and the burst returns the caller's
  * `on_fault` count (RX: 0 frames; TX: all of them, as sent — the driver may
  * have freed some already, so freeing them again could corrupt the pool).
  * What the cut burst held (mbufs the driver had allocated or not yet freed)
@@ -37,7 +38,6 @@
  */
 #include "internal.h"
 
-#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -53,12 +53,7 @@
  * under vm.mmap_min_addr, 64 KiB by default). */
 #define GUARD_LOW_LIMIT 65536u
 
-/* The thread's burst in flight (dp__memif_guard_burst). */
-struct guard_jump {
-	jmp_buf env;
-	volatile sig_atomic_t active;
-};
-static __thread struct guard_jump jump_tls;
+__thread struct dp_memif_jump dp__memif_jump;
 
 struct guard_range {
 	_Atomic uintptr_t lo, hi;
@@ -96,7 +91,7 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	uintptr_t a = (uintptr_t)si->si_addr;
 	unsigned n = atomic_load_explicit(&nranges, memory_order_acquire);
 
-	if (si->si_code > 0 && a < GUARD_LOW_LIMIT && jump_tls.active) {
+	if (si->si_code > 0 && a < GUARD_LOW_LIMIT && dp__memif_jump.active) {
 		/* a NULL descriptor inside a memif burst: leave the burst. The
 		 * kernel blocked SIGSEGV for this handler, and longjmp (unlike
 		 * a return) does not restore the mask: unblock it first. */
@@ -104,9 +99,9 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		sigemptyset(&set);
 		sigaddset(&set, SIGSEGV);
 		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-		jump_tls.active = 0;
+		dp__memif_jump.active = 0;
 		atomic_fetch_add_explicit(&absorbed, 1, memory_order_relaxed);
-		longjmp(jump_tls.env, 1);
+		DP_MEMIF_LONGJMP(dp__memif_jump.env);
 	}
 	if (si->si_code > 0) {           /* a real fault, not kill(2) */
 		for (unsigned i = 0; i < n && i < GUARD_MAX; i++) {
@@ -143,12 +138,10 @@ void dp__memif_guard_install(void)
 uint16_t dp__memif_guard_burst(dp__burst_fn fn, uint16_t port_id, uint16_t queue,
 			       struct rte_mbuf **pkts, uint16_t n, uint16_t on_fault)
 {
-	ZB_DASSERT(!jump_tls.active);
-	if (_setjmp(jump_tls.env))
-		return on_fault;         /* the handler cleared `active` */
-	jump_tls.active = 1;
+	volatile uint16_t cut = on_fault;        /* survives the jump */
+	DP_MEMIF_GUARD_ENTER(cut);
 	uint16_t done = fn(port_id, queue, pkts, n);
-	jump_tls.active = 0;
+	DP_MEMIF_GUARD_LEAVE();
 	return done;
 }
 
