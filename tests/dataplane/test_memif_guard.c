@@ -42,19 +42,35 @@ static void prev_handler(int sig)
 	_exit(3);
 }
 
-/* child: a fault outside every guarded range; with_prev: a handler of its
- * own installed before the guard. Returns the wait status. */
-static int fault_elsewhere(bool with_prev)
+/* Fork a child whose death is expected: no core file, and no sanitizer
+ * report in the test log. Returns fork's value. */
+static pid_t fork_doomed(void)
 {
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		struct rlimit rl = {0, 0};
 		(void)setrlimit(RLIMIT_CORE, &rl);
-		/* its death is expected: no sanitizer report in the test log */
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0)
 			dup2(devnull, STDERR_FILENO);
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return st;
+}
+
+/* child: a fault outside every guarded range; with_prev: a handler of its
+ * own installed before the guard. Returns the wait status. */
+static int fault_elsewhere(bool with_prev)
+{
+	pid_t pid = fork_doomed();
+	if (pid == 0) {
 		if (with_prev)
 			signal(SIGSEGV, prev_handler);
 		dp__memif_guard_install();
@@ -64,22 +80,14 @@ static int fault_elsewhere(bool with_prev)
 		p[10] = 1;
 		_exit(0);
 	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	return st;
+	return wait_status(pid);
 }
 
 /* child: a load at `at` — inside a guarded burst or not. Wait status. */
 static int fault_child(uintptr_t at, bool in_burst)
 {
-	fflush(NULL);
-	pid_t pid = fork();
+	pid_t pid = fork_doomed();
 	if (pid == 0) {
-		struct rlimit rl = {0, 0};
-		(void)setrlimit(RLIMIT_CORE, &rl);
-		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull >= 0)
-			dup2(devnull, STDERR_FILENO);
 		dp__memif_guard_install();
 		load_at = at;
 		if (in_burst)
@@ -88,9 +96,7 @@ static int fault_child(uintptr_t at, bool in_burst)
 			(void)faulting_burst(0, 0, NULL, 1);
 		_exit(0);
 	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	return st;
+	return wait_status(pid);
 }
 
 int main(void)
