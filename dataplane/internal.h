@@ -8,7 +8,6 @@
 #include "zbmd/dataplane.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 
 #include <rte_config.h>
@@ -46,7 +45,7 @@ struct dp_port {
 	bool no_attach;              /* TX: copy payloads (memif zero-copy client) */
 	bool configured;
 	bool shm_populated;          /* memif: link up, shared memory prefaulted */
-	bool memif;                  /* net_memif: bursts through the guard */
+	bool memif;                  /* net_memif: bursts through memif_guard */
 };
 
 struct dp_rxq {
@@ -161,36 +160,6 @@ void dp__memif_guard_install(void);
 void dp__memif_guard_add(uintptr_t lo, uintptr_t hi);
 unsigned dp__memif_guard_ranges(void);
 uint64_t dp__memif_guard_absorbed(void);
-/* The thread's memif burst in flight: a jump buffer and the mark the
- * SIGSEGV handler checks. GCC's __builtin_setjmp saves 3 words (the
- * compiler spills the callee-saved registers around it): ~1.7 ns per burst
- * here against ~4 for glibc's _setjmp. The sanitizers intercept only libc's
- * longjmp (to unpoison the stack left), so their builds use that. Enter
- * and leave in one function that is not inlined (GCC refuses to inline a
- * setjmp anyway) and that does not itself run the jump. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#include <setjmp.h>
-typedef jmp_buf dp_memif_jmp_buf;
-#define DP_MEMIF_SETJMP(b) _setjmp(b)
-#define DP_MEMIF_LONGJMP(b) longjmp(b, 1)
-#else
-typedef void *dp_memif_jmp_buf[5];
-#define DP_MEMIF_SETJMP(b) __builtin_setjmp(b)
-#define DP_MEMIF_LONGJMP(b) __builtin_longjmp(b, 1)
-#endif
-struct dp_memif_jump {
-	dp_memif_jmp_buf env;
-	volatile sig_atomic_t active;
-};
-extern __thread struct dp_memif_jump dp__memif_jump;
-#define DP_MEMIF_GUARD_ENTER(on_fault) do {                                \
-	ZB_DASSERT(!dp__memif_jump.active);                                \
-	if (DP_MEMIF_SETJMP(dp__memif_jump.env))                           \
-		return (on_fault);   /* the handler cleared `active` */    \
-	dp__memif_jump.active = 1;                                         \
-} while (0)
-#define DP_MEMIF_GUARD_LEAVE() (dp__memif_jump.active = 0)
-
 /* Run one RX or TX burst of a memif port so that a NULL-descriptor fault of
  * the disconnect race ends the burst instead of the process: returns what
  * fn returned, or on_fault when the burst was cut (memif_guard.c). */

@@ -41,32 +41,25 @@ static void tx_unsent_cb(struct rte_mbuf **pkts, uint16_t unsent, void *arg)
 	}
 }
 
-/* Bursts of a port: memif ports inside the disconnect-race guard
+/* Bursts of a port: memif ports through the disconnect-race guard
  * (memif_guard.c), the others straight to the driver. */
-static __attribute__((noinline)) uint16_t
-memif_rx(uint16_t port_id, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
+static uint16_t rx_burst_fn(uint16_t port_id, uint16_t q, struct rte_mbuf **pkts,
+			    uint16_t n)
 {
-	DP_MEMIF_GUARD_ENTER(0);                 /* cut: no frames */
-	uint16_t nb = rte_eth_rx_burst(port_id, q, pkts, n);
-	DP_MEMIF_GUARD_LEAVE();
-	return nb;
+	return rte_eth_rx_burst(port_id, q, pkts, n);
 }
 
-static __attribute__((noinline)) uint16_t
-memif_tx(uint16_t port_id, uint16_t q, struct rte_mbuf **pkts, uint16_t n)
+static uint16_t tx_burst_fn(uint16_t port_id, uint16_t q, struct rte_mbuf **pkts,
+			    uint16_t n)
 {
-	volatile uint16_t all = n;               /* survives the jump */
-	DP_MEMIF_GUARD_ENTER(all);               /* cut: all taken (see memif_guard.c) */
-	uint16_t sent = rte_eth_tx_burst(port_id, q, pkts, n);
-	DP_MEMIF_GUARD_LEAVE();
-	return sent;
+	return rte_eth_tx_burst(port_id, q, pkts, n);
 }
 
 static inline uint16_t port_rx(const struct dp_port *p, uint16_t q,
 			       struct rte_mbuf **pkts, uint16_t n)
 {
 	if (p->memif)
-		return memif_rx(p->port_id, q, pkts, n);
+		return dp__memif_guard_burst(rx_burst_fn, p->port_id, q, pkts, n, 0);
 	return rte_eth_rx_burst(p->port_id, q, pkts, n);
 }
 
@@ -74,7 +67,8 @@ static inline uint16_t port_tx(const struct dp_port *p, uint16_t q,
 			       struct rte_mbuf **pkts, uint16_t n)
 {
 	if (p->memif)
-		return memif_tx(p->port_id, q, pkts, n);
+		return dp__memif_guard_burst(tx_burst_fn, p->port_id, q, pkts, n,
+					     n);   /* cut: all taken */
 	return rte_eth_tx_burst(p->port_id, q, pkts, n);
 }
 

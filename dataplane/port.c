@@ -87,11 +87,6 @@ static void prefault_pool(struct rte_mempool *mp)
 		rte_mempool_mem_iter(mp, prefault_chunk, NULL);
 }
 
-static bool is_memif(const struct dp_port *p)
-{
-	return strstr(p->driver, "memif") != NULL;
-}
-
 static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 			  const struct cfg_port *cp, struct dp_err *err)
 {
@@ -108,7 +103,7 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 			       rte_strerror(-rc));
 	snprintf(p->driver, sizeof(p->driver), "%s", info.driver_name);
 	rte_eth_dev_get_name_by_port(p->port_id, p->name);
-	p->memif = is_memif(p);
+	p->memif = strstr(p->driver, "memif") != NULL;
 	/* A memif zero-copy client hands the peer offsets into DPDK's own
 	 * memory (its first memseg list): payloads attached from user memory
 	 * would be garbage there, so they are copied into the mbuf. */
@@ -284,7 +279,7 @@ static void memif_watch_alarm(void *arg)
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		struct dp_port *p = &n->ports[k];
 		struct rte_eth_link link;
-		if (!is_memif(p) || !p->started ||
+		if (!p->memif || !p->started ||
 		    rte_eth_link_get_nowait(p->port_id, &link) != 0)
 			continue;
 		if (link.link_status && !p->shm_populated)
@@ -343,7 +338,7 @@ int dp__ports_init(struct dp_node *n, struct dp_err *err)
 		p->started = true;
 	}
 	for (uint16_t k = 0; k < n->nb_ports; k++)
-		if (is_memif(&n->ports[k])) {
+		if (n->ports[k].memif) {
 			dp__memif_guard_install();
 			(void)rte_eal_alarm_set(DP_MEMIF_WATCH_US, memif_watch_alarm, n);
 			break;
@@ -356,14 +351,14 @@ static void ports_stop_close(struct dp_node *n, bool memif)
 {
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		struct dp_port *p = &n->ports[k];
-		if (is_memif(p) != memif)
+		if (p->memif != memif)
 			continue;
 		if (p->started)
 			rte_eth_dev_stop(p->port_id);
 		p->started = false;
 	}
 	for (uint16_t k = 0; k < n->nb_ports; k++)
-		if (is_memif(&n->ports[k]) == memif)
+		if (n->ports[k].memif == memif)
 			rte_eth_dev_close(n->ports[k].port_id);
 }
 
@@ -394,7 +389,7 @@ bool dp__ports_fini(struct dp_node *n)
 	ZB_ASSERT(n->nb_ports <= CFG_MAX_PORTS);
 	bool any_memif = false;
 	for (uint16_t k = 0; k < n->nb_ports; k++)
-		any_memif |= is_memif(&n->ports[k]);
+		any_memif |= n->ports[k].memif;
 	if (any_memif) {
 		/* the watch re-arms itself: cancel (waits while it runs) */
 		(void)rte_eal_alarm_cancel(memif_watch_alarm, (void *)-1);
