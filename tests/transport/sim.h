@@ -295,6 +295,26 @@ static inline void sim_params(struct tp_params *p, uint16_t id, uint32_t epoch)
 	p->max_peers = SIM_MAX_NODES;
 }
 
+/* What a node started with p checks frames against (lane 0): for taps
+ * that decode the frames sent to it. */
+static inline struct wire_rx_cfg sim_rx_cfg(const struct tp_params *p)
+{
+	return (struct wire_rx_cfg){.cluster = p->cluster, .node = p->node,
+				    .ip = p->ip, .udp_port = p->udp_port,
+				    .frag_max = WIRE_FRAG_MAX(WIRE_MTU_MAX),
+				    .msg_max = p->max_message};
+}
+
+/* A DATA frame's header decoded against cfg; false for anything else. */
+static inline bool sim_data_hdr(const struct wire_rx_cfg *cfg, const uint8_t *f,
+				size_t len, struct wire_hdr *h)
+{
+	struct wire_addr a;
+	const uint8_t *pl;
+	return wire_decode(f, len, cfg, 0, h, &a, &pl) == WIRE_OK &&
+	       h->type == WIRE_T_DATA;
+}
+
 /* (Re)create node id with params p and declare all other nodes as peers. */
 static inline int sim_node_start(struct sim *s, uint16_t id,
 				 const struct tp_params *p)

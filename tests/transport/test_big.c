@@ -67,12 +67,9 @@ static struct wire_rx_cfg rx1;
 static void tap(struct sim *s, uint16_t src, const uint8_t *f, size_t len)
 {
 	struct wire_hdr h;
-	struct wire_addr a;
-	const uint8_t *pl;
 
 	(void)s;
-	if (src != 0 || wire_decode(f, len, &rx1, 0, &h, &a, &pl) != WIRE_OK ||
-	    h.type != WIRE_T_DATA || h.stream > 1)
+	if (src != 0 || !sim_data_hdr(&rx1, f, len, &h) || h.stream > 1)
 		return;
 	if (h.frag_size < frag_min[h.stream])
 		frag_min[h.stream] = h.frag_size;
@@ -108,11 +105,7 @@ int main(void)
 		p.window = 1024;
 		ZB_ASSERT(sim_node_start(&S, i, &p) == 0);
 		if (i == 1)
-			rx1 = (struct wire_rx_cfg){
-				.cluster = p.cluster, .node = 1, .ip = p.ip,
-				.udp_port = p.udp_port,
-				.frag_max = WIRE_FRAG_MAX(WIRE_MTU_MAX),
-				.msg_max = p.max_message};
+			rx1 = sim_rx_cfg(&p);
 	}
 	ZB_ASSERT(BIG >= p.stream_min && p.stream_min > 0);
 	tp_ref_init(&ref, big_free);

@@ -26,12 +26,9 @@ static int done_ok, done_err, bad;
 static void tap(struct sim *s, uint16_t src, const uint8_t *f, size_t len)
 {
 	struct wire_hdr h;
-	struct wire_addr a;
-	const uint8_t *pl;
 
 	(void)s;
-	if (src != 0 || wire_decode(f, len, &rx1, 0, &h, &a, &pl) != WIRE_OK ||
-	    h.type != WIRE_T_DATA)
+	if (src != 0 || !sim_data_hdr(&rx1, f, len, &h))
 		return;
 	if (norder < sizeof(order) / sizeof(order[0]))
 		order[norder++] = h.stream;
@@ -114,11 +111,7 @@ int main(void)
 		p.streams = NS;
 		ZB_ASSERT(sim_node_start(&S, i, &p) == 0);
 		if (i == 1)
-			rx1 = (struct wire_rx_cfg){
-				.cluster = p.cluster, .node = 1, .ip = p.ip,
-				.udp_port = p.udp_port,
-				.frag_max = WIRE_FRAG_MAX(WIRE_MTU_MAX),
-				.msg_max = p.max_message};
+			rx1 = sim_rx_cfg(&p);
 	}
 	for (int k = 0; k < 4; k++) {
 		size_t len = k == 0 ? BIG : MID;
