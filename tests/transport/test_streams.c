@@ -17,10 +17,10 @@ static struct wire_rx_cfg rx1;
 static uint8_t *bufs[4];
 static const uint16_t bulk_stream[4] = {0, 3, 9, 15};
 
-/* node 0's data frames in send order: stream of each (first sends only) */
+/* node 0's data frames in send order, the stream of each (the sim's link
+ * loses nothing: no retransmissions among them) */
 static uint16_t order[200000];
 static uint32_t norder;
-static uint64_t done_t[NS];
 static int done_ok, done_err, bad;
 
 static void tap(struct sim *s, uint16_t src, const uint8_t *f, size_t len)
@@ -54,13 +54,11 @@ static int deliver(struct sim_node *n, struct tp_msg *m)
 static void send_done(struct sim_node *n, uint64_t cookie, int status)
 {
 	(void)n;
-	if (status != 0) {
+	(void)cookie;
+	if (status != 0)
 		done_err++;
-		return;
-	}
-	done_ok++;
-	if (cookie < NS)
-		done_t[cookie] = S.now;
+	else
+		done_ok++;
 }
 
 /* Among recorded frames from..from+n-1, the largest difference between
@@ -137,7 +135,6 @@ int main(void)
 	/* 2. four bulk streams at once: they take turns, one frame each */
 	norder = 0;
 	done_ok = done_err = 0;
-	memset(done_t, 0, sizeof(done_t));
 	int accepted = 0;
 	for (int k = 0; k < 4; k++)
 		accepted += tp_send(t0, 1, bulk_stream[k], bufs[k], k == 0 ? BIG : MID,
