@@ -111,7 +111,8 @@ int main(int argc, char **argv)
 	MPI_Op op = !strcmp(oname, "sum") ? MPI_SUM : !strcmp(oname, "prod") ? MPI_PROD
 		    : !strcmp(oname, "min") ? MPI_MIN : !strcmp(oname, "max") ? MPI_MAX
 		    : MPI_OP_NULL;
-	if (!t || op == MPI_OP_NULL || factor < 2 || iters < 1 || minb > maxb) {
+	if (!t || op == MPI_OP_NULL || factor < 2 || iters < 1 || minb == 0 ||
+	    minb > maxb) {
 		if (rank == 0)
 			fprintf(stderr, "mpi_allreduce: bad -d/-o/-f/-n/-b/-e\n");
 		MPI_Finalize();
@@ -142,6 +143,16 @@ int main(int argc, char **argv)
 			printf("  %8s  %6s  %6s  %6s", "time", "algbw", "busbw", "#wrong");
 		printf("\n");
 		fflush(stdout);
+	}
+	/* nccl-tests' warm-up before the sweep: -w iterations at the largest
+	 * size, then at the smallest (zbmd's bench does the same) */
+	size_t top = minb;
+	while (top <= maxb / factor)
+		top *= factor;          /* the sweep's largest size */
+	for (int k = 0; k < 2; k++) {
+		size_t wc = (k == 0 ? top : minb) / t->size;
+		for (long i = 0; i < warmup; i++)
+			MPI_Allreduce(sbuf, rbuf, (int)wc, t->mpi, op, MPI_COMM_WORLD);
 	}
 	double bwsum = 0;
 	int rows = 0;
