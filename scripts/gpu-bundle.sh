@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu-bundle.sh — build gpu/ and its tests into a folder that runs on
 # a GPU machine without OpenBLAS/libnuma development packages or DPDK (a
-# machine with only the NVIDIA driver and a compiler, say): the test binaries,
-# the stand-alone gpu-info/bench helper, the shared libraries they need from
-# this machine, and run.sh, which runs the gpu tests and the cuda bench there.
+# machine with only the NVIDIA driver and a compiler, say): gpu/'s test
+# binaries, the stand-alone gpu-info/bench helper, the rdma provider's GPU
+# registration test, the shared libraries they need from this machine, and
+# run.sh, which runs those tests and the cuda bench there.
 #
 #   scripts/gpu-bundle.sh DIR          # here (Debian, `make deps` done)
 #   DIR/run.sh [--bench-only]          # there; exit status: tests failed or not
@@ -25,10 +26,14 @@ DIR=$(cd "$1" && pwd)
 case "$DIR" in "$ROOT"|/) echo "$PROG: refusing to use $DIR" >&2; exit 2 ;; esac
 
 make -C "$ROOT" --no-print-directory BUILD="$DIR/build" GPU_HAVE_VK= gpu-only >&2
+# and the rdma provider's binding to gpu/ (registration path, DMA-BUF export,
+# staging copies through device memory): needs libibverbs, not a device
+make -C "$ROOT" --no-print-directory BUILD="$DIR/build" GPU_HAVE_VK= \
+	"$DIR/build/tests/rdma/test_gpu_reg.t" >&2
 mkdir -p "$DIR/lib" "$DIR/tests"
 # the libraries the binaries need beyond glibc, resolved through ldd
-for lib in $(ldd "$DIR/build/tests/gpu/helper_gpucli" |
-	     awk '$3 ~ /^\// {print $3}' |
+for lib in $(ldd "$DIR"/build/tests/gpu/helper_gpucli "$DIR"/build/tests/*/test_*.t |
+	     awk '$3 ~ /^\// {print $3}' | sort -u |
 	     grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so'); do
 	cp -L "$lib" "$DIR/lib/"
 done
@@ -53,7 +58,7 @@ nvidia-smi -L 2>/dev/null
 $ZBMD_GPU_CLI gpu-info
 fail=0
 if [ "${1:-}" != --bench-only ]; then
-	for t in build/tests/gpu/test_*.t tests/test_*.sh; do
+	for t in build/tests/*/test_*.t tests/test_*.sh; do
 		n=${t##*/}
 		timeout -k 5 300 "$t" >"$O/$n.log" 2>&1
 		rc=$?

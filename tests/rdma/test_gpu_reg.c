@@ -1,7 +1,9 @@
 /* The provider's binding to gpu/ on the backends this machine has (cpu
- * always, Vulkan on lavapipe when present): the facts fed to the
- * registration policy, the decision, and the staging copies through real
- * device memory. */
+ * always, Vulkan on lavapipe when present, CUDA where a driver and a GPU
+ * are): the facts fed to the registration policy, the decision, the
+ * DMA-BUF export, and the staging copies through real device memory. */
+#include <unistd.h>
+
 #include "../../rdma/internal.h"
 #include "zbmd/gpu.h"
 #include "tap.h"
@@ -22,17 +24,24 @@ static void check_backend(enum gpu_backend b, const char *name)
 	o.backend = b;
 	rc = gpu_open(&o, &g, why, sizeof(why));
 	if (rc) {
-		tap_skip(6, why);
+		tap_skip(7, why);
 		return;
 	}
 	rdma__gpu_iface_init(&gi, g);
 	is_str(gi.name, name, "%s: bound to the %s backend", name, name);
-	ok(gi.host_memory == (b == GPU_CPU) && !gi.peermem_ok,
-	   "%s: host memory %s; peer memory never (not CUDA)", name, gi.host_memory ? "yes" : "no");
+	ok(gi.host_memory == (b == GPU_CPU) && gi.peermem_ok == (b == GPU_CUDA) &&
+	   (gi.dmabuf_export != NULL) == gpu_ctx_device(g)->dmabuf,
+	   "%s: host memory %s; peer memory %s; DMA-BUF export %s", name,
+	   gi.host_memory ? "yes" : "no", gi.peermem_ok ? "if loaded" : "never",
+	   gi.dmabuf_export ? "yes" : "no");
+	/* as if the verbs device took DMA-BUF registrations */
 	rdma__reg_inputs(&gi, true, NET_MEM_GPU, &in);
 	enum rdma_reg_path p = rdma__reg_decide(&in, why, sizeof(why));
-	ok(p == (b == GPU_CPU ? RDMA_REG_HOST : RDMA_REG_STAGING),
-	   "%s: GPU buffers registered by path '%s' (%s)", name, rdma__reg_path_name(p), why);
+	enum rdma_reg_path want = b == GPU_CPU ? RDMA_REG_HOST
+				  : gi.dmabuf_export ? RDMA_REG_DMABUF
+				  : in.peermem ? RDMA_REG_PEERMEM : RDMA_REG_STAGING;
+	ok(p == want, "%s: GPU buffers registered by path '%s' (%s)", name,
+	   rdma__reg_path_name(p), why);
 	for (int i = 0; i < 4096; i++)
 		src[i] = (uint8_t)(i * 5 + 1);
 	memset(dst, 0, sizeof(dst));
@@ -47,6 +56,22 @@ static void check_backend(enum gpu_backend b, const char *name)
 	}
 	ok(gi.copy_d2h(g, dst, (void *)(uintptr_t)(1ull << 62), 4096) != 0,
 	   "%s: a copy from outside the pool is refused, not a fault", name);
+	if (gi.dmabuf_export) {
+		int fd = -1;
+		uint64_t off = 0;
+		rc = dev ? gi.dmabuf_export(g, (void *)(uintptr_t)(dev + 64), 1000, &fd, &off) : -1;
+		ok(rc == 0 && fd >= 0 && off == ((dev + 64) & (uint64_t)(sysconf(_SC_PAGESIZE) - 1)),
+		   "%s: the range exports as a DMA-BUF (fd %d, offset %llu)", name, fd,
+		   (unsigned long long)off);
+		if (fd >= 0)
+			close(fd);
+	} else {
+		int fd = 7;
+		uint64_t off = 7;
+		rc = gpu_dmabuf_export(g, dev, 1000, &fd, &off);
+		ok(rc == ZB_ERR_UNSUPPORTED && fd == -1 && off == 0,
+		   "%s: not offered, and the backend refuses a DMA-BUF export (%d)", name, rc);
+	}
 	gpu_free(g, dev);
 	gpu_close(g);
 }
@@ -56,7 +81,7 @@ int main(void)
 	struct rdma_gpu_iface gi;
 	struct rdma_reg_inputs in;
 
-	tap_plan(14);
+	tap_plan(23);
 	rdma__gpu_iface_init(&gi, NULL);
 	rdma__reg_inputs(&gi, true, NET_MEM_GPU, &in);
 	ok(gi.gctx == NULL && rdma__reg_decide(&in, NULL, 0) == RDMA_REG_NONE,
@@ -65,5 +90,6 @@ int main(void)
 	ok(rdma__reg_decide(&in, NULL, 0) == RDMA_REG_HOST, "host memory needs no gpu context");
 	check_backend(GPU_CPU, "cpu");
 	check_backend(GPU_VULKAN, "vulkan");
+	check_backend(GPU_CUDA, "cuda");
 	return tap_done();
 }
