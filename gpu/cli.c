@@ -185,7 +185,7 @@ static int bench_one(enum gpu_backend b, bool quick, enum zb_dtype dt)
 {
 	static const int gemm_full[] = {256, 512, 1024}, gemm_quick[] = {64},
 			 gemm_soft[] = {64, 128};
-	static const size_t red_full[] = {1 << 20, 8 << 20, 32 << 20},
+	static const size_t red_full[] = {256 << 10, 1 << 20, 8 << 20, 32 << 20},
 			    red_quick[] = {1 << 16};
 	struct gpu_options o;
 	struct gpu_ctx *ctx;

@@ -425,7 +425,8 @@ static int cu_reduce(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t dst,
 	int o = (int)op;
 	void *args[] = {&d, &sp, &n, &o};
 	CUR(ctx);
-	return cu_err(p_cuLaunchKernel(be->reduce[dtype], blocks_for(be, count),
+	return cu_err(p_cuLaunchKernel(be->reduce[dtype],
+				       blocks_for(be, gpu__kernel_threads(count, dtype, dst, src)),
 				       1, 1, 256, 1, 1, 0, CS(s), args, NULL));
 }
 
@@ -440,7 +441,8 @@ static int cu_scale(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t buf,
 	float ff = (float)factor;
 	void *args[] = {&d, &n, &ff, &factor};
 	CUR(ctx);
-	return cu_err(p_cuLaunchKernel(be->scale[dtype], blocks_for(be, count),
+	return cu_err(p_cuLaunchKernel(be->scale[dtype],
+				       blocks_for(be, gpu__kernel_threads(count, dtype, buf, buf)),
 				       1, 1, 256, 1, 1, 0, CS(s), args, NULL));
 }
 

@@ -314,7 +314,8 @@ static int hip_reduce(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t dst,
 	unsigned long long n = count;
 	int o = (int)op;
 	void *args[] = {&d, &sp, &n, &o};
-	return launch(ctx, s, BE(ctx)->reduce[dtype], blocks_for(BE(ctx), count),
+	return launch(ctx, s, BE(ctx)->reduce[dtype],
+		      blocks_for(BE(ctx), gpu__kernel_threads(count, dtype, dst, src)),
 		      1, 256, 1, args);
 }
 
@@ -325,7 +326,8 @@ static int hip_scale(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t buf,
 	unsigned long long n = count;
 	float ff = (float)factor;
 	void *args[] = {&d, &n, &ff, &factor};
-	return launch(ctx, s, BE(ctx)->scale[dtype], blocks_for(BE(ctx), count),
+	return launch(ctx, s, BE(ctx)->scale[dtype],
+		      blocks_for(BE(ctx), gpu__kernel_threads(count, dtype, buf, buf)),
 		      1, 256, 1, args);
 }
 

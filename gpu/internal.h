@@ -10,6 +10,18 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Threads a reduce/scale kernel of gpu/kernels/zb_kernels.cu needs: one per
+ * element, but for the 16-bit types with dst and src equally aligned modulo
+ * 16 bytes one per 8 elements (their 16-byte vector loop), plus a few for
+ * the head and tail it does element by element. */
+static inline size_t gpu__kernel_threads(size_t count, enum zb_dtype dt,
+					 uint64_t dst, uint64_t src)
+{
+	if ((dt == ZB_F16 || dt == ZB_BF16) && ((dst ^ src) & 15) == 0)
+		return count / 8 + 8;
+	return count;
+}
+
 /* ---- branch-free half-precision conversions ------------------------------
  * The algorithms of zb_f16_to_f32 & co in common/common.c, inline and
  * written as selects so that gcc vectorises the loops that use them, with
