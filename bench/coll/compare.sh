@@ -40,27 +40,15 @@ trap 'exit 130' INT TERM
 ARGS="-b $MINB -e $MAXB -f $F -n $ITERS -w $WARM -d $DT -o sum"
 MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none -np $NODES"
 case $SETTLE in ''|*[!0-9]*) echo "compare.sh: -s wants whole seconds, got '$SETTLE'" >&2; exit 2 ;; esac
-# The machine's state: CPU 0 <-> CPU 1 round trip in ns (empty without kbench).
-rtt() { [ -x "$B/bin/kbench" ] && "$B/bin/kbench" cpu-rtt 2>/dev/null | sed -n 's/.*cpu_rtt_ns=\([0-9]*\).*/\1/p'; }
-RTT_MIN=
-seen() { [ -n "$1" ] && { [ -z "$RTT_MIN" ] || [ "$1" -lt "$RTT_MIN" ]; } && RTT_MIN=$1; true; }
-# settle: wait (at most SETTLE s) until the round trip is within 1.5x of the
-# lowest seen; RB = the last reading
-settle() {
-	local end=$((SECONDS + SETTLE))
-	while :; do
-		RB=$(rtt); seen "$RB"
-		[ -z "$RB" ] && return
-		[ "$RB" -le $((RTT_MIN * 3 / 2)) ] && return
-		[ $SECONDS -ge $end ] && return
-		sleep 2
-	done
-}
-pre() { if [ "$SETTLE" -gt 0 ]; then settle; else RB=$(rtt); fi; }
+# The machine's state: bench/machine_state.sh (ms_rtt, ms_seen, ms_settle).
+KBENCH=$B/bin/kbench
+# shellcheck source=../machine_state.sh
+. "$(dirname "$0")/../machine_state.sh"
+pre() { if [ "$SETTLE" -gt 0 ]; then ms_settle; else RB=$(ms_rtt); fi; }
 # after NAME: log the run's round trip before and after
-after() { local v; v=$(rtt); seen "$v"; [ -n "$v" ] && echo "# round $r: $1: cpu-rtt ${RB:-?} ns before, $v ns after" >> "$T/state"; true; }
+after() { local v; v=$(ms_rtt); ms_seen "$v"; [ -n "$v" ] && echo "# round $r: $1: cpu-rtt ${RB:-?} ns before, $v ns after" >> "$T/state"; true; }
 # a first look: the idle machine's round trip, three readings a second apart
-for _ in 1 2 3; do seen "$(rtt)"; [ "$SETTLE" -gt 0 ] && sleep 1; done
+for _ in 1 2 3; do ms_seen "$(ms_rtt)"; [ "$SETTLE" -gt 0 ] && sleep 1; done
 # rows "size busbw_oop busbw_ip" of a table
 rows() { awk '!/^#/ && NF >= 12 { print $1, $7, $11 }' "$1"; }
 for r in $(seq 1 "$ROUNDS"); do

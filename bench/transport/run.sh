@@ -131,45 +131,35 @@ TP_SIZES="64 1500"; [ "$MMTU" != 1500 ] && TP_SIZES="$TP_SIZES $MMTU"
 raw_ceilings() {  # PASS
 	for sz in $TP_SIZES; do
 		log "dpdk-testpmd raw memif, $sz-byte frames ($1 zbmd's runs)"
-		[ "$1" = after ] && settle
+		[ "$1" = after ] && ms_settle
 		run_testpmd "$sz" "$1"
 	done
 }
-cpu_rtt() { val RESULT <("$K" cpu-rtt 2>&1) cpu_rtt_ns; }
 # The machine's state (docs/perf-transport.md): a busy stretch -- testpmd's
 # two spinning processes, say -- can leave the CPUs' round trip at ~6x for a
 # while, and a measurement started then runs slow. As bench/coll/compare.sh:
 # before each measurement wait (at most SETTLE s) until the round trip is
 # within 1.5x of the lowest seen, and keep each one's readings before/after.
-RTT_MIN=
-seen() { [ -n "$1" ] && { [ -z "$RTT_MIN" ] || [ "$1" -lt "$RTT_MIN" ]; } && RTT_MIN=$1; true; }
-settle() {  # sets RB, the last reading
-	local end=$((SECONDS + SETTLE))
-	while :; do
-		RB=$(cpu_rtt); seen "$RB"
-		[ -z "$RB" ] && return
-		[ "$RB" -le $((RTT_MIN * 3 / 2)) ] && return
-		[ $SECONDS -ge $end ] && return
-		sleep 2
-	done
-}
+KBENCH=$K
+# shellcheck source=../machine_state.sh
+. "$ROOT/bench/machine_state.sh"
 STATES=()
 state() {  # NAME: the measurement's readings before (RB) and after
-	local v; v=$(cpu_rtt); seen "$v"
+	local v; v=$(ms_rtt); ms_seen "$v"
 	STATES+=("$1 ${RB:-?}/${v:-?}")
 	R[state.$1]=${v:-}
 }
-R[rtt.before]=$(cpu_rtt); seen "${R[rtt.before]}"
+R[rtt.before]=$(ms_rtt); ms_seen "${R[rtt.before]}"
 raw_ceilings before
 
 log "memif: 2 nodes, mtu $MMTU"
-settle
+ms_settle
 ZBN_MTU=$MMTU $CLM up 2 >/dev/null && run_zbmd memif "$CLM" "$W/m"
 state memif
 $CLM down >/dev/null 2>&1
 if [ "$MMTU" != 1500 ]; then  # the same frame size as testpmd's 1500-byte ceiling
 	log "memif: 2 nodes, mtu 1500"
-	settle
+	ms_settle
 	ZBN_MTU=1500 $CLM up 2 >/dev/null && run_zbmd memif1500 "$CLM" "$W/m"
 	state memif1500
 	$CLM down >/dev/null 2>&1
@@ -186,14 +176,14 @@ if $CLV up 2 >/dev/null; then
 	ip -n $ns1 addr flush dev dp0; ip -n $ns2 addr flush dev dp0
 	log "kernel UDP/TCP over loopback (the memif comparison)"
 	run_kernel lo $ns1 $ns1 127.0.0.1
-	settle
+	ms_settle
 	run_zbmd veth "$CLV" "$W/v"
 	state veth
 fi
 $CLV down >/dev/null 2>&1
 
 raw_ceilings after
-R[rtt.after]=$(cpu_rtt)
+R[rtt.after]=$(ms_rtt)
 
 log "one core's copy rate over the bulk test's data (kbench copy)"
 for pl in 1400 $((MMTU - 100)); do
