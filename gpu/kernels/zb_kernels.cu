@@ -76,14 +76,19 @@ __device__ __forceinline__ zb_u16 zb_f32_to_bf16(float f)
 
 #define ZB_ID(x) (x)
 
+// d[I] = d[I] OP s[I], one element.
+#define ZB_ELEM(C, LOAD, STORE, EXPR, I)                                       \
+	{                                                                      \
+		C a = LOAD(d[I]);                                              \
+		C b = LOAD(s[I]);                                              \
+		d[I] = STORE(EXPR);                                            \
+	}
+
 // One grid-stride loop per op (the branch on op is outside the loop).
 #define ZB_LOOP(C, LOAD, STORE, EXPR)                                          \
 	for (zb_u64 i = blockIdx.x * (zb_u64)blockDim.x + threadIdx.x; i < n; \
-	     i += (zb_u64)gridDim.x * blockDim.x) {                            \
-		C a = LOAD(d[i]);                                              \
-		C b = LOAD(s[i]);                                              \
-		d[i] = STORE(EXPR);                                            \
-	}
+	     i += (zb_u64)gridDim.x * blockDim.x)                              \
+		ZB_ELEM(C, LOAD, STORE, EXPR, i)
 
 #define ZB_REDUCE_OPS(LOOP, C, LOAD, STORE, ADD, MUL)                          \
 	if (op == 0 || op == 4) {                                              \
@@ -122,27 +127,20 @@ struct __align__(16) zb_v4 {
 		(X) = lo | ((zb_u32)STORE(EXPR) << 16);                        \
 	}
 
-// The head/vector/tail split shared by reduce and scale (d 2-byte aligned).
-#define ZB_SPLIT16(D, S)                                                       \
-	zb_u64 t0 = blockIdx.x * (zb_u64)blockDim.x + threadIdx.x;             \
-	zb_u64 st = (zb_u64)gridDim.x * blockDim.x;                            \
-	zb_u64 h = ((((zb_u64)(D) ^ (zb_u64)(S)) & 15u) != 0u)                \
-		? n : ((16u - ((zb_u64)(D) & 15u)) & 15u) / 2u;                \
-	if (h > n)                                                             \
-		h = n;                                                         \
-	zb_u64 nv = (n - h) / 8u;                                              \
-	zb_u64 tail = h + nv * 8u;
-
+// Head, 16-byte vectors, tail (d 2-byte aligned; reduce and scale).
 #define ZB_LOOP16(C, LOAD, STORE, EXPR)                                        \
 	{                                                                      \
-		ZB_SPLIT16(d, s)                                               \
+		zb_u64 t0 = blockIdx.x * (zb_u64)blockDim.x + threadIdx.x;     \
+		zb_u64 st = (zb_u64)gridDim.x * blockDim.x;                    \
+		zb_u64 h = ((((zb_u64)d ^ (zb_u64)s) & 15u) != 0u)            \
+			? n : ((16u - ((zb_u64)d & 15u)) & 15u) / 2u;          \
+		if (h > n)                                                     \
+			h = n;                                                 \
+		zb_u64 nv = (n - h) / 8u;                                      \
 		zb_v4 *dv = (zb_v4 *)(d + h);                                  \
 		const zb_v4 *sv = (const zb_v4 *)(s + h);                      \
-		for (zb_u64 i = t0; i < h; i += st) {                          \
-			C a = LOAD(d[i]);                                      \
-			C b = LOAD(s[i]);                                      \
-			d[i] = STORE(EXPR);                                    \
-		}                                                              \
+		for (zb_u64 i = t0; i < h; i += st)                            \
+			ZB_ELEM(C, LOAD, STORE, EXPR, i)                       \
 		for (zb_u64 i = t0; i < nv; i += st) {                         \
 			zb_v4 x = dv[i];                                       \
 			const zb_v4 y = sv[i];                                 \
@@ -152,11 +150,8 @@ struct __align__(16) zb_v4 {
 			ZB_PAIR(C, LOAD, STORE, EXPR, x.w, y.w)                \
 			dv[i] = x;                                             \
 		}                                                              \
-		for (zb_u64 i = tail + t0; i < n; i += st) {                   \
-			C a = LOAD(d[i]);                                      \
-			C b = LOAD(s[i]);                                      \
-			d[i] = STORE(EXPR);                                    \
-		}                                                              \
+		for (zb_u64 i = h + nv * 8u + t0; i < n; i += st)              \
+			ZB_ELEM(C, LOAD, STORE, EXPR, i)                       \
 	}
 
 #define ZB_REDUCE16(NAME, LOAD, STORE)                                         \
