@@ -498,6 +498,10 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 				.coll_ns = hs1.coll_ns - hs0.coll_ns,
 				.idle_ns = hs1.idle_ns - hs0.idle_ns,
 				.loop_ns = hs1.loop_ns - hs0.loop_ns,
+				.rx_burst_ns = hs1.rx_burst_ns - hs0.rx_burst_ns,
+				.tx_burst_ns = hs1.tx_burst_ns - hs0.tx_burst_ns,
+				.recv_copy_ns = hs1.recv_copy_ns - hs0.recv_copy_ns,
+				.recv_reduce_ns = hs1.recv_reduce_ns - hs0.recv_reduce_ns,
 				.rx_packets = hs1.rx_packets - hs0.rx_packets,
 				.tx_packets = hs1.tx_packets - hs0.tx_packets,
 				.msgs_delivered = hs1.msgs_delivered - hs0.msgs_delivered,
@@ -594,34 +598,45 @@ static void bench_breakdown(const struct bench_row *r, long iters)
 
 	if (r->hs.lanes && r->hs.loop_ns) {
 		/* Hosted (dpdk): the collectives run on the lanes' lcores; the
-		 * caller only waits. Split the lanes' time instead. */
+		 * caller only waits. Split the lanes' time instead: the parts
+		 * are disjoint (coll_host_stats), the transport's rest is what
+		 * none of them covers. */
 		const struct coll_host_stats *h = &r->hs;
 		double it = (double)iters, lt = (double)h->loop_ns / 1e3 / it;
 		double co = (double)h->coll_ns / 1e3 / it, id = (double)h->idle_ns / 1e3 / it;
-		double tp = lt - co - id;
+		double rxb = (double)h->rx_burst_ns / 1e3 / it;
+		double txb = (double)h->tx_burst_ns / 1e3 / it;
+		double rcp = (double)h->recv_copy_ns / 1e3 / it;
+		double rrd = (double)h->recv_reduce_ns / 1e3 / it;
+		double tp = lt - co - id - rxb - txb - rcp - rrd;
 		double wall = r->loop_ns / 1e3 / it;
 		double ps = (double)s->post_ns / 1e3 / it;
 		double ts = (double)s->test_ns / 1e3 / it;
 		if (lt <= 0)
 			return;
+		if (tp < 0)
+			tp = 0;
 		printf("# Where the time goes at %zu B (rank 0, out-of-place, per all-reduce, "
 		       "%.0f us wall; %u lane(s), %.0f us of lcore time):\n"
+		       "#   copies by the port drivers: RX bursts %.0f us (%.0f%%), TX bursts "
+		       "%.0f us (%.0f%%) (memif: the PMD's copies out of and into the shared rings)\n"
+		       "#   into the receive buffers: reductions %.0f us (%.0f%%), copies %.0f us "
+		       "(%.0f%%) (fused with the receive, fragment by fragment)\n"
+		       "#   the rest of the transport and provider %.0f us (%.0f%%): frame "
+		       "checks, reassembly, acks, timers, the loop itself\n"
 		       "#   collectives on the lcores (polls that did work) %.0f us (%.0f%%): "
-		       "reductions %.0f us (those combined with the receives "
-		       "count below), local copies %.0f us\n#     (over all polls, idle "
-		       "ones too) provider "
-		       "isend %.0f us + test %.0f us: tp_send framing the chunks into "
-		       "frames, zero-copy; test() hands over payloads the window held back\n"
-		       "#   transport + provider on the lcores %.0f us (%.0f%%): rx/tx bursts, "
-		       "reassembly, copies and reductions into the receive buffers, acks\n"
+		       "reductions %.0f us outside the receives, local copies %.0f us\n"
+		       "#     (over all polls, idle ones too) provider isend %.0f us + test "
+		       "%.0f us: tp_send framing the chunks into frames, zero-copy; test() "
+		       "hands over payloads the window held back\n"
 		       "#   idle (waiting for the peers' data, sleeps included) %.0f us (%.0f%%)\n"
 		       "#   %.1f MB sent, %.1f MB received, %.0f messages, %.0f frames out, "
 		       "%.0f frames in per all-reduce\n"
 		       "#   payloads received in place %.0f of %.0f per all-reduce (the others "
 		       "waited in the reassembly arena for their receive: one more copy)\n#\n",
-		       r->bytes, wall, h->lanes, lt, co, 100 * co / lt,
-		       red, cp, ps, ts,
-		       tp, 100 * tp / lt,
+		       r->bytes, wall, h->lanes, lt, rxb, 100 * rxb / lt, txb, 100 * txb / lt,
+		       rrd, 100 * rrd / lt, rcp, 100 * rcp / lt, tp, 100 * tp / lt,
+		       co, 100 * co / lt, red, cp, ps, ts,
 		       id, 100 * id / lt,
 		       (double)s->bytes_sent / 1e6 / it, (double)s->bytes_received / 1e6 / it,
 		       (double)s->messages / it, (double)h->tx_packets / it,

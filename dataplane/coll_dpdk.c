@@ -35,6 +35,7 @@
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
+#include "internal.h"
 #include "run_ctl.h"
 
 #include <fcntl.h>
@@ -57,6 +58,9 @@ struct cd_lane {
 	char err[256];
 	/* lane-written timing (relaxed atomics, read by the owner) */
 	_Atomic uint64_t coll_cyc, idle_cyc, loop_cyc;
+	/* copies of the lcore's driver-burst cycles and the provider's
+	 * receive-write cycles (both counted on the lane) */
+	_Atomic uint64_t rxb_cyc, txb_cyc, copy_cyc, reduce_cyc;
 	/* copies of the lane transport's counters (tp_stats is lane-only) */
 	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
 	_Atomic uint64_t frames_rx;     /* valid frames from peers (cd_linger) */
@@ -109,6 +113,12 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		if (ls.idle_iterations != ln->last_idle)
 			atomic_fetch_add_explicit(&ln->idle_cyc, d, memory_order_relaxed);
 		ln->last_idle = ls.idle_iterations;
+		atomic_store_explicit(&ln->rxb_cyc, ls.rx_burst_cyc, memory_order_relaxed);
+		atomic_store_explicit(&ln->txb_cyc, ls.tx_burst_cyc, memory_order_relaxed);
+		uint64_t cp, rd;
+		dp__net_cycles(ln->index, &cp, &rd);
+		atomic_store_explicit(&ln->copy_cyc, cp, memory_order_relaxed);
+		atomic_store_explicit(&ln->reduce_cyc, rd, memory_order_relaxed);
 	}
 	ln->last_tsc = now_tsc;
 	const struct tp_stats *ts = dp_transport(ln->index) ?
@@ -136,15 +146,26 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 	}
 	if (st != LANE_READY)
 		return 0;
-	uint64_t t0 = rte_rdtsc();
+	uint64_t t0 = rte_rdtsc(), cp0, rd0, cp1, rd1;
+	dp__net_cycles(ln->index, &cp0, &rd0);
 	for (uint16_t ch = 0; ch < ln->channels; ch++) {
 		int rc = coll_progress_channel(ln->comm, ch);
 		if (rc > 0)
 			ev += (unsigned)rc;
 	}
-	if (ev)
-		atomic_fetch_add_explicit(&ln->coll_cyc, rte_rdtsc() - t0,
+	if (ev) {
+		/* without the driver bursts (a full TX buffer flushes inside
+		 * tp_send) and receive writes that ran inside: those are
+		 * counted as such (coll_host_stats parts are disjoint) */
+		uint64_t d = rte_rdtsc() - t0, in = 0;
+		dp__net_cycles(ln->index, &cp1, &rd1);
+		in += (cp1 - cp0) + (rd1 - rd0);
+		if (dp_lcore_stats(ln->index, &ls) == 0)
+			in += ls.tx_burst_cyc - atomic_load_explicit(&ln->txb_cyc,
+								memory_order_relaxed);
+		atomic_fetch_add_explicit(&ln->coll_cyc, d > in ? d - in : 0,
 					  memory_order_relaxed);
+	}
 	return ev;
 }
 
@@ -485,6 +506,14 @@ static void cd_stats(void *h, struct coll_host_stats *out)
 			&ln->idle_cyc, memory_order_relaxed));
 		out->loop_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
 			&ln->loop_cyc, memory_order_relaxed));
+		out->rx_burst_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
+			&ln->rxb_cyc, memory_order_relaxed));
+		out->tx_burst_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
+			&ln->txb_cyc, memory_order_relaxed));
+		out->recv_copy_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
+			&ln->copy_cyc, memory_order_relaxed));
+		out->recv_reduce_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
+			&ln->reduce_cyc, memory_order_relaxed));
 		out->retransmits += atomic_load_explicit(&ln->retransmits, memory_order_relaxed);
 		out->fault_drops += atomic_load_explicit(&ln->fault_drops, memory_order_relaxed);
 		out->fault_dups += atomic_load_explicit(&ln->fault_dups, memory_order_relaxed);

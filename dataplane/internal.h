@@ -194,6 +194,9 @@ void *dp__net_rx_place(unsigned lane, uint16_t peer, uint16_t stream,
 void dp__net_rx_write(unsigned lane, uint16_t peer, uint16_t stream,
 		      uint32_t msg_id, uint8_t *buf, size_t off,
 		      const uint8_t *data, size_t len);
+/* Cycles this lane's provider spent writing payloads into posted receives
+ * (copies, fused reductions); 0 without a provider ctx. Call on the lane. */
+void dp__net_cycles(unsigned lane, uint64_t *copy_cyc, uint64_t *reduce_cyc);
 void dp__net_rx_unplace(unsigned lane, uint16_t peer, uint16_t stream,
 			uint32_t msg_id);
 struct net_ops;

@@ -74,13 +74,16 @@ static inline uint16_t port_tx(const struct dp_port *p, uint16_t q,
 
 /* rte_eth_tx_buffer_flush's contract (unsent frames to the buffer's error
  * callback), through port_tx. */
-static inline uint16_t tx_buffer_flush(const struct dp_port *p, uint16_t q,
+static inline uint16_t tx_buffer_flush(struct dp_lcore *lc,
+				       const struct dp_port *p, uint16_t q,
 				       struct rte_eth_dev_tx_buffer *b)
 {
 	uint16_t len = b->length;
 	if (!len)
 		return 0;
+	uint64_t t0 = rte_rdtsc();
 	uint16_t sent = port_tx(p, q, b->pkts, len);
+	DP_STAT_ADD(lc, tx_burst_cyc, rte_rdtsc() - t0);
 	b->length = 0;
 	if (unlikely(sent < len))
 		b->error_callback(&b->pkts[sent], (uint16_t)(len - sent),
@@ -94,7 +97,9 @@ static inline uint16_t tx_hold_drain(struct dp_lcore *lc, uint16_t k)
 	struct dp_txhold *h = lc->hold[k];
 	if (!h->n)
 		return 0;
+	uint64_t t0 = rte_rdtsc();
 	uint16_t sent = port_tx(&dp__node.ports[k], lc->txq[k], h->m, h->n);
+	DP_STAT_ADD(lc, tx_burst_cyc, rte_rdtsc() - t0);
 	if (sent) {
 		h->n = (uint16_t)(h->n - sent);
 		memmove(h->m, h->m + sent, h->n * sizeof(h->m[0]));
@@ -213,9 +218,11 @@ static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 {
 	struct dp_node *n = &dp__node;
 	const struct dp_port *p = &n->ports[q->port];
+	uint64_t t0 = rte_rdtsc();
 	uint16_t nb = port_rx(p, q->queue, pkts, burst);
 	if (nb == 0)
 		return 0;
+	DP_STAT_ADD(lc, rx_burst_cyc, rte_rdtsc() - t0);
 	uint64_t bytes = 0;
 	uint16_t keep = 0;
 	for (uint16_t i = 0; i < nb; i++) {
@@ -268,7 +275,7 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 		if (!b || tx_hold_drain(lc, k))
 			continue;   /* kept frames go first (dp_tx refused meanwhile) */
 		if (b->length)   /* what does not fit is kept (tx_unsent_cb) */
-			tx_buffer_flush(&dp__node.ports[k], lc->txq[k], b);
+			tx_buffer_flush(lc, &dp__node.ports[k], lc->txq[k], b);
 	}
 }
 
@@ -463,7 +470,7 @@ int dp_tx(uint16_t port, struct rte_mbuf *m)
 	DP_STAT_ADD(lc, tx_bytes, rte_pktmbuf_pkt_len(m));
 	b->pkts[b->length++] = m;   /* rte_eth_tx_buffer, through port_tx */
 	if (b->length >= b->size)
-		tx_buffer_flush(&n->ports[port], lc->txq[port], b);
+		tx_buffer_flush(lc, &n->ports[port], lc->txq[port], b);
 	return 1;
 }
 

@@ -95,6 +95,9 @@ struct nd_ctx {
 	struct nd_comm recv[CFG_MAX_NODES][DP_NET_CHANNELS];
 	struct nd_req reqs[DP_NET_REQS];
 	struct nd_req *free_reqs;
+	/* TSC cycles spent writing payloads into posted receives: plain
+	 * copies and fused reductions (read on this lane: dp__net_cycles) */
+	uint64_t copy_cyc, reduce_cyc;
 };
 
 static struct nd_ctx *lanes[CFG_MAX_LCORES];   /* ctx per lane, or NULL */
@@ -132,10 +135,12 @@ static void recv_write(struct nd_req *r, size_t off, const uint8_t *data,
 		       size_t len)
 {
 	uint8_t *to = (uint8_t *)r->buf + off;
+	uint64_t t0 = rte_rdtsc();
 	int rc;
 
 	if (!r->reduce) {
 		memcpy(to, data, len);
+		r->comm->ctx->copy_cyc += rte_rdtsc() - t0;
 		return;
 	}
 	size_t es = zb_dtype_size((enum zb_dtype)r->dtype);
@@ -148,8 +153,16 @@ static void recv_write(struct nd_req *r, size_t off, const uint8_t *data,
 					  len / es, (enum zb_dtype)r->dtype,
 					  (enum zb_redop)r->rop);
 	}
+	r->comm->ctx->reduce_cyc += rte_rdtsc() - t0;
 	if (rc && !r->status)
 		r->status = rc;
+}
+
+void dp__net_cycles(unsigned lane, uint64_t *copy_cyc, uint64_t *reduce_cyc)
+{
+	const struct nd_ctx *c = lane < CFG_MAX_LCORES ? lanes[lane] : NULL;
+	*copy_cyc = c ? c->copy_cyc : 0;
+	*reduce_cyc = c ? c->reduce_cyc : 0;
 }
 
 static void complete_recv(struct nd_comm *cm, struct tp_msg *m)

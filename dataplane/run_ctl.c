@@ -187,6 +187,13 @@ static void collect_lcores(struct zb_metrics_out *out, const char *node)
 		emit(out, lcore_fields[f].name, ZB_METRIC_COUNTER,
 		     lcore_fields[f].help, node, (double)v);
 	}
+	/* time inside the port drivers' bursts (memif: the PMD's copies) */
+	emit(out, "zbmd_dp_rx_burst_seconds_total", ZB_METRIC_COUNTER,
+	     "Seconds the loops spent in driver RX bursts that returned frames",
+	     node, (double)sum.rx_burst_cyc / (double)rte_get_tsc_hz());
+	emit(out, "zbmd_dp_tx_burst_seconds_total", ZB_METRIC_COUNTER,
+	     "Seconds the loops spent in driver TX bursts", node,
+	     (double)sum.tx_burst_cyc / (double)rte_get_tsc_hz());
 	/* per-lcore rows where the lcore matters: loop health, epoch applied */
 	zb_metrics_family(out, "zbmd_dp_lcore_iterations_total", ZB_METRIC_COUNTER,
 			  "Polling loop iterations per lcore");

@@ -302,6 +302,11 @@ struct coll_host_stats {
 	uint64_t idle_ns;       /* loop iterations with nothing to do (sleeps too) */
 	uint64_t loop_ns;       /* every iteration (so loop - coll - idle = the
 				 * transport: rx/tx, reassembly, provider copies) */
+	/* parts of that transport time: inside the drivers' RX and TX bursts
+	 * (memif: the PMD's copies out of and into the shared rings), and
+	 * the provider writing payloads into posted receives (plain copies;
+	 * reductions fused with the receive, irecv_reduce) */
+	uint64_t rx_burst_ns, tx_burst_ns, recv_copy_ns, recv_reduce_ns;
 	uint64_t rx_packets, tx_packets;
 	/* the lanes' transports (since start): recovery and fault injection */
 	uint64_t retransmits, fault_drops, fault_dups, fault_reorders;

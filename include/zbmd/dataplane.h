@@ -197,6 +197,10 @@ struct dp_lcore_stats {
 	uint64_t lane_drops;      /* ... dropped: that lcore's inbox was full */
 	uint64_t zc_frames;       /* transport frames sent with the payload attached */
 	uint64_t poll_events;     /* pollers + actor + timer work */
+	/* TSC cycles inside the drivers' bursts: RX bursts that returned
+	 * frames and TX bursts (for memif, the PMD's copy out of / into the
+	 * shared ring; rte_get_tsc_hz() converts) */
+	uint64_t rx_burst_cyc, tx_burst_cyc;
 };
 int dp_lcore_stats(unsigned index, struct dp_lcore_stats *out);
 

@@ -20,7 +20,7 @@ need_netns
 # zbmd local keeps the logs of a failed run (and says where): drop them
 drop_kept() { for f in "$@"; do sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$f"; done | xargs -r rm -rf; }
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 36
+plan 37
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -81,6 +81,26 @@ ZBN_MEMIF_ZC=1 $ZBMD local --nodes 4 --link memif -- bench allreduce \
 ok $? "memif zero-copy clients, 4 nodes: exit 0" || diag "$(tail -5 "$T/zc4.err")"
 [ "$(rows "$T/zc4")" = 3 ] && [ "$(wrong_rows "$T/zc4")" = 0 ]
 ok $? "3 rows, #wrong 0"
+# where the time goes (last row, 4 MiB of f32, out of place): the drivers'
+# RX and TX bursts, the reductions fused with the reduce-scatter's receives
+# and the all-gather's copies into the receive buffer were all timed, and
+# with the rest, the collectives and the idle time they add up to the
+# lcores' time (the parts are disjoint; none is counted twice)
+bd=$(awk '
+	/^# Where the time goes/ { match($0, /[0-9]+ us of lcore time/); lt = substr($0, RSTART) + 0 }
+	/copies by the port drivers/ { match($0, /RX bursts [0-9]+/); rx = substr($0, RSTART + 10) + 0
+		match($0, /TX bursts [0-9]+/); tx = substr($0, RSTART + 10) + 0 }
+	/into the receive buffers/ { match($0, /reductions [0-9]+/); rd = substr($0, RSTART + 11) + 0
+		match($0, /copies [0-9]+/); cp = substr($0, RSTART + 7) + 0 }
+	/the rest of the transport/ { match($0, /provider [0-9]+/); rs = substr($0, RSTART + 9) + 0 }
+	/collectives on the lcores/ { match($0, /\) [0-9]+ us/); co = substr($0, RSTART + 2) + 0 }
+	/^#   idle/ { match($0, /\) [0-9]+ us/); id = substr($0, RSTART + 2) + 0 }
+	END { s = rx + tx + rd + cp + rs + co + id; d = s - lt; if (d < 0) d = -d
+	      printf "%d %d %d %d %d %d %d %d %d\n", lt, rx, tx, rd, cp, rs, co, id, (d <= 10 + lt / 100) }' "$T/zc4")
+set -- $bd
+[ "${2:-0}" -gt 0 ] && [ "${3:-0}" -gt 0 ] && [ "${4:-0}" -gt 0 ] && [ "${5:-0}" -gt 0 ] &&
+	[ "${9:-0}" = 1 ]
+ok $? "the breakdown times RX/TX bursts, fused reductions and copies, and its parts add up to the lcore time (lcore rx tx red copy rest coll idle: ${bd:-none})"
 
 # ---- loss, duplication, reordering --------------------------------------------
 $ZBMD local --nodes 3 --link memif --fault drop=0.02,reorder=0.05,dup=0.01,seed=11 \

@@ -14,7 +14,7 @@ TAG=zbcirc$$
 D=$T/cl
 CL="$ZBMD_ROOT/scripts/cluster.sh --tag $TAG --dir $D"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 26
+plan 27
 
 # ---- single node, no cluster: the rules of [control] enabled (root ns) -----
 PFX=zbci-rc$$
@@ -100,6 +100,11 @@ i1=$(metric "$k" "$T/m1.txt"); i2=$(metric "$k" "$T/m2.txt")
 r1=$(metric "$p" "$T/m1.txt"); r2=$(metric "$p" "$T/m2.txt")
 [ -n "$i1" ] && [ $((i2 - i1)) -ge 3 ] && [ $((r2 - r1)) -ge 3 ]
 ok $? "ICMP replies $i1 -> $i2, port rx $r1 -> $r2 on /metrics"
+b1=$(metric 'zbmd_dp_rx_burst_seconds_total{node="2"}' "$T/m1.txt")
+b2=$(metric 'zbmd_dp_rx_burst_seconds_total{node="2"}' "$T/m2.txt")
+t2=$(metric 'zbmd_dp_tx_burst_seconds_total{node="2"}' "$T/m2.txt")
+awk -v a="$b1" -v b="$b2" -v t="$t2" 'BEGIN { exit !(a != "" && b > a && t > 0 && b < 3600) }'
+ok $? "time in the driver's RX bursts grew with the pings ($b1 -> $b2 s), TX bursts ${t2:-none} s"
 st 2 | grep -qE '^port zbmd_port_rx_packets_total\{node="2",port="0"\} [1-9]' &&
 	st 2 | grep -qE '^dataplane zbmd_dp_icmp_replies_total\{node="2"\} [1-9]'
 ok $? "zbmd status shows the port and dataplane counters"
