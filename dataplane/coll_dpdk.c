@@ -500,20 +500,16 @@ static void cd_stats(void *h, struct coll_host_stats *out)
 	for (unsigned i = 0; i < H->nlanes; i++) {
 		struct cd_lane *ln = &H->lane[i];
 		struct dp_lcore_stats ls;
-		out->coll_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
-			&ln->coll_cyc, memory_order_relaxed));
-		out->idle_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
-			&ln->idle_cyc, memory_order_relaxed));
-		out->loop_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
-			&ln->loop_cyc, memory_order_relaxed));
-		out->rx_burst_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
-			&ln->rxb_cyc, memory_order_relaxed));
-		out->tx_burst_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
-			&ln->txb_cyc, memory_order_relaxed));
-		out->recv_copy_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
-			&ln->copy_cyc, memory_order_relaxed));
-		out->recv_reduce_ns += (uint64_t)(ns_per_cyc * (double)atomic_load_explicit(
-			&ln->reduce_cyc, memory_order_relaxed));
+#define CD_NS(field, cyc) out->field += (uint64_t)(ns_per_cyc * (double)        \
+	atomic_load_explicit(&ln->cyc, memory_order_relaxed))
+		CD_NS(coll_ns, coll_cyc);
+		CD_NS(idle_ns, idle_cyc);
+		CD_NS(loop_ns, loop_cyc);
+		CD_NS(rx_burst_ns, rxb_cyc);
+		CD_NS(tx_burst_ns, txb_cyc);
+		CD_NS(recv_copy_ns, copy_cyc);
+		CD_NS(recv_reduce_ns, reduce_cyc);
+#undef CD_NS
 		out->retransmits += atomic_load_explicit(&ln->retransmits, memory_order_relaxed);
 		out->fault_drops += atomic_load_explicit(&ln->fault_drops, memory_order_relaxed);
 		out->fault_dups += atomic_load_explicit(&ln->fault_dups, memory_order_relaxed);
