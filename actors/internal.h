@@ -14,7 +14,9 @@
 #define ACR memory_order_acq_rel
 #define SEQ memory_order_seq_cst
 
-static_assert(sizeof(struct act_msg) == 128, "act_msg is two cache lines");
+static_assert(sizeof(struct act_msg) == 192, "act_msg is three cache lines");
+static_assert(offsetof(struct act_msg, u) + 40 <= 128,
+	      "40 inline bytes (and every descriptor) in the first two lines");
 
 /* Full fence (Dekker-style handshakes with parked workers). ThreadSanitizer
  * does not model atomic_thread_fence, so it gets a seq_cst RMW instead. */

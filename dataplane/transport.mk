@@ -27,5 +27,5 @@ $(BUILD)/bin/kbench: bench/transport/kbench.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@
 
 .PHONY: bench-transport
-bench-transport: $(BUILD)/tests/dataplane/helper_bench_tp $(BUILD)/bin/kbench
+bench-transport: $(BUILD)/tests/dataplane/helper_bench_tp $(BUILD)/tests/dataplane/helper_remote $(BUILD)/bin/kbench
 	bench/transport/run.sh

@@ -89,7 +89,10 @@ size_t act_worker_poll(struct act_runtime *rt, unsigned worker, uint32_t budget)
 int act_current_worker(const struct act_runtime *rt);
 
 /* ---- messages ------------------------------------------------------------ */
-#define ACT_INLINE_MAX 40
+/* Inline payload bytes: Erlang's heap-binary bound (larger data goes by
+ * reference, ACT_PL_BUF); a 64-byte message travels inline, locally and
+ * between nodes. */
+#define ACT_INLINE_MAX 64
 
 enum act_payload {
 	ACT_PL_NONE = 0,
@@ -132,8 +135,10 @@ void act_buf_unref(struct act_buf *b);
 #define ACT_TAG_UNDELIVERED 0xFFFF0004u
 #define ACT_TAG_USER_MAX 0xFFFEFFFFu
 
-/* A message: 128 bytes, from the runtime's pool. Fields before `_priv` are
- * public. Ownership: act_msg_alloc() gives it to the caller; a successful
+/* A message: 192 bytes (three cache lines), from the runtime's pool. Every
+ * field but `_priv` is public; the payload comes last, so a message with at
+ * most 40 inline bytes (or a buffer, GPU or RDMA descriptor) lives in the
+ * first two lines. Ownership: act_msg_alloc() gives it to the caller; a successful
  * send moves it to the runtime (the caller must not touch it again); a failed
  * send leaves it with the caller (retry or act_msg_free). The message handed
  * to a handler is freed by the runtime when the handler returns, unless the
@@ -152,12 +157,6 @@ struct act_msg {
 	uint8_t _sys;     /* runtime signal type (0: application message) */
 	uint16_t len;     /* inline length (ACT_PL_INLINE) */
 	int32_t _reason;  /* exit reason of EXIT/DOWN notifications */
-	union {
-		uint8_t bytes[ACT_INLINE_MAX];
-		struct { struct act_buf *buf; size_t off, len; } buf;
-		struct { uint32_t backend, device; void *ptr; size_t len; } gpu;
-		struct { uint16_t node; uint32_t rkey; uint64_t addr, len; } rdma;
-	} u;
 	struct {          /* runtime-private */
 		_Atomic(void *) next;
 		uint64_t aux;
@@ -166,6 +165,13 @@ struct act_msg {
 		uint8_t state;
 		uint8_t pad[3];
 	} _priv;
+	union {
+		uint8_t bytes[ACT_INLINE_MAX];
+		struct { struct act_buf *buf; size_t off, len; } buf;
+		struct { uint32_t backend, device; void *ptr; size_t len; } gpu;
+		struct { uint16_t node; uint32_t rkey; uint64_t addr, len; } rdma;
+	} u;
+	uint8_t _pad[40];
 };
 
 /* A fresh message (kind NONE, tag 0, from = the calling actor or NONE), or

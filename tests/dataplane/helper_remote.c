@@ -24,6 +24,14 @@
  *       actors; with --ghost, first a call to node NODE (configured, never
  *       started) must fail after [transport] connect_timeout_ms while calls
  *       to the live node go on. Exit 0 when every check passed.
+ *
+ *   helper_remote -c NODE.ini --drive IDS_FILE --bench-only PINGS
+ *         [--senders K<=6] [--count N]
+ *       no scenarios: K sender actors send N messages of ACT_INLINE_MAX (64)
+ *       bytes each to sink (every one checked: sender, sequence, content),
+ *       then a pinger actor makes PINGS call_async round trips of 64 bytes
+ *       to echo; prints "RESULT actor_rate_Mmsgs=..." and "RESULT
+ *       actor_rtt_p50_us=... actor_rtt_p99_us=..." (make bench-transport).
  */
 #include "zbmd/actors.h"
 #include "zbmd/common.h"
@@ -49,6 +57,8 @@ enum {
 
 #define MAX_SENDERS 64
 #define INLINE_ONLY_FROM 48   /* senders 48..63 send inline payloads only */
+#define FIXED_FROM 58         /* senders 58..63: ACT_INLINE_MAX bytes each */
+#define RTT_MAX 1000000       /* round trips sampled by --bench-only */
 #define BUF_MAGIC 0x7a627261u
 #define NBUFS 32
 #define BUF_BYTES 4096
@@ -64,6 +74,8 @@ static uint32_t data_len(uint32_t s, uint32_t seq, bool *is_buf)
 {
 	uint64_t r = dr_mix64((uint64_t)s << 32 | seq);
 	*is_buf = s < INLINE_ONLY_FROM && seq % 5 == 4;
+	if (s >= FIXED_FROM)
+		return ACT_INLINE_MAX;
 	if (*is_buf)
 		return 16 + (uint32_t)(r % (BUF_BYTES - 16));
 	return 16 + (uint32_t)(r % (ACT_INLINE_MAX - 16 + 1));
@@ -73,6 +85,18 @@ static void fill(uint8_t *b, uint32_t s, uint32_t seq, uint32_t len)
 {
 	uint32_t h[4] = {BUF_MAGIC, s, seq, len};
 	memcpy(b, h, sizeof(h));
+	if (s >= FIXED_FROM && len == ACT_INLINE_MAX) {
+		/* the rate benchmark's messages: a per-sender pattern and the
+		 * sequence number again at the end (cheap to make and check,
+		 * so that the figure is the messaging's, not this helper's) */
+		static const char pat[] = "zbmd remote actor benchmark message body....";
+		_Static_assert(sizeof(pat) - 1 >= ACT_INLINE_MAX - 20, "pattern size");
+		memcpy(b + sizeof(h), pat, ACT_INLINE_MAX - sizeof(h) - 4);
+		b[sizeof(h)] = (uint8_t)s;
+		uint32_t t = seq ^ 0x5a5aa5a5u;
+		memcpy(b + ACT_INLINE_MAX - 4, &t, 4);
+		return;
+	}
 	uint64_t x = dr_mix64((uint64_t)s << 32 | seq) | 1;
 	for (uint32_t i = sizeof(h); i < len; i++)
 		b[i] = (uint8_t)dr_xorshift64(&x);
@@ -158,7 +182,8 @@ static int sink_handle(struct act_ctx *ctx, struct act_msg *m)
 		k->order++;   /* duplicate, lost or reordered */
 	k->expect[h[1]] = h[2] + 1;
 	k->received++;
-	k->sum += csum(p, len);
+	if (h[1] < FIXED_FROM)   /* fixed ones: the memcmp above checked them */
+		k->sum += csum(p, len);
 	if (k->delay_us) {
 		uint64_t until = zb_now_ns() + k->delay_us * 1000ull;
 		while (zb_now_ns() < until)
@@ -350,6 +375,9 @@ struct pinger {
 	act_id to;
 	uint64_t until_ns, timeout_ns;
 	uint32_t tag;
+	uint32_t len;        /* request bytes (>= 8; 0: 8) */
+	uint32_t *rtt_ns;    /* when set: each round trip, up to max_trips */
+	uint64_t max_trips, sent_ns;
 	_Atomic uint64_t trips, timeouts, replies, undelivered, other;
 	_Atomic int finished;
 	int reason;
@@ -372,8 +400,11 @@ static void ping_once(struct act_ctx *ctx, struct pinger *p)
 		return;
 	}
 	uint64_t n = atomic_load(&p->trips);
-	act_msg_set_bytes(q, &n, sizeof(n));
+	uint8_t req[ACT_INLINE_MAX] = {0};
+	memcpy(req, &n, sizeof(n));
+	act_msg_set_bytes(q, req, p->len > sizeof(n) ? p->len : sizeof(n));
 	q->tag = p->tag;
+	p->sent_ns = zb_now_ns();
 	int rc = act_call_async(ctx, p->to, q, p->timeout_ns, &ref);
 	if (rc) {
 		act_msg_free(r, q);
@@ -420,16 +451,19 @@ static int pinger_handle(struct act_ctx *ctx, struct act_msg *m)
 		return 0;
 	}
 	atomic_fetch_add(&p->replies, 1);
-	uint64_t n = 0;
-	if (m->kind == ACT_PL_INLINE && m->len == sizeof(n))
+	uint64_t n = 0, now = zb_now_ns();
+	if (m->kind == ACT_PL_INLINE &&
+	    m->len == (p->len > sizeof(n) ? p->len : sizeof(n)))
 		memcpy(&n, m->u.bytes, sizeof(n));
 	if (n != atomic_load(&p->trips)) {
 		atomic_fetch_add(&p->other, 1);
 		atomic_store(&p->finished, 1);
 		return 0;
 	}
+	if (p->rtt_ns && n < p->max_trips)
+		p->rtt_ns[n] = (uint32_t)(now - p->sent_ns);
 	atomic_fetch_add(&p->trips, 1);
-	if (zb_now_ns() < p->until_ns)
+	if (p->max_trips ? n + 1 < p->max_trips : now < p->until_ns)
 		ping_once(ctx, p);
 	else
 		atomic_store(&p->finished, 1);
@@ -553,7 +587,7 @@ static uint64_t run_senders(act_id to, uint32_t first, uint32_t k, uint32_t n,
 		s->idx = next_idx + i;
 		s->count = n;
 		s->to = to;
-		for (uint32_t q = 0; q < n; q++) {
+		for (uint32_t q = 0; q < n && s->idx < FIXED_FROM; q++) {
 			bool isbuf;
 			uint32_t len = data_len(s->idx, q, &isbuf);
 			uint8_t b[BUF_BYTES];
@@ -642,9 +676,61 @@ static int echo_call(act_id echo, uint64_t v, uint64_t timeout_ns, uint64_t *bac
 	return 0;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* --bench-only: the figures make bench-transport reports for actors (64-byte
+ * messages delivered to an actor on the other node; actor call round
+ * trips), every message checked. */
+static void bench_only(const struct ids *id, uint32_t k, uint32_t n, uint32_t pings)
+{
+	struct report rep;
+	uint64_t full = 0, sum = 0;
+	uint64_t dt = run_senders(id->sink, FIXED_FROM, k, n, &rep, &full, &sum);
+	check(dt && rep.received == (uint64_t)k * n && rep.order == 0 && rep.bad == 0,
+	      "%u x %u messages of %u bytes reached an actor on node %u in order, intact (received=%lu order=%u bad=%u)",
+	      k, n, ACT_INLINE_MAX, act_id_node(id->sink), (unsigned long)rep.received,
+	      rep.order, rep.bad);
+	if (dt)
+		printf("RESULT actor_rate_Mmsgs=%.3f msgs=%lu seconds=%.3f bytes=%u senders=%u mailbox_full=%lu\n",
+		       (double)rep.received / ((double)dt / 1e9) / 1e6,
+		       (unsigned long)rep.received, (double)dt / 1e9, ACT_INLINE_MAX, k,
+		       (unsigned long)full);
+	static struct pinger pg;
+	act_id pid;
+	memset(&pg, 0, sizeof(pg));
+	pg.to = id->echo;
+	pg.tag = T_PING;
+	pg.timeout_ns = 1000000000ull;
+	pg.len = ACT_INLINE_MAX;
+	pg.max_trips = pings;
+	pg.rtt_ns = calloc(pings, sizeof(*pg.rtt_ns));
+	if (!pg.rtt_ns || act_spawn(rt, &pinger_beh, &pg, &pid) != 0) {
+		check(false, "pinger started");
+		return;
+	}
+	act_tell(rt, pid, T_GO, NULL, 0);
+	wait_flag(&pg.finished, 120000);
+	uint64_t trips = atomic_load(&pg.trips);
+	check(trips == pings && !pg.refused && atomic_load(&pg.timeouts) == 0,
+	      "%lu of %u call_async round trips of %u bytes to an actor on node %u answered",
+	      (unsigned long)trips, pings, ACT_INLINE_MAX, act_id_node(id->echo));
+	if (trips == pings) {
+		qsort(pg.rtt_ns, pings, sizeof(*pg.rtt_ns), cmp_u32);
+		printf("RESULT actor_rtt_p50_us=%.2f actor_rtt_p99_us=%.2f actor_rtt_min_us=%.2f trips=%u\n",
+		       pg.rtt_ns[pings / 2] / 1e3, pg.rtt_ns[(uint64_t)pings * 99 / 100] / 1e3,
+		       pg.rtt_ns[0] / 1e3, pings);
+	}
+	act_exit_signal(rt, pid, ACT_KILL);
+	free(pg.rtt_ns);
+}
+
 static void drive(const char *ids_path, const char *down_flag,
 		  const char *restart_flag, uint16_t ghost, uint32_t k, uint32_t n,
-		  unsigned bench_s)
+		  unsigned bench_s, uint32_t bench_pings)
 {
 	struct ids id;
 	int rc = read_ids(ids_path, &id, 120);
@@ -664,6 +750,10 @@ static void drive(const char *ids_path, const char *down_flag,
 	if (rc)
 		return;
 	senders = calloc(MAX_SENDERS, sizeof(*senders));
+	if (bench_pings) {
+		bench_only(&id, k, n, bench_pings);
+		return;
+	}
 
 	if (ghost) {
 		/* 0. a configured node that never starts: a call to it waits
@@ -1091,6 +1181,7 @@ int main(int argc, char **argv)
 		{"senders", required_argument, NULL, 'k'},
 		{"count", required_argument, NULL, 'n'},
 		{"bench", required_argument, NULL, 'b'},
+		{"bench-only", required_argument, NULL, 'B'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL, *serve_ids = NULL, *drive_ids = NULL, *down = NULL,
@@ -1098,6 +1189,7 @@ int main(int argc, char **argv)
 	uint32_t k = 4, n = 5000;
 	uint16_t ghost = 0;
 	unsigned bench_s = 0;
+	uint32_t bench_pings = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
 		switch (c) {
@@ -1110,13 +1202,15 @@ int main(int argc, char **argv)
 		case 'k': k = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'n': n = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'b': bench_s = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'B': bench_pings = (uint32_t)strtoul(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
 	struct cfg_error cerr;
 	if (!path || !serve_ids == !drive_ids || k == 0 || k > 24 || n == 0 ||
+	    (bench_pings && (k > MAX_SENDERS - FIXED_FROM || bench_pings > RTT_MAX)) ||
 	    cfg_load_file(&cfg, path, &cerr) != 0) {
-		fprintf(stderr, "usage: helper_remote -c NODE.ini --serve IDS | --drive IDS [--down-flag F] [--senders K<=24] [--count N] [--bench S]%s%s\n",
+		fprintf(stderr, "usage: helper_remote -c NODE.ini --serve IDS | --drive IDS [--down-flag F] [--senders K<=24] [--count N] [--bench S] [--bench-only PINGS]%s%s\n",
 			path ? ": " : "", path ? cerr.msg : "");
 		return 2;
 	}
@@ -1153,7 +1247,7 @@ int main(int argc, char **argv)
 			sigsuspend(&wait_mask);
 	} else {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		drive(drive_ids, down, restart, ghost, k, n, bench_s);
+		drive(drive_ids, down, restart, ghost, k, n, bench_s, bench_pings);
 		printf("DONE failures=%d\n", failures);
 		fflush(stdout);
 	}

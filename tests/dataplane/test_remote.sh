@@ -12,15 +12,17 @@
 #   messages counted and dropped; everything routed acknowledged; then the
 #   serving node is stopped: a call and an actor's plain send come back as
 #   ZB_ERR_PEER_DOWN, and later sends fail at once. Once with one lane, once
-#   with two (~12 s in all).
+#   with two (~12 s in all). Then the figures mode make bench-transport
+#   uses (--bench-only): 64-byte messages from 2 actors, each one checked by
+#   the receiving actor, and actor call round trips with their percentiles.
 # ZBRA_BENCH=S also prints figures (round trips/s, one-way messages/s).
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 TAG=zbra$$
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
-trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 60
+trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; $CLS''b --dir $T/rb/cl down >/dev/null 2>&1; cleanup_lib' EXIT
+plan 63
 
 # one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
 # stolen across two workers, pairs hashed to two transport instances)
@@ -42,4 +44,31 @@ round() {
 }
 round 0-1 1
 round 0-2 2
+
+# --bench-only: 2 actors x 20000 messages of 64 bytes (ACT_INLINE_MAX),
+# 500 round trips; the driver's 3 start-up checks and its 2 figure checks
+B=$T/rb; mkdir -p "$B"
+CLB="$CLS""b --dir $B/cl"
+$CLB up 2 >/dev/null
+# node 1, the memif server, first (as remote_pair): its socket must exist
+# before node 2's client port starts
+timeout -k 5 120 $CLB exec 1 "$H" -c "$B/cl/node1.ini" --drive "$B/ids" \
+	--bench-only 500 --senders 2 --count 20000 >"$B/drive.log" 2>&1 &
+dp=$!; PIDS+=($dp)
+wait_for "$B/drive.log" '^READY' 30
+$CLB exec 2 "$H" -c "$B/cl/node2.ini" --serve "$B/ids" >"$B/serve.log" 2>&1 &
+sp=$!; PIDS+=($sp)
+wait $dp; rd=$?
+kill -TERM $sp 2>/dev/null; wait $sp
+$CLB down >/dev/null 2>&1
+[ $rd = 0 ] && [ "$(grep -c '^CHECK ok' "$B/drive.log")" = 5 ] && ! grep -q '^CHECK fail' "$B/drive.log"
+ok $? "--bench-only: exit 0, 5 checks passed (40000 messages of 64 bytes in order and intact, 500 round trips)" ||
+	diag "$(grep -v '^EAL' "$B/drive.log" | tail -5)"
+rate=$(sed -nE 's/^RESULT actor_rate_Mmsgs=([0-9.]+) msgs=40000 .*bytes=64 .*/\1/p' "$B/drive.log")
+awk -v r="$rate" 'BEGIN { exit !(r + 0 > 0) }'
+ok $? "it reports the rate of 64-byte messages delivered to the actor (${rate:-none} M msg/s)"
+rtt=$(sed -nE 's/^RESULT actor_rtt_p50_us=([0-9.]+) actor_rtt_p99_us=([0-9.]+) actor_rtt_min_us=([0-9.]+) trips=500$/\3 \1 \2/p' "$B/drive.log")
+set -- $rtt
+awk -v a="${1:-0}" -v b="${2:-0}" -v c="${3:-0}" 'BEGIN { exit !(a > 0 && a <= b && b <= c) }'
+ok $? "and the round trips' min <= p50 <= p99 (${rtt:-none} us)"
 done_testing
