@@ -11,9 +11,12 @@
 #include "internal.h"
 
 #include <inttypes.h>
+#include <linux/membarrier.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_alarm.h>
@@ -23,6 +26,7 @@
 
 #define DP_MEMIF_FINI_WAIT_MS 5000  /* see dp__ports_fini */
 #define DP_MEMIF_WATCH_US 50000     /* memif_watch_alarm period */
+#define DP_MEMIF_RECONNECT_MS 500   /* a client link down this long: restart */
 
 /* ethdev id of a configured port, or -ENODEV. */
 static int find_port(const struct cfg_port *cp, uint16_t *port_id)
@@ -108,6 +112,12 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	 * memory (its first memseg list): payloads attached from user memory
 	 * would be garbage there, so they are copied into the mbuf. */
 	p->no_attach = strstr(cp->vdev, "zero-copy=yes") != NULL;
+	/* DPDK 22.11's memif client connects when its port starts, and only
+	 * then: memif_watch_alarm restarts a client port whose link stays down
+	 * (its server not there yet, or restarted). Zero-copy clients are left
+	 * alone (the driver closes the EAL's memory file when one connects). */
+	p->memif_client = strstr(p->driver, "memif") != NULL &&
+			  strstr(cp->vdev, "role=client") != NULL && !p->no_attach;
 	p->nb_rxq = clamp_queues(info.max_rx_queues, n->nb_lcores);
 	p->nb_txq = clamp_queues(info.max_tx_queues, n->nb_lcores);
 	p->mtu = cp->mtu ? cp->mtu : RTE_ETHER_MTU;
@@ -267,14 +277,71 @@ static void populate_memif_shm(void)
 	fclose(f);
 }
 
+/* membarrier(2) registered for this process: memif_reconnect can run. */
+static bool memif_barrier_ok;
+
+static void memif_barrier_register(void)
+{
+	static bool tried;
+	if (tried)
+		return;
+	tried = true;
+	memif_barrier_ok = syscall(SYS_membarrier,
+				   MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	if (!memif_barrier_ok)
+		fprintf(stderr, "zbmd: memif: membarrier unavailable (%s): a client "
+			"link whose server restarts will not reconnect\n", strerror(errno));
+}
+
+/* Restart memif client port p so that it connects again: close its gate,
+ * make every thread pass a full barrier (the lcores' memif_enter stores
+ * and loads are plain), wait for the bursts already running on it, stop
+ * and start the port (the driver unmaps the old link's memory and connects
+ * anew), open the gate. Interrupt thread only (the driver's own context:
+ * no connect or unmap races with us). */
+static void memif_reconnect(struct dp_node *n, struct dp_port *p)
+{
+	uint32_t me = (uint32_t)(p - n->ports) + 1;
+
+	/* a closed gate: the port is stopped (its last start failed), and
+	 * the lcores have left it already */
+	if (!atomic_load(&p->gate)) {
+		atomic_store(&p->gate, 1);
+		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+			atomic_store(&p->gate, 0);
+			return;
+		}
+		for (unsigned i = 0; i < n->nb_lcores; i++)
+			while (atomic_load_explicit(&n->lcores[i].in_port,
+						    memory_order_acquire) == me)
+				rte_pause();
+		(void)rte_eth_dev_stop(p->port_id);
+	}
+	int rc = rte_eth_dev_start(p->port_id);
+	p->shm_populated = false;
+	p->reconnects++;
+	if (p->reconnects == 1 || p->reconnects % 60 == 0)
+		fprintf(stderr, "zbmd: port.%u (%s): memif client link down for %u ms: "
+			"restarted to reconnect (attempt %u%s)\n", p->cfg_index, p->name,
+			DP_MEMIF_RECONNECT_MS, p->reconnects,
+			rc ? ": no server yet, retrying" : "");
+	/* a port that did not start keeps its gate closed: the driver's
+	 * burst functions are ethdev's not-ready stubs until it starts */
+	if (rc == 0)
+		atomic_store_explicit(&p->gate, 0, memory_order_release);
+}
+
 /* EAL alarm (the interrupt thread, where the memif driver connects and maps
  * its regions, so no mapping changes under us): when a memif port has come
- * up since the last look, populate the shared memory; re-armed every
+ * up since the last look, populate the shared memory; a client port whose
+ * link has been down for DP_MEMIF_RECONNECT_MS is restarted (and again every
+ * DP_MEMIF_RECONNECT_MS while it stays down); re-armed every
  * DP_MEMIF_WATCH_US until dp__ports_fini cancels it. */
 static void memif_watch_alarm(void *arg)
 {
 	struct dp_node *n = arg;
 	bool newly_up = false;
+	uint64_t now = rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);   /* ms */
 
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		struct dp_port *p = &n->ports[k];
@@ -285,6 +352,17 @@ static void memif_watch_alarm(void *arg)
 		if (link.link_status && !p->shm_populated)
 			newly_up = true;
 		p->shm_populated = link.link_status != 0;
+		if (link.link_status || !p->memif_client || !memif_barrier_ok ||
+		    __atomic_load_n(&n->quit, __ATOMIC_RELAXED)) {
+			p->down_since_ms = 0;
+			continue;
+		}
+		if (!p->down_since_ms)
+			p->down_since_ms = now;
+		else if (now - p->down_since_ms >= DP_MEMIF_RECONNECT_MS) {
+			memif_reconnect(n, p);
+			p->down_since_ms = now;
+		}
 	}
 	if (newly_up)
 		populate_memif_shm();
@@ -329,9 +407,22 @@ int dp__ports_init(struct dp_node *n, struct dp_err *err)
 		if (rc)
 			return rc;
 	}
+	for (uint16_t k = 0; k < n->nb_ports; k++)
+		if (n->ports[k].memif_client)
+			memif_barrier_register();
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		struct dp_port *p = &n->ports[k];
 		int rc = rte_eth_dev_start(p->port_id);
+		if (rc && p->memif_client && memif_barrier_ok) {
+			/* its server is not there yet: memif_watch_alarm starts
+			 * it again until it connects; the lcores leave it alone
+			 * meanwhile (gate closed) */
+			fprintf(stderr, "zbmd: port.%u (%s): memif client: no server at "
+				"start (%s): retrying every %u ms\n", p->cfg_index, p->name,
+				rte_strerror(-rc), DP_MEMIF_RECONNECT_MS);
+			atomic_store(&p->gate, 1);
+			rc = 0;
+		}
 		if (rc)
 			return dp__err(err, ZB_ERR_DEVICE, "port.%u (%s): start: %s",
 				       p->cfg_index, p->name, rte_strerror(-rc));

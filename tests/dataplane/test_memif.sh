@@ -2,12 +2,15 @@
 # Two nodes joined by net_memif (scripts/cluster-memif.sh): the link comes
 # up, they resolve each other by ARP over it, and stopping either side first
 # is clean (exit 0, no crash) — in both orders, and the survivor keeps running.
+# A client that starts before its server, and a server killed (-9) and
+# started again while its client runs: the client's port is restarted until
+# it connects (dataplane/port.c memif_reconnect) and the transfers complete.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 TAG=nodem$$
 CL="$ZBMD_ROOT/scripts/cluster-memif.sh --tag $TAG --dir $T/cl"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 19
+plan 25
 
 last() { grep "^$2" "$T/cl/node$1.log" | tail -1; }
 # linked_and_learnt I: node I's port is up and it learnt its peer by ARP
@@ -23,8 +26,7 @@ linked_and_learnt() {
 }
 
 ZBN_PEER_MAC=arp $CL up 2 >/dev/null; ok $? "memif cluster configs written"
-# (DPDK 22.11's memif client connects only at start: a restarted server is
-#  not rejoined by a running client, so each round starts both afresh)
+# (each round starts both afresh; reconnection is checked at the end)
 for first in 1 2; do
 	second=$((3 - first))
 	$CL start >/dev/null; ok $? "both nodes ready (round: node $first stops first)"
@@ -68,4 +70,36 @@ for first in 1 2; do
 	ok $? "node $first stopped mid-transfer: no crash on either side (exit $rf, survivor alive, exit $rs)" ||
 		{ diag "node $first: $(tail -15 "$T/m$first")"; diag "node $second: $(tail -15 "$T/m$second")"; }
 done
+
+# DPDK 22.11's memif client connects only when its port starts: the
+# dataplane starts a client port again every 0.5 s while its link is down.
+# The client first, its server 1.5 s later:
+"$XFER" -c "$T/cl/node2.ini" --count 2000 >"$T/k2" 2>&1 & K2=$!; PIDS+=($K2)
+wait_for "$T/k2" '^READY' 30; ok $? "the client starts with no server there (READY)" ||
+	diag "$(tail -3 "$T/k2")"
+sleep 1.5
+"$XFER" -c "$T/cl/node1.ini" --count 2000 >"$T/k1" 2>&1 & K1=$!; PIDS+=($K1)
+wait_for "$T/k1" '^DONE' 60 && wait_for "$T/k2" '^DONE' 60
+kill -TERM $K1 $K2 2>/dev/null; wait $K1; r1=$?; wait $K2; r2=$?
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ] &&
+	[ "$(grep -h '^RESULT' "$T/k1" "$T/k2" | grep -cE 'received=2000 bad=0 order=0')" = 2 ]
+ok $? "its server starts 1.5 s later: 2000 messages each way, exactly once, in order, intact ($r1 $r2)" ||
+	{ diag "$(tail -4 "$T/k1")"; diag "$(tail -4 "$T/k2")"; }
+grep -q 'restarted to reconnect' "$T/k2" && grep -qE 'memif_reconnects=[1-9]' "$T/k2"
+ok $? "the client's port was started again until it connected ($(grep -oE 'memif_reconnects=[0-9]+' "$T/k2"))"
+# The server killed (-9) while its client streams, then started again:
+"$XFER" -c "$T/cl/node1.ini" --count 2000 --survive >"$T/v1" 2>&1 & V1=$!; PIDS+=($V1)
+wait_for "$T/v1" '^READY' 30
+"$XFER" -c "$T/cl/node2.ini" --count 1000000 --survive --rate 1000 >"$T/v2" 2>&1 & V2=$!; PIDS+=($V2)
+wait_for "$T/v1" '^DONE' 60; ok $? "server and client stream both ways (the server's 2000 acknowledged)"
+kill -KILL $V1; wait $V1 2>/dev/null
+sleep 1
+"$XFER" -c "$T/cl/node1.ini" --count 2000 --survive >"$T/v1b" 2>&1 & V1B=$!; PIDS+=($V1B)
+wait_for "$T/v1b" '^DONE' 60
+ok $? "the server started again: its 2000 messages reach the running client and are acknowledged" ||
+	diag "$(grep -h 'reconnect\|EVENT\|FAIL' "$T/v2" | tail -4)"
+kill -TERM $V1B $V2 2>/dev/null; wait $V1B; rb=$?; wait $V2
+grep -q 'EVENT node=2 peer=1 restarted' "$T/v2" && grep -qE 'memif_reconnects=[1-9]' "$T/v2" &&
+	[ $rb -eq 0 ]
+ok $? "the client reconnected and saw the new incarnation (restarted event); the new server exits 0 ($rb)"
 done_testing
