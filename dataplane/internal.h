@@ -48,7 +48,7 @@ struct dp_port {
 	bool memif;                  /* net_memif: bursts through memif_guard */
 	bool memif_client;           /* role=client (not zero-copy): reconnects */
 	/* memif client reconnect (port.c, interrupt thread): while the gate is
-	 * closed the lcores start no burst on the port (lcore.c memif_enter) */
+	 * closed the lcores start no burst on the port (lcore.c memif_gate_open) */
 	_Atomic uint32_t gate;
 	uint64_t down_since_ms;      /* link seen down since (0: up) */
 	uint32_t reconnects;         /* restarts of the port to reconnect */
@@ -92,9 +92,6 @@ struct dp_lcore {
 	uint32_t nb_pollers;         /* published with release */
 	struct dp_poller pollers[DP_POLLERS_MAX];
 	struct dp_lcore_stats stats ZB_ALIGNED_CL;
-	/* port index + 1 while a memif burst runs on it (0: none); read by the
-	 * reconnect in port.c after a membarrier (lcore.c memif_enter) */
-	_Atomic uint32_t in_port;
 	/* dp_lcore_kick(): other threads bump doorbell; the loop sets sleeping
 	 * around its adaptive sleep, a futex wait on doorbell (own line: both
 	 * are written by other threads) */

@@ -55,52 +55,31 @@ static uint16_t tx_burst_fn(uint16_t port_id, uint16_t q, struct rte_mbuf **pkts
 	return rte_eth_tx_burst(port_id, q, pkts, n);
 }
 
-/* A memif burst announces itself in lc->in_port and does not start while
- * the port's gate is closed (a client port being restarted to reconnect,
- * port.c memif_reconnect). The plain store and load here pair with the
- * closer's store of the gate, membarrier() and load of in_port (an
- * asymmetric Dekker handshake: no fence on the fast path). */
-static inline bool memif_enter(struct dp_lcore *lc, const struct dp_port *p)
+/* No memif burst starts while the port's gate is closed (a client port
+ * being restarted to reconnect, port.c memif_reconnect: it closes the gate,
+ * makes every thread pass a barrier with membarrier(2), then waits for each
+ * loop to finish the iteration it was in; so a plain load here). */
+static inline bool memif_gate_open(const struct dp_port *p)
 {
-	atomic_store_explicit(&lc->in_port, (uint32_t)(p - dp__node.ports) + 1,
-			      memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-	if (likely(!atomic_load_explicit(&p->gate, memory_order_relaxed)))
-		return true;
-	atomic_store_explicit(&lc->in_port, 0, memory_order_release);
-	return false;
+	return likely(!atomic_load_explicit(&p->gate, memory_order_relaxed));
 }
 
-static inline void memif_leave(struct dp_lcore *lc)
+static inline uint16_t port_rx(const struct dp_port *p, uint16_t q,
+			       struct rte_mbuf **pkts, uint16_t n)
 {
-	atomic_store_explicit(&lc->in_port, 0, memory_order_release);
-}
-
-static inline uint16_t port_rx(struct dp_lcore *lc, const struct dp_port *p,
-			       uint16_t q, struct rte_mbuf **pkts, uint16_t n)
-{
-	if (p->memif) {
-		if (!memif_enter(lc, p))
-			return 0;
-		uint16_t nb = dp__memif_guard_burst(rx_burst_fn, p->port_id, q,
-						    pkts, n, 0);
-		memif_leave(lc);
-		return nb;
-	}
+	if (p->memif)
+		return memif_gate_open(p) ?
+		       dp__memif_guard_burst(rx_burst_fn, p->port_id, q, pkts, n, 0) : 0;
 	return rte_eth_rx_burst(p->port_id, q, pkts, n);
 }
 
-static inline uint16_t port_tx(struct dp_lcore *lc, const struct dp_port *p,
-			       uint16_t q, struct rte_mbuf **pkts, uint16_t n)
+static inline uint16_t port_tx(const struct dp_port *p, uint16_t q,
+			       struct rte_mbuf **pkts, uint16_t n)
 {
-	if (p->memif) {
-		if (!memif_enter(lc, p))
-			return 0;   /* as a full ring: the frames are kept */
-		uint16_t nb = dp__memif_guard_burst(tx_burst_fn, p->port_id, q,
-						    pkts, n, n);   /* cut: all taken */
-		memif_leave(lc);
-		return nb;
-	}
+	if (p->memif)   /* a closed gate: as a full ring, the frames are kept */
+		return memif_gate_open(p) ?
+		       dp__memif_guard_burst(tx_burst_fn, p->port_id, q, pkts, n,
+					     n) : 0;   /* cut: all taken */
 	return rte_eth_tx_burst(p->port_id, q, pkts, n);
 }
 
@@ -114,7 +93,7 @@ static inline uint16_t tx_buffer_flush(struct dp_lcore *lc,
 	if (!len)
 		return 0;
 	uint64_t t0 = rte_rdtsc();
-	uint16_t sent = port_tx(lc, p, q, b->pkts, len);
+	uint16_t sent = port_tx(p, q, b->pkts, len);
 	DP_STAT_ADD(lc, tx_burst_cyc, rte_rdtsc() - t0);
 	b->length = 0;
 	if (unlikely(sent < len))
@@ -130,7 +109,7 @@ static inline uint16_t tx_hold_drain(struct dp_lcore *lc, uint16_t k)
 	if (!h->n)
 		return 0;
 	uint64_t t0 = rte_rdtsc();
-	uint16_t sent = port_tx(lc, &dp__node.ports[k], lc->txq[k], h->m, h->n);
+	uint16_t sent = port_tx(&dp__node.ports[k], lc->txq[k], h->m, h->n);
 	DP_STAT_ADD(lc, tx_burst_cyc, rte_rdtsc() - t0);
 	if (sent) {
 		h->n = (uint16_t)(h->n - sent);
@@ -251,7 +230,7 @@ static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 	struct dp_node *n = &dp__node;
 	const struct dp_port *p = &n->ports[q->port];
 	uint64_t t0 = rte_rdtsc();
-	uint16_t nb = port_rx(lc, p, q->queue, pkts, burst);
+	uint16_t nb = port_rx(p, q->queue, pkts, burst);
 	if (nb == 0)
 		return 0;
 	DP_STAT_ADD(lc, rx_burst_cyc, rte_rdtsc() - t0);
@@ -457,7 +436,10 @@ int dp__lcore_main(void *arg)
 			next_timer = now + n->timer_tsc;
 		}
 
-		DP_STAT_ADD(lc, iterations, 1);
+		/* release: the iteration's bursts are over when this shows
+		 * (port.c lcores_pass_iteration waits for it) */
+		__atomic_store_n(&lc->stats.iterations, lc->stats.iterations + 1,
+				 __ATOMIC_RELEASE);
 		if (events)
 			DP_STAT_ADD(lc, poll_events, events);
 		if (work + events) {

@@ -27,6 +27,7 @@
 #define DP_MEMIF_FINI_WAIT_MS 5000  /* see dp__ports_fini */
 #define DP_MEMIF_WATCH_US 50000     /* memif_watch_alarm period */
 #define DP_MEMIF_RECONNECT_MS 500   /* a client link down this long: restart */
+#define DP_MEMIF_QUIESCE_MS 200     /* longest wait for the loops' iterations */
 
 /* ethdev id of a configured port, or -ENODEV. */
 static int find_port(const struct cfg_port *cp, uint16_t *port_id)
@@ -299,22 +300,43 @@ static void memif_barrier_register(void)
  * and start the port (the driver unmaps the old link's memory and connects
  * anew), open the gate. Interrupt thread only (the driver's own context:
  * no connect or unmap races with us). */
+/* 1 when every running loop finished the iteration it was in (kicked out
+ * of an adaptive sleep first), 0 after DP_MEMIF_QUIESCE_MS. */
+static int lcores_pass_iteration(struct dp_node *n)
+{
+	uint64_t seen[CFG_MAX_LCORES];
+	unsigned nl = n->nb_lcores < CFG_MAX_LCORES ? n->nb_lcores : CFG_MAX_LCORES;
+	uint64_t end = rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * DP_MEMIF_QUIESCE_MS;
+
+	if (!n->launched)
+		return 1;   /* no loop runs yet */
+	for (unsigned i = 0; i < nl; i++) {
+		seen[i] = __atomic_load_n(&n->lcores[i].stats.iterations, __ATOMIC_ACQUIRE);
+		dp_lcore_kick(i);
+	}
+	for (unsigned i = 0; i < nl; i++)
+		while (__atomic_load_n(&n->lcores[i].stats.iterations, __ATOMIC_ACQUIRE) == seen[i]) {
+			if (rte_get_tsc_cycles() > end)
+				return 0;
+			rte_pause();
+		}
+	return 1;
+}
+
 static void memif_reconnect(struct dp_node *n, struct dp_port *p)
 {
-	uint32_t me = (uint32_t)(p - n->ports) + 1;
-
 	/* a closed gate: the port is stopped (its last start failed), and
 	 * the lcores have left it already */
 	if (!atomic_load(&p->gate)) {
 		atomic_store(&p->gate, 1);
-		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+		/* every thread passes a full barrier: a burst that starts from
+		 * now on sees the gate closed; one that loaded it open runs in
+		 * its loop's current iteration, whose end we wait for */
+		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0 ||
+		    !lcores_pass_iteration(n)) {
 			atomic_store(&p->gate, 0);
 			return;
 		}
-		for (unsigned i = 0; i < n->nb_lcores; i++)
-			while (atomic_load_explicit(&n->lcores[i].in_port,
-						    memory_order_acquire) == me)
-				rte_pause();
 		(void)rte_eth_dev_stop(p->port_id);
 	}
 	int rc = rte_eth_dev_start(p->port_id);
