@@ -73,14 +73,21 @@ static inline uint16_t port_rx(const struct dp_port *p, uint16_t q,
 	return rte_eth_rx_burst(p->port_id, q, pkts, n);
 }
 
-static inline uint16_t port_tx(const struct dp_port *p, uint16_t q,
-			       struct rte_mbuf **pkts, uint16_t n)
+/* A TX burst, its time counted in tx_burst_cyc. */
+static inline uint16_t port_tx(struct dp_lcore *lc, const struct dp_port *p,
+			       uint16_t q, struct rte_mbuf **pkts, uint16_t n)
 {
-	if (p->memif)   /* a closed gate: as a full ring, the frames are kept */
-		return memif_gate_open(p) ?
-		       dp__memif_guard_burst(tx_burst_fn, p->port_id, q, pkts, n,
-					     n) : 0;   /* cut: all taken */
-	return rte_eth_tx_burst(p->port_id, q, pkts, n);
+	uint64_t t0 = rte_rdtsc();
+	uint16_t sent;
+	if (!p->memif)
+		sent = rte_eth_tx_burst(p->port_id, q, pkts, n);
+	else if (memif_gate_open(p))
+		sent = dp__memif_guard_burst(tx_burst_fn, p->port_id, q, pkts, n,
+					     n);   /* cut: all taken */
+	else
+		sent = 0;   /* a closed gate: as a full ring, the frames are kept */
+	DP_STAT_ADD(lc, tx_burst_cyc, rte_rdtsc() - t0);
+	return sent;
 }
 
 /* rte_eth_tx_buffer_flush's contract (unsent frames to the buffer's error
@@ -92,9 +99,7 @@ static inline uint16_t tx_buffer_flush(struct dp_lcore *lc,
 	uint16_t len = b->length;
 	if (!len)
 		return 0;
-	uint64_t t0 = rte_rdtsc();
-	uint16_t sent = port_tx(p, q, b->pkts, len);
-	DP_STAT_ADD(lc, tx_burst_cyc, rte_rdtsc() - t0);
+	uint16_t sent = port_tx(lc, p, q, b->pkts, len);
 	b->length = 0;
 	if (unlikely(sent < len))
 		b->error_callback(&b->pkts[sent], (uint16_t)(len - sent),
@@ -108,9 +113,7 @@ static inline uint16_t tx_hold_drain(struct dp_lcore *lc, uint16_t k)
 	struct dp_txhold *h = lc->hold[k];
 	if (!h->n)
 		return 0;
-	uint64_t t0 = rte_rdtsc();
-	uint16_t sent = port_tx(&dp__node.ports[k], lc->txq[k], h->m, h->n);
-	DP_STAT_ADD(lc, tx_burst_cyc, rte_rdtsc() - t0);
+	uint16_t sent = port_tx(lc, &dp__node.ports[k], lc->txq[k], h->m, h->n);
 	if (sent) {
 		h->n = (uint16_t)(h->n - sent);
 		memmove(h->m, h->m + sent, h->n * sizeof(h->m[0]));

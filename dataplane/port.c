@@ -117,8 +117,8 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	 * then: memif_watch_alarm restarts a client port whose link stays down
 	 * (its server not there yet, or restarted). Zero-copy clients are left
 	 * alone (the driver closes the EAL's memory file when one connects). */
-	p->memif_client = strstr(p->driver, "memif") != NULL &&
-			  strstr(cp->vdev, "role=client") != NULL && !p->no_attach;
+	p->memif_client = p->memif && strstr(cp->vdev, "role=client") != NULL &&
+			  !p->no_attach;
 	p->nb_rxq = clamp_queues(info.max_rx_queues, n->nb_lcores);
 	p->nb_txq = clamp_queues(info.max_tx_queues, n->nb_lcores);
 	p->mtu = cp->mtu ? cp->mtu : RTE_ETHER_MTU;
@@ -294,12 +294,6 @@ static void memif_barrier_register(void)
 			"link whose server restarts will not reconnect\n", strerror(errno));
 }
 
-/* Restart memif client port p so that it connects again: close its gate,
- * make every thread pass a full barrier (the lcores' memif_enter stores
- * and loads are plain), wait for the bursts already running on it, stop
- * and start the port (the driver unmaps the old link's memory and connects
- * anew), open the gate. Interrupt thread only (the driver's own context:
- * no connect or unmap races with us). */
 /* 1 when every running loop finished the iteration it was in (kicked out
  * of an adaptive sleep first), 0 after DP_MEMIF_QUIESCE_MS. */
 static int lcores_pass_iteration(struct dp_node *n)
@@ -323,6 +317,12 @@ static int lcores_pass_iteration(struct dp_node *n)
 	return 1;
 }
 
+/* Restart memif client port p so that it connects again: close its gate,
+ * make every thread pass a full barrier (the lcores load the gate plainly),
+ * wait until every loop finished the iteration it was in, stop and start
+ * the port (the driver unmaps the old link's memory and connects anew),
+ * open the gate. Interrupt thread only (the driver's own context: no
+ * connect or unmap races with us). */
 static void memif_reconnect(struct dp_node *n, struct dp_port *p)
 {
 	/* a closed gate: the port is stopped (its last start failed), and
@@ -340,7 +340,6 @@ static void memif_reconnect(struct dp_node *n, struct dp_port *p)
 		(void)rte_eth_dev_stop(p->port_id);
 	}
 	int rc = rte_eth_dev_start(p->port_id);
-	p->shm_populated = false;
 	p->reconnects++;
 	if (p->reconnects == 1 || p->reconnects % 60 == 0)
 		fprintf(stderr, "zbmd: port.%u (%s): memif client link down for %u ms: "

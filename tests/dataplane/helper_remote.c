@@ -384,6 +384,12 @@ struct pinger {
 	int refused;         /* act_call_async itself failed */
 };
 
+/* request (and reply) bytes: the trip number, padded to p->len */
+static uint32_t ping_len(const struct pinger *p)
+{
+	return p->len > sizeof(uint64_t) ? p->len : sizeof(uint64_t);
+}
+
 static int pinger_init(struct act_ctx *ctx, void *arg)
 {
 	*(struct pinger **)act_state(ctx) = arg;
@@ -402,7 +408,7 @@ static void ping_once(struct act_ctx *ctx, struct pinger *p)
 	uint64_t n = atomic_load(&p->trips);
 	uint8_t req[ACT_INLINE_MAX] = {0};
 	memcpy(req, &n, sizeof(n));
-	act_msg_set_bytes(q, req, p->len > sizeof(n) ? p->len : sizeof(n));
+	act_msg_set_bytes(q, req, ping_len(p));
 	q->tag = p->tag;
 	p->sent_ns = zb_now_ns();
 	int rc = act_call_async(ctx, p->to, q, p->timeout_ns, &ref);
@@ -452,8 +458,7 @@ static int pinger_handle(struct act_ctx *ctx, struct act_msg *m)
 	}
 	atomic_fetch_add(&p->replies, 1);
 	uint64_t n = 0, now = zb_now_ns();
-	if (m->kind == ACT_PL_INLINE &&
-	    m->len == (p->len > sizeof(n) ? p->len : sizeof(n)))
+	if (m->kind == ACT_PL_INLINE && m->len == ping_len(p))
 		memcpy(&n, m->u.bytes, sizeof(n));
 	if (n != atomic_load(&p->trips)) {
 		atomic_fetch_add(&p->other, 1);
