@@ -37,6 +37,7 @@ struct dp_port {
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;
 	uint32_t pool_size;
+	uint32_t pool_need;          /* what rings, bursts and caches can hold */
 	uint16_t data_room;
 	char name[RTE_ETH_NAME_MAX_LEN];
 	char driver[64];
@@ -193,6 +194,9 @@ uint32_t dp__link_sleep_cap_us(unsigned index, uint64_t now_tsc);
 /* net_dpdk.c: the "dpdk" net provider's share of a lane's messages.
  * deliver: 1 taken (caller releases m), -EAGAIN hold, 0 not the provider's.
  * send_done: 1 when the cookie was the provider's. */
+/* Streams 0..DP_NET_STREAMS-1 of every lane are the dpdk net provider's
+ * (net_dpdk.c): never kept as frames (link.c), whoever consumes them. */
+#define DP_NET_STREAMS 8
 int dp__net_deliver(unsigned lane, struct tp_msg *m);
 int dp__net_send_done(unsigned lane, uint64_t cookie, int status);
 void *dp__net_rx_place(unsigned lane, uint16_t peer, uint16_t stream,

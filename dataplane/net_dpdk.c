@@ -46,8 +46,9 @@
 #include <rte_cycles.h>
 #include <rte_malloc.h>
 
-#define DP_NET_CHANNELS 8       /* streams 0..7 of the lane (link.c gives 16;
-				 * 8..15 are the remote actors', docs/remote.md) */
+#define DP_NET_CHANNELS DP_NET_STREAMS /* streams 0..7 of the lane (link.c
+				 * gives 16; 8..15 are the remote actors',
+				 * docs/remote.md) */
 #define DP_NET_REQS 1024
 
 enum { REQ_FREE = 0, REQ_SEND, REQ_RECV };

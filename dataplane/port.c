@@ -177,6 +177,7 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 		cache = RTE_MEMPOOL_CACHE_MAX_SIZE;
 	p->pool_size = cfg->dp.mbufs;
 	uint32_t need = pool_need(n, p, rx_desc, tx_desc, cache);
+	p->pool_need = need;
 	if (p->pool_size < need)
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "port.%u (%s): [dataplane] mbufs = %u is too small for %u rx x %u + %u tx x %u descriptors and %u lcores (need at least %u)",

@@ -143,7 +143,8 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 
 	ZB_ASSERT(p != NULL && ops != NULL && out != NULL);
 	if (!ops->tx || !ops->deliver || !ops->send_done ||
-	    (ops->rx_place && !ops->rx_unplace))
+	    (ops->rx_place && !ops->rx_unplace) ||
+	    (ops->rx_keep && !ops->rx_free))
 		return -EINVAL;
 	rc = check_params(p);
 	if (rc)
@@ -182,13 +183,28 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 	rc = tp__arena_init(&tp->arena, p->rx_arena, arena);
 	if (rc)
 		goto fail;
+	if (ops->rx_keep && p->rx_keep_min && p->rx_keep_frames) {
+		/* one segment per kept frame, 64 per block: a message's table
+		 * rounds up to whole blocks, so add one block per message
+		 * that could hold a fraction of one */
+		size_t segs = (size_t)p->rx_keep_frames * sizeof(struct tp_seg);
+		rc = tp__arena_init(&tp->segarena, NULL, segs + (size_t)TP_BLK *
+				    (1 + p->rx_keep_frames / 64));
+		if (rc)
+			goto fail_arena;
+		/* small: touch it now, not inside an lcore loop */
+		memset(tp->segarena.base, 0, tp->segarena.bytes);
+	}
 	rc = tp__fault_init(tp);
 	if (rc)
-		goto fail_arena;
+		goto fail_segs;
 	*out = tp;
 	ZB_ASSERT(tp->tx_free_count > 0 && tp->rx_free_count > 0);
 	return 0;
 
+fail_segs:
+	if (tp->segarena.base)
+		tp__arena_fini(&tp->segarena);
 fail_arena:
 	tp__arena_fini(&tp->arena);
 fail:
@@ -210,12 +226,14 @@ void tp_destroy(struct tp *tp)
 	while (tp->orphans) {
 		struct tp_msg *m = tp->orphans;
 		tp->orphans = m->next__;
-		tp__arena_free(&tp->arena, m->blk__, m->nblk__);
+		tp__msg_free_mem(tp, m);
 	}
 	ZB_ASSERT(tp->rx_outstanding == 0); /* consumers released everything */
 	for (uint32_t i = 0; i < tp->p.max_peers; i++)
 		free_peer(&tp->peers[i]);
 	tp__fault_fini(tp);
+	if (tp->segarena.base)
+		tp__arena_fini(&tp->segarena);
 	tp__arena_fini(&tp->arena);
 	free_tables(tp);
 }
@@ -492,7 +510,8 @@ void tp_stats_foreach(const struct tp_stats *s,
 	C(payload_bytes_tx); C(payload_bytes_rx); C(retransmits);
 	C(rto_timeouts); C(fast_retransmits); C(tx_busy); C(acks_rx);
 	C(dup_frames); C(ooo_frames); C(no_buffer_drops); C(window_stalls);
-	C(msgs_placed); C(placed_detached);
+	C(msgs_placed); C(placed_detached); C(msgs_kept); C(frames_kept);
+	C(keep_no_room); C(keep_unkept);
 	C(msgs_sent); C(msgs_failed); C(msgs_delivered); C(bytes_delivered);
 	C(deliver_deferred); C(peer_up); C(peer_restarts); C(peer_downs);
 	C(stale_replies); C(fault_drops); C(fault_dups); C(fault_reorders);

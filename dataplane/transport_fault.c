@@ -55,7 +55,7 @@ static void release(struct tp *tp, struct tp_fault_slot *s, uint64_t now)
 
 	s->len = 0;
 	tp->fault_held--;
-	tp__rx_frame(tp, s->buf, len, s->flags, now);
+	tp__rx_frame(tp, s->buf, len, s->flags, NULL, now);
 }
 
 /* One tick for every held frame; release those whose turn came. */
@@ -88,7 +88,7 @@ static struct tp_fault_slot *hold(struct tp *tp, const uint8_t *frame,
 }
 
 int tp__fault_rx(struct tp *tp, const uint8_t *frame, size_t len,
-		 unsigned flags, uint64_t now)
+		 unsigned flags, void *ref, uint64_t now)
 {
 	const struct tp_fault *f = &tp->p.fault;
 	double u = rand01(tp);
@@ -100,14 +100,16 @@ int tp__fault_rx(struct tp *tp, const uint8_t *frame, size_t len,
 		tp->st.fault_drops++;
 	} else if (u < f->drop_rate + f->dup_rate) {
 		tp->st.fault_dups++;
-		rc = tp__rx_frame(tp, frame, len, flags, now);
-		tp__rx_frame(tp, frame, len, flags, now);
+		/* nothing kept: the first copy's consumer may release the
+		 * message (and free a kept frame) before the second is seen */
+		rc = tp__rx_frame(tp, frame, len, flags, NULL, now);
+		tp__rx_frame(tp, frame, len, flags, NULL, now);
 	} else if (u < f->drop_rate + f->dup_rate + f->reorder_rate &&
 		   (held = hold(tp, frame, len, flags)) != NULL) {
 		tp->st.fault_reorders++;
 		tp__arm(tp, 0);
 	} else {
-		rc = tp__rx_frame(tp, frame, len, flags, now);
+		rc = tp__rx_frame(tp, frame, len, flags, ref, now);
 	}
 	if (tp->fault_held)
 		tick(tp, held, now);

@@ -23,6 +23,7 @@
 #define TP_PREFETCH_MAX_FRAG 4096u  /* ... when their fragments are shorter */
 
 _Static_assert(TP_BLK % 64 == 0, "arena blocks keep 64-byte alignment");
+_Static_assert(TP_BLK % sizeof(struct tp_seg) == 0, "whole segments per block");
 _Static_assert(WIRE_SACK_BITS == 64, "sack is one uint64");
 
 enum tp_peer_state { TP_PS_UNKNOWN = 0, TP_PS_UP = 1, TP_PS_DOWN = 2 };
@@ -148,6 +149,10 @@ struct tp {
 	uint64_t rx_last_key;
 	struct tp_msg *orphans;         /* complete, from a reset session */
 	struct tp_arena arena;
+	/* kept frames (ops->rx_keep): segment tables, TP_BLK / 16 per block */
+	struct tp_arena segarena;
+	void *rx_ref;                   /* the frame tp__rx_frame works on */
+	uint8_t rx_kept;                /* ... was kept */
 
 	/* fault injection */
 	uint64_t rng;
@@ -208,7 +213,8 @@ uint64_t tp__rto(const struct tp *tp, const struct tp_peer *pe);
 
 /* transport_rx.c */
 int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
-		 unsigned flags, uint64_t now);
+		 unsigned flags, void *ref, uint64_t now);
+void tp__msg_free_mem(struct tp *tp, struct tp_msg *m);
 void tp__rx_reset(struct tp *tp, struct tp_peer *pe);
 void tp__deliver_pending(struct tp *tp, uint64_t now);
 uint32_t tp__credit(const struct tp *tp);
@@ -222,7 +228,7 @@ void tp__peer_heard(struct tp *tp, struct tp_peer *pe, uint64_t now);
 /* transport_fault.c */
 uint64_t tp__rand(struct tp *tp);
 int tp__fault_rx(struct tp *tp, const uint8_t *frame, size_t len,
-		 unsigned flags, uint64_t now);
+		 unsigned flags, void *ref, uint64_t now);
 void tp__fault_flush(struct tp *tp, uint64_t now);
 int tp__fault_init(struct tp *tp);
 void tp__fault_fini(struct tp *tp);

@@ -207,11 +207,49 @@ void tp__deliver_pending(struct tp *tp, uint64_t now)
 	}
 }
 
-/* A receive descriptor back to the free list, its arena blocks (if any)
- * with it. */
-static void rxd_put(struct tp *tp, struct tp_msg *m)
+/* What m holds: arena blocks, or kept frames (back to the link) and their
+ * segment table. */
+void tp__msg_free_mem(struct tp *tp, struct tp_msg *m)
 {
 	tp__arena_free(&tp->arena, m->blk__, m->nblk__);
+	m->blk__ = m->nblk__ = 0;
+	if (m->segs) {
+		for (uint32_t i = 0; i < m->nsegs; i++)
+			if (m->segs[i].frame)
+				tp->ops.rx_free(tp->user, m->segs[i].frame);
+		tp__arena_free(&tp->segarena, m->sblk__, m->nsblk__);
+		m->segs = NULL;
+		m->nsegs = m->sblk__ = m->nsblk__ = 0;
+	}
+}
+
+void tp_msg_read(const struct tp_msg *m, size_t off, void *dst, size_t n)
+{
+	uint8_t *d = dst;
+
+	ZB_ASSERT(m != NULL && off <= m->len && n <= m->len - off);
+	if (!m->segs) {
+		if (n)
+			memcpy(d, m->data + off, n);
+		return;
+	}
+	for (uint32_t i = (uint32_t)(off / m->seg_size); n; i++) {
+		size_t at = off - (size_t)i * m->seg_size;
+		size_t take = tp_seg_len(m, i) - at;
+
+		if (take > n)
+			take = n;
+		memcpy(d, m->segs[i].data + at, take);
+		d += take;
+		off += take;
+		n -= take;
+	}
+}
+
+/* A receive descriptor back to the free list, what it holds with it. */
+static void rxd_put(struct tp *tp, struct tp_msg *m)
+{
+	tp__msg_free_mem(tp, m);
 	m->state__ = TP_MS_FREE;
 	m->placed__ = 0;
 	m->data = NULL;
@@ -281,12 +319,28 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		    (!tp->ops.rx_write || h->frag_size % 8 == 0))
 			buf = tp->ops.rx_place(tp->user, pe->node, h->stream,
 					       h->msg_id, h->msg_len);
+		struct tp_seg *segs = NULL;
+		uint32_t sblk = 0, nsblk = 0;
+		blk = nblk = 0;
 		if (buf) {
-			blk = nblk = 0;
 			tp->st.msgs_placed++;
-		} else if (tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk)) {
-			return PLACE_NOBUF;
+		} else if (tp->rx_ref && tp->p.rx_keep_min && tp->p.rx_keep_frames &&
+			   h->msg_len >= tp->p.rx_keep_min &&
+			   !tp__large(tp, h->msg_len) && tp->ops.rx_keep &&
+			   tp->ops.rx_keep(tp->user, pe->node, h->stream, h->msg_len)) {
+			size_t tb = (size_t)h->frag_count * sizeof(*segs);
+			if (tp__arena_alloc(&tp->segarena, tb, &sblk, &nsblk) == 0) {
+				segs = (struct tp_seg *)(void *)(tp->segarena.base +
+								 (size_t)sblk * TP_BLK);
+				memset(segs, 0, tb);
+				tp->st.msgs_kept++;
+			} else {
+				tp->st.keep_no_room++;
+			}
 		}
+		if (!buf && !segs &&
+		    tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk))
+			return PLACE_NOBUF;
 		m = tp->rxfree;
 		tp->rxfree = m->next__;
 		tp->rx_free_count--;
@@ -300,6 +354,11 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		m->placed__ = buf != NULL;
 		m->blk__ = blk;
 		m->nblk__ = nblk;
+		m->segs = segs;
+		m->nsegs = segs ? h->frag_count : 0;
+		m->seg_size = segs ? h->frag_size : 0;
+		m->sblk__ = sblk;
+		m->nsblk__ = nsblk;
 		m->frags_got__ = 0;
 		m->frag_count__ = h->frag_count;
 		m->frag_size__ = h->frag_size;
@@ -312,7 +371,23 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 	}
 	tp->rx_last = m;
 	tp->rx_last_key = key;
-	if (h->payload_len) {
+	if (m->segs) {
+		/* kept: the frame itself is the fragment. on_data refused
+		 * duplicates by sequence number; a fragment sent again under
+		 * another one (a broken or hostile sender) is not kept twice */
+		ZB_DASSERT(h->frag_index < m->nsegs);
+		if (m->segs[h->frag_index].frame) {
+			tp->st.dup_frames++;
+			return PLACE_OK;
+		}
+		if (!tp->rx_ref) {
+			tp->st.keep_unkept++;
+			return PLACE_NOBUF;    /* resent; kept next time */
+		}
+		m->segs[h->frag_index] = (struct tp_seg){payload, tp->rx_ref};
+		tp->rx_kept = 1;
+		tp->st.frames_kept++;
+	} else if (h->payload_len) {
 		size_t off = (size_t)h->frag_index * h->frag_size;
 		if (m->placed__ && tp->ops.rx_write)
 			tp->ops.rx_write(tp->user, m->peer, m->stream, m->msg_id,
@@ -436,13 +511,16 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 }
 
 int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
-		 unsigned flags, uint64_t now)
+		 unsigned flags, void *ref, uint64_t now)
 {
 	struct wire_hdr h;
 	struct wire_addr a;
 	const uint8_t *payload = NULL;
 	struct tp_peer *pe;
 	enum wire_reason r;
+
+	tp->rx_ref = ref;
+	tp->rx_kept = 0;
 
 	r = wire_decode(frame, len, &tp->rxcfg, flags, &h, &a, &payload);
 	if (ZB_UNLIKELY(r != WIRE_OK))
@@ -491,8 +569,11 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 			tp->ackq[tp->ackq_len++] = pe->node;
 		}
 	}
-	return 0;
+	tp->rx_ref = NULL;
+	return tp->rx_kept ? TP_RX_KEPT : 0;
 bad:
+	tp->rx_ref = NULL;
+	ZB_DASSERT(!tp->rx_kept);   /* every refusal comes before place() */
 	tp__bad(tp, r);
 	return ZB_ERR_BAD_FRAME;
 }
@@ -516,8 +597,17 @@ int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
 {
 	ZB_DASSERT(tp != NULL);
 	if (ZB_UNLIKELY(tp->fault_on))
-		return tp__fault_rx(tp, frame, len, flags, now_ns);
-	return tp__rx_frame(tp, frame, len, flags, now_ns);
+		return tp__fault_rx(tp, frame, len, flags, NULL, now_ns);
+	return tp__rx_frame(tp, frame, len, flags, NULL, now_ns);
+}
+
+int tp_rx_keep(struct tp *tp, const void *frame, size_t len, unsigned flags,
+	       void *frame_ref, uint64_t now_ns)
+{
+	ZB_DASSERT(tp != NULL && frame_ref != NULL);
+	if (ZB_UNLIKELY(tp->fault_on))
+		return tp__fault_rx(tp, frame, len, flags, frame_ref, now_ns);
+	return tp__rx_frame(tp, frame, len, flags, frame_ref, now_ns);
 }
 
 /* Move a placed message into the arena (the consumer takes its buffer

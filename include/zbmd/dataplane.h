@@ -226,6 +226,13 @@ struct tp *dp_transport(unsigned index);
  * deliver, messages are released at once and counted. 0 or -EBUSY. */
 struct dp_msg_ops {
 	int (*deliver)(void *arg, unsigned index, struct tp_msg *m);
+	/* Optional: true to receive this message (of at least DP_KEEP_MIN
+	 * bytes, on a stream of dp_msg_ops) as its frames, not copied
+	 * (tp_msg.segs; tp_ops.rx_keep). The frames are the port's mbufs,
+	 * held until tp_msg_release: a lane keeps at most a quarter of its
+	 * share of the pools' spare mbufs, larger messages are copied. */
+	bool (*rx_keep)(void *arg, unsigned index, uint16_t peer,
+			uint16_t stream, size_t len);
 	void (*send_done)(void *arg, unsigned index, uint64_t cookie, int status);
 	void (*peer_event)(void *arg, unsigned index, uint16_t peer,
 			   enum tp_peer_event ev, uint32_t remote_epoch);

@@ -29,6 +29,7 @@
 #ifndef ZBMD_TRANSPORT_H
 #define ZBMD_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,22 +80,38 @@ struct tp_frame {
 };
 
 /* ---- received messages ---------------------------------------------------
- * Delivered by ops->deliver as a buffer reference into the transport's
- * reassembly arena (every fragment was copied there exactly once), or —
- * when ops->rx_place gave a buffer for it — into the consumer's own buffer
- * (data points there: the fragments were copied straight into it). The
- * consumer owns it until tp_msg_release(); unreleased messages hold arena
- * space and shrink the credit advertised to the sender (backpressure). */
+ * Delivered by ops->deliver in one of three layouts:
+ * - a buffer reference into the transport's reassembly arena (every
+ *   fragment was copied there exactly once): data, len;
+ * - when ops->rx_place gave a buffer for it, that buffer (the fragments were
+ *   copied straight into it): data, len;
+ * - when ops->rx_keep chose it, the received frames themselves, not copied
+ *   at all: data == NULL, segs[0 .. nsegs-1] in order, each seg_size bytes
+ *   but the last (tp_seg_len()).
+ * The consumer owns it until tp_msg_release(), which returns arena space or
+ * hands the kept frames back to the link (ops->rx_free). Unreleased arena
+ * messages shrink the credit advertised to the sender (backpressure);
+ * unreleased kept frames hold the link's buffers (params.rx_keep_frames
+ * bounds them). tp_msg_read() copies bytes out of any layout. */
+struct tp_seg {
+	const uint8_t *data;     /* seg_size bytes (the last: the rest) */
+	void *frame;             /* the link's handle (tp_rx_keep) */
+};
+
 struct tp_msg {
 	uint16_t peer;
 	uint16_t stream;
 	uint32_t msg_id;         /* per (session, stream), consecutive from 0 */
 	uint32_t epoch;          /* the sender's session epoch */
-	uint8_t *data;           /* len bytes, 64-byte aligned; NULL when len == 0 */
+	uint8_t *data;           /* len bytes, 64-byte aligned; NULL when len == 0
+				  * or kept (segs) */
 	size_t len;
+	struct tp_seg *segs;     /* kept frames, or NULL */
+	uint32_t nsegs, seg_size;
 	/* private to the transport */
 	struct tp_msg *next__;
 	uint32_t blk__, nblk__;  /* arena blocks */
+	uint32_t sblk__, nsblk__; /* segment-table blocks (kept) */
 	uint32_t frags_got__, frag_count__;
 	uint16_t frag_size__;
 	uint8_t state__;
@@ -158,6 +175,21 @@ struct tp_ops {
 	void (*rx_write)(void *user, uint16_t peer, uint16_t stream,
 			 uint32_t msg_id, uint8_t *buf, size_t off,
 			 const uint8_t *data, size_t len);
+	/* Receive without copying. Optional (NULL: never). Asked once per
+	 * message, at its first fragment, when the message is at least
+	 * params.rx_keep_min bytes, no rx_place buffer took it and that
+	 * fragment came through tp_rx_keep(): true to have the message
+	 * delivered as its received frames (tp_msg.segs) instead of copied
+	 * into the arena. The frames are kept until the message is released
+	 * (or dropped by a session reset), then each goes back through
+	 * rx_free. Without room in the segment table (params.rx_keep_frames)
+	 * the message goes to the arena as usual. A fragment of a kept
+	 * message that arrives through plain tp_rx() (nothing to keep) is
+	 * dropped and resent by its sender. */
+	bool (*rx_keep)(void *user, uint16_t peer, uint16_t stream, size_t len);
+	/* A frame tp_rx_keep() kept is the link's again. Required with
+	 * rx_keep. */
+	void (*rx_free)(void *user, void *frame);
 	/* Session events for the control plane / metrics. Optional (NULL). */
 	void (*peer_event)(void *user, uint16_t peer, enum tp_peer_event ev,
 			   uint32_t remote_epoch);
@@ -219,6 +251,11 @@ struct tp_params {
 	 * of the one it sends. Each side applies its own setting; a receiver
 	 * copies fragments that are not whole lines normally. */
 	uint32_t stream_min;
+	/* Kept frames (ops->rx_keep): messages of at least rx_keep_min bytes
+	 * (0: never) may be received without a copy, at most rx_keep_frames
+	 * frames held at once (0: never). */
+	uint32_t rx_keep_min;
+	uint32_t rx_keep_frames;
 	unsigned tx_flags;       /* WIRE_TX_UDP_CSUM */
 	/* rx_batch != 0: an ack that tp_rx() would send at once (ACKREQ, a
 	 * hole, ack_every reached) is held until tp_rx_flush(), which the
@@ -247,6 +284,9 @@ struct tp_stats {
 	uint64_t msgs_sent, msgs_failed, msgs_delivered, bytes_delivered;
 	uint64_t deliver_deferred;
 	uint64_t msgs_placed, placed_detached; /* rx_place used; taken back */
+	uint64_t msgs_kept, frames_kept;      /* rx_keep used; frames kept */
+	uint64_t keep_no_room;    /* rx_keep said yes, no segment table room */
+	uint64_t keep_unkept;     /* kept message's fragment without a frame */
 	uint64_t peer_up, peer_restarts, peer_downs, stale_replies;
 	uint64_t fault_drops, fault_dups, fault_reorders;
 	uint64_t bad_frames;                  /* sum of bad[] */
@@ -293,6 +333,28 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
  * and counted in stats.bad[reason]). Never trusts the frame. */
 int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
 	  uint64_t now_ns);
+
+/* As tp_rx, from a link that can leave the frame with the transport:
+ * `frame_ref` is the link's handle for it (given back to ops->rx_free).
+ * Returns what tp_rx returns, or TP_RX_KEPT: the transport kept the frame
+ * (a fragment of a message received without copying, ops->rx_keep), and
+ * the link must neither free nor reuse it until ops->rx_free(frame_ref) —
+ * which may already have happened when this returns (the consumer
+ * released the message from its deliver callback). */
+#define TP_RX_KEPT 1
+int tp_rx_keep(struct tp *tp, const void *frame, size_t len, unsigned flags,
+	       void *frame_ref, uint64_t now_ns);
+
+/* Bytes of kept segment i of m. */
+static inline size_t tp_seg_len(const struct tp_msg *m, uint32_t i)
+{
+	return i + 1 < m->nsegs ? m->seg_size
+				: m->len - (size_t)(m->nsegs - 1) * m->seg_size;
+}
+
+/* Copy n bytes at offset off of a delivered message (any layout) to dst;
+ * off + n <= m->len. */
+void tp_msg_read(const struct tp_msg *m, size_t off, void *dst, size_t n);
 
 /* Send the acks held back by params.rx_batch (no-op otherwise / when none).
  * Call after each burst of tp_rx() calls. */

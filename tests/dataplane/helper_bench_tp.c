@@ -38,7 +38,7 @@
 
 #define ST_RATE 0
 #define ST_PING 1
-#define ST_BULK 2
+#define ST_BULK 10   /* past the net provider's 0..7: may be kept (--copy: not) */
 #define ST_REPORT 3
 #define MSG 64
 #define PINGS_MAX 200000
@@ -85,7 +85,8 @@ static uint32_t bulk_n;
 static double best_window_s = 1.0;
 
 /* server state */
-static uint64_t srv_count, srv_first, srv_bad, srv_bulk;
+static uint64_t srv_count, srv_first, srv_bad, srv_bulk, srv_kept;
+static int copy_bulk;   /* --copy: bulk messages through the arena */
 
 static uint64_t now_ns(void)
 {
@@ -293,7 +294,7 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 	uint64_t now = now_ns();
 	uint32_t w = 0;
 	if (m->len >= 4)
-		memcpy(&w, m->data, 4);
+		tp_msg_read(m, 0, &w, 4);
 	if (client) {
 		if (m->stream == ST_PING) {
 			if (phase == P_PING && ping_i >= ping_warm)
@@ -325,7 +326,8 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 	} else if (m->stream == ST_BULK) {
 		uint32_t tail = 0;
 		if (m->len >= 8)
-			memcpy(&tail, m->data + m->len - 4, 4);
+			tp_msg_read(m, m->len - 4, &tail, 4);
+		srv_kept += m->segs != NULL;
 		if (w != m->len || tail != m->len)
 			failures++;
 		srv_bulk++;
@@ -357,8 +359,21 @@ static void on_send_done(void *arg, unsigned index, uint64_t cookie, int status)
 	}
 }
 
+/* bulk messages are taken as their frames (tp_msg.segs), not copied into
+ * the arena, unless --copy */
+static bool on_rx_keep(void *arg, unsigned index, uint16_t peer,
+		       uint16_t stream, size_t len)
+{
+	(void)arg;
+	(void)index;
+	(void)peer;
+	(void)len;
+	return stream == ST_BULK && !copy_bulk;
+}
+
 static const struct dp_msg_ops msg_ops = {
 	.deliver = on_deliver,
+	.rx_keep = on_rx_keep,
 	.send_done = on_send_done,
 };
 
@@ -378,6 +393,7 @@ int main(int argc, char **argv)
 		{"bulk-s", required_argument, NULL, 'b'},
 		{"bulk-warm-s", required_argument, NULL, 'W'},
 		{"best-window-s", required_argument, NULL, 'B'},
+		{"copy", no_argument, NULL, 'C'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL;
@@ -397,6 +413,8 @@ int main(int argc, char **argv)
 			bulk_warm_s = atof(optarg);
 		else if (c == 'B')
 			best_window_s = atof(optarg);
+		else if (c == 'C')
+			copy_bulk = 1;
 		else
 			return 2;
 	}
@@ -404,7 +422,7 @@ int main(int argc, char **argv)
 	if (!path || rate_reps < 1 || rate_reps > 15 || pings < 100 || pings > PINGS_MAX || rate_s <= 0 ||
 	    bulk_s <= 0 || bulk_warm_s < 0 || !(best_window_s > 0 && best_window_s <= bulk_s) ||
 	    cfg_load_file(&cfg, path, &cerr) != 0) {
-		fprintf(stderr, "usage: helper_bench_tp -c NODE.ini [--rate-s S] [--rate-reps 1..15] [--pings 100..%u] [--bulk-s S] [--bulk-warm-s W] [--best-window-s 0 < B <= S] (%s)\n",
+		fprintf(stderr, "usage: helper_bench_tp -c NODE.ini [--rate-s S] [--rate-reps 1..15] [--pings 100..%u] [--bulk-s S] [--bulk-warm-s W] [--best-window-s 0 < B <= S] [--copy] (%s)\n",
 			PINGS_MAX, path ? cerr.msg : "no config");
 		return 2;
 	}
@@ -456,11 +474,12 @@ int main(int argc, char **argv)
 	if (getenv("ZBPERF_STATS"))
 		dp_stats_dump(stdout);
 	const struct tp_stats *ts = tp_stats(dp_transport(0));
-	printf("STATS node=%u frames_tx=%lu frames_rx=%lu retransmits=%lu rto_timeouts=%lu acks_tx=%lu window_stalls=%lu tx_busy=%lu\n",
+	printf("STATS node=%u frames_tx=%lu frames_rx=%lu retransmits=%lu rto_timeouts=%lu acks_tx=%lu window_stalls=%lu tx_busy=%lu bulk_msgs=%lu bulk_kept=%lu keep_no_room=%lu\n",
 	       self, (unsigned long)ts->frames_tx, (unsigned long)ts->frames_rx,
 	       (unsigned long)ts->retransmits, (unsigned long)ts->rto_timeouts,
 	       (unsigned long)ts->acks_tx, (unsigned long)ts->window_stalls,
-	       (unsigned long)ts->tx_busy);
+	       (unsigned long)ts->tx_busy, (unsigned long)srv_bulk,
+	       (unsigned long)srv_kept, (unsigned long)ts->keep_no_room);
 	fflush(stdout);
 	dp_node_fini();
 	for (int s = 0; s < BULK_SLOTS; s++)

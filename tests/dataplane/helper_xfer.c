@@ -15,6 +15,10 @@
  * --to         all: send to every configured peer (default); ring: to the
  *              next node id only (nodes 1..n), receive from the previous one
  * --rate R     at most R messages per second to each destination
+ * --keep       receive messages of 64 KiB and more as their frames, not
+ *              copied (dp_msg_ops.rx_keep, tp_msg.segs): the flows use
+ *              streams 8.. (0..7 are the net provider's, never kept), and
+ *              every message is checked and hashed through tp_msg_read
  * --survive    peers may die and restart: a send refused with
  *              ZB_ERR_PEER_DOWN is counted ("refused") and retried 1 ms
  *              later; failed sends are counted by status, and a peer's
@@ -87,6 +91,8 @@ struct in_flow {               /* from one source */
 static struct zb_config cfg;
 static uint16_t self;
 static uint32_t count = 2000, streams = 4, rate;
+static uint16_t stream_base;     /* --keep: 8 */
+static uint64_t kept;            /* messages delivered as frames */
 static uint64_t seed = 1;
 static uint32_t fixed_size;   /* --size: every message this long (>= 16) */
 static int mix_small, ring, survive;
@@ -162,28 +168,12 @@ static void fill(uint8_t *b, uint16_t src, uint16_t dst, uint32_t i, uint32_t le
 	gen_fill(&g, b + sizeof(hdr), len - sizeof(hdr));
 }
 
-/* 0 when b[0..len) is exactly message i from src to dst (header checked by
- * the caller). Regenerates in chunks: no buffer of the message's size. */
-static int verify(const uint8_t *b, uint16_t src, uint16_t dst, uint32_t i, size_t len)
-{
-	static uint8_t want[64 << 10];
-	struct gen g;
-	gen_init(&g, src, dst, i);
-	for (size_t o = 16; o < len; o += sizeof(want)) {
-		size_t n = len - o < sizeof(want) ? len - o : sizeof(want);
-		gen_fill(&g, want, n);
-		if (memcmp(want, b + o, n) != 0)
-			return -1;
-	}
-	return 0;
-}
-
 /* Content hash of one message (FNV-1a over 64-bit words, then mixed). The
  * flows add them up: the sender's sum over what it sent and the receiver's
- * over what it received must agree. */
-static uint64_t content_hash(const uint8_t *b, size_t len)
+ * over what it received must agree. Fed in pieces: every piece but the last
+ * a multiple of 8 bytes. */
+static uint64_t hash_add(uint64_t h, const uint8_t *b, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ len;
 	size_t o = 0;
 	for (; o + 8 <= len; o += 8) {
 		uint64_t w;
@@ -192,7 +182,40 @@ static uint64_t content_hash(const uint8_t *b, size_t len)
 	}
 	for (; o < len; o++)
 		h = (h ^ b[o]) * 0x100000001b3ull;
-	return dr_mix64(h);
+	return h;
+}
+static inline uint64_t hash_start(size_t len) { return 0xcbf29ce484222325ull ^ len; }
+static uint64_t content_hash(const uint8_t *b, size_t len)
+{
+	return dr_mix64(hash_add(hash_start(len), b, len));
+}
+
+/* 0 when delivered message m is exactly message i from src to dst (header
+ * checked by the caller); *hash = its content_hash. Reads it in chunks
+ * through tp_msg_read, whatever its layout (arena, or kept frames): no
+ * buffer of the message's size. */
+static int verify(const struct tp_msg *m, uint16_t src, uint16_t dst,
+		  uint32_t i, uint64_t *hash)
+{
+	static uint8_t got[64 << 10], want[64 << 10];
+	uint64_t h = hash_start(m->len);
+	struct gen g;
+	int rc = 0;
+	gen_init(&g, src, dst, i);
+	for (size_t o = 0; o < m->len;) {
+		size_t n = m->len - o < sizeof(got) ? m->len - o : sizeof(got);
+		size_t from = o < 16 ? 16 - o : 0;   /* the header: not generated */
+		tp_msg_read(m, o, got, n);
+		h = hash_add(h, got, n);
+		if (n > from) {
+			gen_fill(&g, want, n - from);
+			if (memcmp(want, got + from, n - from) != 0)
+				rc = -1;
+		}
+		o += n;
+	}
+	*hash = dr_mix64(h);
+	return rc;
 }
 
 static void fail(const char *what, uint16_t node, uint32_t i)
@@ -259,7 +282,7 @@ static unsigned sender(void *arg, uint64_t now_tsc)
 		fill(sl->buf, self, o->node, i, len);
 		sl->busy = 1;
 		tp_ref_init(&sl->ref, slot_free);
-		int rc = tp_send(tp, o->node, (uint16_t)(i % streams), sl->buf, len,
+		int rc = tp_send(tp, o->node, (uint16_t)(stream_base + i % streams), sl->buf, len,
 				 &sl->ref, ((uint64_t)o->node << 32) | i, now);
 		if (rc == -EAGAIN || rc == ZB_ERR_PEER_DOWN) {
 			sl->busy = 0;   /* nothing accepted: retry later */
@@ -312,13 +335,16 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 	(void)arg;
 	uint32_t hdr[4] = {0};
 	if (m->len >= sizeof(hdr))
-		memcpy(hdr, m->data, sizeof(hdr));
+		tp_msg_read(m, 0, hdr, sizeof(hdr));
 	uint32_t i = hdr[2];
+	uint16_t stream = (uint16_t)(m->stream - stream_base);   /* ours: 0.. */
+	if (m->segs)
+		kept++;
 	struct in_flow *f = m->peer < CFG_MAX_NODES && in_of[m->peer] >= 0
 				    ? &ins[in_of[m->peer]]
 				    : NULL;
-	uint32_t *exp = f && m->stream < MAX_STREAMS ? &f->expect[m->stream] : NULL;
-	if (!f || m->stream >= streams || hdr[0] != MAGIC || hdr[1] != m->peer ||
+	uint32_t *exp = f && stream < MAX_STREAMS ? &f->expect[stream] : NULL;
+	if (!f || m->stream < stream_base || stream >= streams || hdr[0] != MAGIC || hdr[1] != m->peer ||
 	    hdr[3] != m->len || (!survive && i >= count)) {
 		bad++;
 		fail("malformed message", m->peer, i);
@@ -334,20 +360,21 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 		if (survive && m->epoch != f->epoch) {
 			resync(f, m->epoch);   /* a new sender session */
 		} else if (survive && f->after_reset && *exp != UNKNOWN &&
-			   i % streams == m->stream && i / streams > *exp) {
+			   i % streams == stream && i / streams > *exp) {
 			f->gaps += i / streams - *exp;   /* see --survive */
 			*exp = i / streams;
 		}
-		if (*exp == UNKNOWN && i % streams == m->stream)
+		if (*exp == UNKNOWN && i % streams == stream)
 			*exp = i / streams;   /* resynchronised: this one sets the base */
-		if (i % streams != m->stream || i / streams != *exp) {
+		if (i % streams != stream || i / streams != *exp) {
 			order_err++;
 			fail(i / streams < *exp ? "duplicate" : "out of order", m->peer, i);
 		} else if (m->len != msg_size(m->peer, self, i)) {
 			bad++;
 			fail("wrong length", m->peer, i);
 		} else {
-			if (verify(m->data, m->peer, self, i, m->len) != 0) {
+			uint64_t h;
+			if (verify(m, m->peer, self, i, &h) != 0) {
 				bad++;
 				fail("content differs", m->peer, i);
 			}
@@ -359,7 +386,7 @@ static int on_deliver(void *arg, unsigned index, struct tp_msg *m)
 			if (i < f->first_session)
 				f->first_session = i;
 			f->bytes += m->len;
-			f->csum += content_hash(m->data, m->len);
+			f->csum += h;
 		}
 	}
 	tp_msg_release(dp_transport(index), m);
@@ -413,8 +440,20 @@ static void on_peer_event(void *arg, unsigned index, uint16_t peer,
 		f->after_reset = 1;
 }
 
+static bool on_rx_keep(void *arg, unsigned index, uint16_t peer,
+		       uint16_t stream, size_t len)
+{
+	(void)arg;
+	(void)index;
+	(void)peer;
+	(void)stream;
+	(void)len;
+	return stream_base != 0;
+}
+
 static const struct dp_msg_ops msg_ops = {
 	.deliver = on_deliver,
+	.rx_keep = on_rx_keep,
 	.send_done = on_send_done,
 	.peer_event = on_peer_event,
 };
@@ -482,6 +521,7 @@ int main(int argc, char **argv)
 		{"to", required_argument, NULL, 't'},
 		{"rate", required_argument, NULL, 'r'},
 		{"survive", no_argument, NULL, 'v'},
+		{"keep", no_argument, NULL, 'K'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL;
@@ -507,6 +547,8 @@ int main(int argc, char **argv)
 			rate = (uint32_t)strtoul(optarg, NULL, 0);
 		else if (c == 'v')
 			survive = 1;
+		else if (c == 'K')
+			stream_base = 8;   /* past the net provider's streams */
 		else
 			usage = 1;
 	}
@@ -516,7 +558,7 @@ int main(int argc, char **argv)
 	if (usage || !path || streams == 0 || streams > MAX_STREAMS ||
 	    cfg_load_file(&cfg, path, &cerr) != 0) {
 		fprintf(stderr, "usage: helper_xfer -c NODE.ini [--count N] [--seed S] [--streams K<=8] "
-				"[--size 16..256MiB] [--mix wide|small] [--to all|ring] [--rate R] [--survive] (%s)\n",
+				"[--size 16..256MiB] [--mix wide|small] [--to all|ring] [--rate R] [--survive] [--keep] (%s)\n",
 			path ? cerr.msg : "no config");
 		return 2;
 	}
@@ -593,13 +635,14 @@ int main(int argc, char **argv)
 			ok = 0;
 	}
 	const struct tp_stats *ts = tp_stats(dp_transport(0));
-	printf("RESULT node=%u sent=%lu acked=%lu failed=%lu received=%lu bad=%lu order=%lu bytes=%lu csum=%016lx retransmits=%lu dup_frames=%lu ooo_frames=%lu bad_frames=%lu\n",
+	printf("RESULT node=%u sent=%lu acked=%lu failed=%lu received=%lu bad=%lu order=%lu bytes=%lu csum=%016lx retransmits=%lu dup_frames=%lu ooo_frames=%lu bad_frames=%lu kept=%lu\n",
 	       self, (unsigned long)sent, (unsigned long)acked,
 	       (unsigned long)failed, (unsigned long)received,
 	       (unsigned long)bad, (unsigned long)order_err,
 	       (unsigned long)bytes, (unsigned long)csum,
 	       (unsigned long)ts->retransmits, (unsigned long)ts->dup_frames,
-	       (unsigned long)ts->ooo_frames, (unsigned long)ts->bad_frames);
+	       (unsigned long)ts->ooo_frames, (unsigned long)ts->bad_frames,
+	       (unsigned long)kept);
 	printf("TPSTATS node=%u", self);
 	tp_stats_foreach(ts, print_stat, NULL);
 	printf("\n");

@@ -83,6 +83,15 @@ struct sim {
 	void (*rx_write)(struct sim_node *n, uint16_t peer, uint16_t stream,
 			 uint32_t msg_id, uint8_t *buf, size_t off,
 			 const uint8_t *data, size_t len);
+	/* optional: receive without copying (tp_ops.rx_keep). With `keep`
+	 * set every frame reaches tp_rx_keep() as a malloc'ed copy whose
+	 * handle is itself (freed when not kept, or by rx_free); kept_out
+	 * counts the frames the nodes hold, kept_frees the ones given back. */
+	bool keep;
+	bool (*rx_keep)(struct sim_node *n, uint16_t peer, uint16_t stream,
+			size_t len);
+	int64_t kept_out;
+	uint64_t kept_frees;
 	/* optional tx tap (e.g. to record frames for replay) */
 	void (*tap)(struct sim *s, uint16_t src, const uint8_t *frame, size_t len);
 };
@@ -260,12 +269,29 @@ static void sim_cb_rx_write(void *user, uint16_t peer, uint16_t stream,
 	n->sim->rx_write(n, peer, stream, msg_id, buf, off, data, len);
 }
 
+static bool sim_cb_rx_keep(void *user, uint16_t peer, uint16_t stream,
+			   size_t len)
+{
+	struct sim_node *n = user;
+	return n->sim->rx_keep ? n->sim->rx_keep(n, peer, stream, len) : false;
+}
+static void sim_cb_rx_free(void *user, void *frame)
+{
+	struct sim_node *n = user;
+	ZB_ASSERT(frame != NULL && n->sim->kept_out > 0);
+	n->sim->kept_out--;
+	n->sim->kept_frees++;
+	free(frame);
+}
+
 static const struct tp_ops sim_ops = {
 	.tx = sim_tx,
 	.deliver = sim_cb_deliver,
 	.send_done = sim_cb_send_done,
 	.rx_place = sim_cb_rx_place,
 	.rx_unplace = sim_cb_rx_unplace,
+	.rx_keep = sim_cb_rx_keep,
+	.rx_free = sim_cb_rx_free,
 	.peer_event = sim_cb_peer_event,
 };
 
@@ -409,7 +435,19 @@ static inline void sim_deliver_pkt(struct sim *s, struct sim_pkt *p)
 			frame = s->scratch;
 		}
 		s->delivered++;
-		tp_rx(n->tp, frame, p->len, 0, s->now);
+		if (s->keep) {
+			uint8_t *copy = malloc(p->len);
+			ZB_ASSERT(copy != NULL);
+			memcpy(copy, frame, p->len);
+			s->kept_out++;   /* until rx_free, or not kept: */
+			if (tp_rx_keep(n->tp, copy, p->len, 0, copy, s->now) !=
+			    TP_RX_KEPT) {
+				s->kept_out--;
+				free(copy);
+			}
+		} else {
+			tp_rx(n->tp, frame, p->len, 0, s->now);
+		}
 	}
 	sim_pkt_free(s, p);
 }
