@@ -59,16 +59,25 @@ wait_for() {  # FILE REGEX SECONDS
 }
 val() { grep -h "$1" "$2" | head -1 | tr ' ' '\n' | sed -n "s/^$3=//p"; }
 
-# zbmd pair: run_zbmd PATH CL DIR EXEC_PREFIX_1 EXEC_PREFIX_2
+# zbmd pair: run_zbmd PATH CL DIR [copy] -- with `copy`, only the goodput
+# (short rate and ping phases) with the receiver copying every bulk message
+# into its arena (helper_bench_tp --copy), stored as PATH.bulk1c/bulk16c
 run_zbmd() {
-	local path=$1 cl=$2 d=$3
-	$cl exec 1 "$H" -c "$d/node1.ini" --rate-s "$RATE_S" --bulk-s "$BULK_S" --bulk-warm-s "$BULK_W" --best-window-s "$BEST_S" --pings "$PINGS" >"$d/b1" 2>&1 &
+	local path=$1 cl=$2 d=$3 copy=${4:-} args=(--rate-s "$RATE_S" --pings "$PINGS")
+	[ -n "$copy" ] && args=(--copy --rate-s 0.2 --rate-reps 1 --pings 100)
+	$cl exec 1 "$H" -c "$d/node1.ini" "${args[@]}" --bulk-s "$BULK_S" --bulk-warm-s "$BULK_W" --best-window-s "$BEST_S" >"$d/b1" 2>&1 &
 	local p1=$!; PIDS+=($p1)
 	wait_for "$d/b1" '^READY' 60 || { log "$path: node 1 did not start"; tail -3 "$d/b1" >&2; return 1; }
-	$cl exec 2 "$H" -c "$d/node2.ini" >"$d/b2" 2>&1 &
+	$cl exec 2 "$H" -c "$d/node2.ini" ${copy:+--copy} >"$d/b2" 2>&1 &
 	local p2=$!; PIDS+=($p2)
 	wait_for "$d/b1" '^BENCH DONE' 90 || { log "$path: no result"; tail -3 "$d/b1" "$d/b2" >&2; }
 	kill -TERM $p1 $p2 2>/dev/null; wait $p1 $p2 2>/dev/null
+	if [ -n "$copy" ]; then
+		R[$path.bulk1c]=$(val 'bulk_size=1048576 ' "$d/b1" goodput_Gbps)
+		R[$path.bulk16c]=$(val 'bulk_size=16777216 ' "$d/b1" goodput_Gbps)
+		grep -q 'BENCH DONE failures=0' "$d/b1" || log "$path --copy: checks failed"
+		return
+	fi
 	R[$path.rate]=$(val 'rate_Mmsgs' "$d/b1" rate_Mmsgs)
 	R[$path.p50]=$(val 'rtt_p50' "$d/b1" rtt_p50_us)
 	R[$path.p99]=$(val 'rtt_p99' "$d/b1" rtt_p99_us)
@@ -191,6 +200,10 @@ ms_settle
 if ZBN_MTU=$MMTU $CLM up 2 >/dev/null; then
 	run_zbmd memif "$CLM" "$W/m"
 	state memif
+	log "memif: goodput with the receiver copying, mtu $MMTU"
+	ms_settle
+	run_zbmd memif "$CLM" "$W/m" copy
+	state memif-copy
 	log "memif: actors, mtu $MMTU"
 	ms_settle
 	run_actor memif "$CLM" "$W/m" "$ACT_N"
@@ -259,7 +272,7 @@ echo "== zbmd transport benchmark: 2 nodes, one lane each, $(date -u +%FT%TZ) ==
 echo "   machine state: CPU 0 <-> CPU 1 cache-line round trip $(g rtt.before) ns before, $(g rtt.after) ns after (kbench cpu-rtt);"
 echo "   zbmd's runs, before/after each (ns): ${STATES[*]:-n/a}; lowest seen ${RTT_MIN:-n/a}"
 slow=""
-for st in memif memif1500 memif-actors memif1500-actors; do
+for st in memif memif-copy memif1500 memif-actors memif1500-actors; do
 	v=${R[state.$st]:-}
 	[ -n "$v" ] && [ -n "$RTT_MIN" ] && [ "$v" -gt $((RTT_MIN * 2)) ] && slow="$slow $st"
 done
@@ -279,6 +292,8 @@ row "  1 MiB, best ${BEST_S} s" "$(g memif.best1)" "$(g memif1500.best1)" "$(g v
 row "  16 MiB, best ${BEST_S} s" "$(g memif.best16)" "$(g memif1500.best16)" "$(g veth.best16)" "" ""
 row "retransmissions (sender)" "$(g memif.rtx)" "$(g memif1500.rtx)" "$(g veth.rtx)" "" ""
 row "bulk msgs kept as frames" "$(g memif.kept)" "$(g memif1500.kept)" "$(g veth.kept)" "" ""
+row "  1 MiB, copied (--copy)" "$(g memif.bulk1c)" "" "" "" ""
+row "  16 MiB, copied (--copy)" "$(g memif.bulk16c)" "" "" "" ""
 echo "   (the receiver takes bulk messages under 4 MiB as their frames, not copied, over ports of MTU >= 4000;"
 echo "    others are copied once into its reassembly arena: docs/wire.md, \"Receive without copying\")"
 echo
