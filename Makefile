@@ -129,7 +129,8 @@ asan:
 
 tsan:
 	$(MAKE) BUILD=build-tsan SAN=tsan build-all
-	ZBMD_BUILD=$(abspath build-tsan) $(PROVE) $(patsubst $(BUILD)/%,build-tsan/%,$(TSAN_RUN))
+	ZBMD_BUILD=$(abspath build-tsan) TSAN_OPTIONS="suppressions=$(abspath tests/tsan.supp) $$TSAN_OPTIONS" \
+		$(PROVE) $(patsubst $(BUILD)/%,build-tsan/%,$(TSAN_RUN))
 
 clean:
 	rm -rf build build-asan build-tsan
