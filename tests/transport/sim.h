@@ -481,6 +481,26 @@ static inline uint64_t sim_step(struct sim *s, uint64_t max_step_ns)
 	return next;
 }
 
+/* Run the sim until done() (at most limit_ns of simulated time). */
+static inline void sim_run_until(struct sim *s, bool (*done)(void),
+				 uint64_t limit_ns)
+{
+	uint64_t t0 = s->now;
+	while (!done() && s->now - t0 < limit_ns)
+		sim_step(s, 100000);
+}
+
+/* n pseudo-random bytes from seed x (xorshift64, one byte per step). */
+static inline void sim_fill_bytes(uint8_t *p, size_t n, uint64_t x)
+{
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (uint8_t)x;
+	}
+}
+
 /* Payload generator and checker shared by tests: 24-byte header
  * {magic, src, dst, stream, index, len, fnv} then PRNG bytes. */
 struct sim_msg_hdr {

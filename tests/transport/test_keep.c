@@ -107,16 +107,6 @@ static void send_done(struct sim_node *n, uint64_t cookie, int status)
 		send_status[cookie] = status;
 }
 
-static void fill(uint8_t *p, size_t n, uint64_t x)
-{
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (uint8_t)x;
-	}
-}
-
 static void start(const struct sim_link *l, uint64_t seed, uint32_t frames,
 		  const struct tp_fault *fault)
 {
@@ -156,18 +146,11 @@ static bool sends_done(void)
 	return true;
 }
 
-static void run_until(bool (*done)(void), uint64_t limit_ns)
-{
-	uint64_t t0 = S.now;
-	while (!done() && S.now - t0 < limit_ns)
-		sim_step(&S, 100000);
-}
-
 static void send_all(uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		len_of[i] = size_of(i);
-		fill(src[i], len_of[i], i + 1);
+		sim_fill_bytes(src[i], len_of[i], i + 1);
 		ZB_ASSERT(tp_send(S.nodes[0].tp, 1, (uint16_t)(i % 2), src[i],
 				  len_of[i], NULL, i, S.now) == 0);
 	}
@@ -193,7 +176,7 @@ static void lossy(void)
 	start(&l, 11, 4096, NULL);
 	hold_want = 4;
 	send_all(NMSG);
-	run_until(sends_done, 120ull * 1000000000ull);
+	sim_run_until(&S, sends_done, 120ull * 1000000000ull);
 	for (uint32_t i = 0; i < NMSG; i++) {
 		all += delivered[i] == 1;
 		good += intact[i];
@@ -244,7 +227,7 @@ static void no_room(void)
 
 	start(&l, 12, 64, NULL);   /* 64 frames: ~90 KiB at MTU 1500 */
 	send_all(NMSG);
-	run_until(sends_done, 120ull * 1000000000ull);
+	sim_run_until(&S, sends_done, 120ull * 1000000000ull);
 	for (uint32_t i = 0; i < NMSG; i++) {
 		good += delivered[i] == 1 && intact[i] && layout_ok[i];
 		kept += kept_as[i];
@@ -267,7 +250,7 @@ static void reset_partial(void)
 
 	start(&l, 13, 4096, NULL);
 	len_of[0] = 280u << 10;
-	fill(src[0], len_of[0], 99);
+	sim_fill_bytes(src[0], len_of[0], 99);
 	S.link.loss = 0;
 	ZB_ASSERT(tp_send(S.nodes[0].tp, 1, 0, src[0], len_of[0], NULL, 0, S.now) == 0);
 	/* let part of it through, then cut the link */
@@ -280,12 +263,12 @@ static void reset_partial(void)
 	tp_peer_reset(S.nodes[1].tp, 0, S.now);
 	ok(S.kept_out == 0, "session reset: its frames given back (%" PRId64 " left)", S.kept_out);
 	S.block[0][1] = false;
-	run_until(sends_done, 30ull * 1000000000ull);
+	sim_run_until(&S, sends_done, 30ull * 1000000000ull);
 	ok(send_status[0] != 0 && delivered[0] == 0,
 	   "its sender got an error (%d), nothing delivered", send_status[0]);
 	/* a partial one at tp_destroy */
 	len_of[1] = 200u << 10;
-	fill(src[1], len_of[1], 7);
+	sim_fill_bytes(src[1], len_of[1], 7);
 	ZB_ASSERT(tp_send(S.nodes[0].tp, 1, 0, src[1], len_of[1], NULL, 1, S.now) == 0);
 	t0 = S.now;
 	while (tp_stats(S.nodes[1].tp)->frames_kept < 80 && S.now - t0 < 1000000000ull)
@@ -310,7 +293,7 @@ static void faults(void)
 	start(&l, 14, 4096, &f);
 	keep_stream1 = true;
 	send_all(NMSG);
-	run_until(sends_done, 120ull * 1000000000ull);
+	sim_run_until(&S, sends_done, 120ull * 1000000000ull);
 	for (uint32_t i = 0; i < NMSG; i++) {
 		good += delivered[i] == 1 && intact[i] && layout_ok[i];
 		kept += kept_as[i];

@@ -74,16 +74,6 @@ static void send_done(struct sim_node *n, uint64_t cookie, int status)
 		send_status[cookie] = status;
 }
 
-static void fill(uint8_t *p, size_t n, uint64_t x)
-{
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (uint8_t)x;
-	}
-}
-
 static bool all_poison(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -126,13 +116,6 @@ static void reset_state(void)
 	held = NULL;
 }
 
-static void run_until(bool (*done)(void), uint64_t limit_ns)
-{
-	uint64_t t0 = S.now;
-	while (!done() && S.now - t0 < limit_ns)
-		sim_step(&S, 100000);
-}
-
 static uint32_t want_done;
 static bool sends_done(void)
 {
@@ -159,13 +142,13 @@ static void lossy_many(void)
 	start(&l, 7, 0);
 	for (uint32_t i = 0; i < NMSG; i++) {
 		len_of[i] = size_of(i);
-		fill(src[i], len_of[i], i + 1);
+		sim_fill_bytes(src[i], len_of[i], i + 1);
 		memset(dst[i], 0, len_of[i]);
 		ZB_ASSERT(tp_send(S.nodes[0].tp, 1, 0, src[i], len_of[i], NULL, i,
 				  S.now) == 0);
 	}
 	want_done = NMSG;
-	run_until(sends_done, 120ull * 1000000000ull);
+	sim_run_until(&S, sends_done, 120ull * 1000000000ull);
 	for (uint32_t i = 0; i < NMSG; i++) {
 		all += delivered[i] == 1;
 		good += intact[i];
@@ -203,18 +186,18 @@ static void detach_mid(void)
 	reset_state();
 	start(&l, 11, 0);
 	len_of[id] = 4u << 20;
-	fill(src[id], len_of[id], 99);
+	sim_fill_bytes(src[id], len_of[id], 99);
 	memset(dst[id], 0, len_of[id]);
 	ZB_ASSERT(tp_send(S.nodes[0].tp, 1, 0, src[id], len_of[id], NULL, id,
 			  S.now) == 0);
 	rx_bytes_target = 1u << 20;
-	run_until(got_some, 10ull * 1000000000ull);
+	sim_run_until(&S, got_some, 10ull * 1000000000ull);
 	ok(got_some() && delivered[id] == 0, "part of a placed 4 MiB message arrived");
 	is_int(tp_rx_detach(S.nodes[1].tp, 0, 0, id, S.now), 0,
 	       "tp_rx_detach takes the buffer back (arena has room)");
 	memset(dst[id], POISON, len_of[id]);
 	want_done = 1;
-	run_until(sends_done, 30ull * 1000000000ull);
+	sim_run_until(&S, sends_done, 30ull * 1000000000ull);
 	is_int(send_status[id], 0, "the sender sees success");
 	is_int(delivered[id], 1, "delivered once");
 	ok(!in_place[id] && intact[id], "from the arena, content intact (also the part "
@@ -244,11 +227,11 @@ static void detach_noroom(void)
 		sim_step(&S, 100000);
 	ok(held != NULL, "a 200 KiB message held by its consumer fills the arena");
 	len_of[id] = 1u << 20;   /* larger than the arena: only in place */
-	fill(src[id], len_of[id], 5);
+	sim_fill_bytes(src[id], len_of[id], 5);
 	ZB_ASSERT(tp_send(S.nodes[0].tp, 1, 0, src[id], len_of[id], NULL, id,
 			  S.now) == 0);
 	rx_bytes_target = sizeof(other) + (256u << 10);
-	run_until(got_some, 10ull * 1000000000ull);
+	sim_run_until(&S, got_some, 10ull * 1000000000ull);
 	ok(got_some() && delivered[id] == 0,
 	   "a 1 MiB message (4x the arena) is being received in place");
 	is_int(tp_rx_detach(S.nodes[1].tp, 0, 0, id, S.now), 1,
@@ -274,11 +257,11 @@ static void reset_unplace(void)
 	reset_state();
 	start(&l, 17, 0);
 	len_of[id] = 2u << 20;
-	fill(src[id], len_of[id], 3);
+	sim_fill_bytes(src[id], len_of[id], 3);
 	ZB_ASSERT(tp_send(S.nodes[0].tp, 1, 0, src[id], len_of[id], NULL, id,
 			  S.now) == 0);
 	rx_bytes_target = 512u << 10;
-	run_until(got_some, 10ull * 1000000000ull);
+	sim_run_until(&S, got_some, 10ull * 1000000000ull);
 	ok(got_some() && delivered[id] == 0, "a 2 MiB message is being received in place");
 	is_int(tp_peer_reset(S.nodes[1].tp, 0, S.now), 0, "the receiver resets the session");
 	is_int(unplaced, 1, "rx_unplace called once");
