@@ -2,7 +2,10 @@
  * real frames are fed to tp_rx while real traffic flows. Nothing crashes,
  * every bad frame is counted under a reason, and the traffic still arrives
  * exactly once, in order, intact (UDP checksums on, so a damaged payload
- * byte is caught, not delivered). Fixed seed; `test_fuzz.t SEED` for others. */
+ * byte is caught, not delivered). Then the same with receivers that keep
+ * frames (tp_rx_keep, every message of 1 KiB and more taken as its frames):
+ * hostile frames never leave a frame held, every kept one goes back once.
+ * Fixed seed; `test_fuzz.t SEED` for others. */
 #include "tap.h"
 #include "traffic.h"
 
@@ -51,14 +54,37 @@ static uint64_t fuzz_one(struct sim *s, uint64_t *accepted)
 	 * (IPv4, UDP, zbmd) detect any error confined to one 16-bit word, but
 	 * two errors can cancel (docs/wire.md, "Integrity"); on a real link
 	 * the Ethernet FCS (CRC-32) is what catches those. */
-	if (tp_rx(s->nodes[dst].tp, buf, len, 0, s->now) == 0)
+	if (!s->keep) {
+		if (tp_rx(s->nodes[dst].tp, buf, len, 0, s->now) == 0)
+			(*accepted)++;
+		return 1;
+	}
+	uint8_t *copy = malloc(len ? len : 1);   /* the handle is itself */
+	ZB_ASSERT(copy != NULL);
+	memcpy(copy, buf, len);
+	s->kept_out++;
+	int rc = tp_rx_keep(s->nodes[dst].tp, copy, len, 0, copy, s->now);
+	if (rc != TP_RX_KEPT) {
+		s->kept_out--;
+		free(copy);
+	}
+	if (rc >= 0)
 		(*accepted)++;
 	return 1;
 }
 
-int main(int argc, char **argv)
+static bool keep_all(struct sim_node *n, uint16_t peer, uint16_t stream,
+		     size_t len)
 {
-	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 1234;
+	(void)n;
+	(void)peer;
+	(void)stream;
+	(void)len;
+	return true;
+}
+
+static void run(uint64_t seed, bool keep)
+{
 	struct sim_link lossy = {.loss = 0.02, .dup = 0.01, .reorder = 0.1,
 				 .delay_ns = 5000, .reorder_ns = 10000};
 	struct sim s;
@@ -67,11 +93,14 @@ int main(int argc, char **argv)
 	uint64_t fuzzed = 0, accepted = 0, bad = 0, by_reason = 0;
 	int done = 0, reasons = 0;
 
-	tap_plan(8);
 	ZB_ASSERT(sim_init(&s, 3, &lossy, seed, 1 << 14) == 0);
+	s.keep = keep;
+	s.rx_keep = keep ? keep_all : NULL;
 	for (uint16_t i = 0; i < 3; i++) {
 		sim_params(&p, i, 50 + i);
 		p.tx_flags = WIRE_TX_UDP_CSUM;
+		p.rx_keep_min = keep ? 1024 : 0;
+		p.rx_keep_frames = keep ? 4096 : 0;
 		ZB_ASSERT(sim_node_start(&s, i, &p) == 0);
 	}
 	s.tap = tap_rec;
@@ -102,9 +131,9 @@ int main(int argc, char **argv)
 			tap_diag("  %-14s %" PRIu64, wire_reason_name((enum wire_reason)r), c);
 		}
 	}
-	tap_diag("seed %" PRIu64 ": %" PRIu64 " hostile frames, %" PRIu64
+	tap_diag("seed %" PRIu64 "%s: %" PRIu64 " hostile frames, %" PRIu64
 		 " refused, %" PRIu64 " accepted as harmless (duplicates of real ones)",
-		 seed, fuzzed, bad, accepted);
+		 seed, keep ? " (frames kept)" : "", fuzzed, bad, accepted);
 	ok(fuzzed > 10000, "fuzzed with %" PRIu64 " frames", fuzzed);
 	ok(bad > fuzzed / 2, "most hostile frames refused and counted");
 	is_int(by_reason, bad, "every refusal counted under a reason");
@@ -112,7 +141,27 @@ int main(int argc, char **argv)
 	ok(done, "seed %" PRIu64 ": traffic completed under fuzzing", seed);
 	is_int(TR_SUM(&t, delivered), t.target_total, "every real message delivered exactly once");
 	is_int(TR_SUM(&t, bad_order) + TR_SUM(&t, bad_content), 0, "in order, content intact");
+	if (keep) {
+		uint64_t kept = 0;
+		for (int i = 0; i < 3; i++)
+			kept += tp_stats(s.nodes[i].tp)->frames_kept;
+		ok(TR_SUM(&t, kept) > 100 && kept > TR_SUM(&t, kept),
+		   "messages delivered as kept frames (%" PRIu64 ", %" PRIu64 " frames)",
+		   TR_SUM(&t, kept), kept);
+		ok(s.kept_out == 0 && s.kept_frees == kept,
+		   "every kept frame given back exactly once (%" PRIu64 " of %" PRIu64 ")",
+		   s.kept_frees, kept);
+	}
 	sim_fini(&s);
 	is_int(tr_live_bufs, 0, "zero-copy buffers released");
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 1234;
+
+	tap_plan(18);
+	run(seed, false);
+	run(seed + 1, true);
 	return tap_done();
 }
