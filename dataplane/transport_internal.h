@@ -149,7 +149,8 @@ struct tp {
 	uint64_t rx_last_key;
 	struct tp_msg *orphans;         /* complete, from a reset session */
 	struct tp_arena arena;
-	/* kept frames (ops->rx_keep): segment tables, TP_BLK / 16 per block */
+	/* kept frames (ops->rx_keep): segment tables, TP_BLK / 16 per block;
+	 * base != NULL iff keeping is on (rx_keep, rx_keep_min, rx_keep_frames) */
 	struct tp_arena segarena;
 	void *rx_ref;                   /* the frame tp__rx_frame works on */
 	uint8_t rx_kept;                /* ... was kept */

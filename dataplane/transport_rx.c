@@ -324,9 +324,9 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		blk = nblk = 0;
 		if (buf) {
 			tp->st.msgs_placed++;
-		} else if (tp->rx_ref && tp->p.rx_keep_min && tp->p.rx_keep_frames &&
+		} else if (tp->rx_ref && tp->segarena.base &&   /* keeping on */
 			   h->msg_len >= tp->p.rx_keep_min &&
-			   !tp__large(tp, h->msg_len) && tp->ops.rx_keep &&
+			   !tp__large(tp, h->msg_len) &&
 			   tp->ops.rx_keep(tp->user, pe->node, h->stream, h->msg_len)) {
 			size_t tb = (size_t)h->frag_count * sizeof(*segs);
 			if (tp__arena_alloc(&tp->segarena, tb, &sblk, &nsblk) == 0) {
@@ -592,22 +592,27 @@ void tp_rx_flush(struct tp *tp, uint64_t now_ns)
 	tp->ackq_len = 0;
 }
 
-int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
-	  uint64_t now_ns)
+/* tp_rx, tp_rx_keep: through the fault injection when it is on */
+static inline int rx_in(struct tp *tp, const void *frame, size_t len,
+			unsigned flags, void *ref, uint64_t now_ns)
 {
 	ZB_DASSERT(tp != NULL);
 	if (ZB_UNLIKELY(tp->fault_on))
-		return tp__fault_rx(tp, frame, len, flags, NULL, now_ns);
-	return tp__rx_frame(tp, frame, len, flags, NULL, now_ns);
+		return tp__fault_rx(tp, frame, len, flags, ref, now_ns);
+	return tp__rx_frame(tp, frame, len, flags, ref, now_ns);
+}
+
+int tp_rx(struct tp *tp, const void *frame, size_t len, unsigned flags,
+	  uint64_t now_ns)
+{
+	return rx_in(tp, frame, len, flags, NULL, now_ns);
 }
 
 int tp_rx_keep(struct tp *tp, const void *frame, size_t len, unsigned flags,
 	       void *frame_ref, uint64_t now_ns)
 {
-	ZB_DASSERT(tp != NULL && frame_ref != NULL);
-	if (ZB_UNLIKELY(tp->fault_on))
-		return tp__fault_rx(tp, frame, len, flags, frame_ref, now_ns);
-	return tp__rx_frame(tp, frame, len, flags, frame_ref, now_ns);
+	ZB_DASSERT(frame_ref != NULL);
+	return rx_in(tp, frame, len, flags, frame_ref, now_ns);
 }
 
 /* Move a placed message into the arena (the consumer takes its buffer

@@ -422,6 +422,26 @@ static inline void sim_fini(struct sim *s)
 	free(s->tap_buf);
 }
 
+/* Give a frame to tp: tp_rx, or with s->keep tp_rx_keep on a malloc'ed
+ * copy whose handle is itself (freed here when not kept, else by rx_free).
+ * Returns what the transport returned. */
+static inline int sim_rx(struct sim *s, struct tp *tp, const uint8_t *frame,
+			 size_t len)
+{
+	if (!s->keep)
+		return tp_rx(tp, frame, len, 0, s->now);
+	uint8_t *copy = malloc(len ? len : 1);
+	ZB_ASSERT(copy != NULL);
+	memcpy(copy, frame, len);
+	s->kept_out++;   /* until rx_free, or not kept: */
+	int rc = tp_rx_keep(tp, copy, len, 0, copy, s->now);
+	if (rc != TP_RX_KEPT) {
+		s->kept_out--;
+		free(copy);
+	}
+	return rc;
+}
+
 /* Deliver one packet to its node (assembling a zero-copy frame). */
 static inline void sim_deliver_pkt(struct sim *s, struct sim_pkt *p)
 {
@@ -435,19 +455,7 @@ static inline void sim_deliver_pkt(struct sim *s, struct sim_pkt *p)
 			frame = s->scratch;
 		}
 		s->delivered++;
-		if (s->keep) {
-			uint8_t *copy = malloc(p->len);
-			ZB_ASSERT(copy != NULL);
-			memcpy(copy, frame, p->len);
-			s->kept_out++;   /* until rx_free, or not kept: */
-			if (tp_rx_keep(n->tp, copy, p->len, 0, copy, s->now) !=
-			    TP_RX_KEPT) {
-				s->kept_out--;
-				free(copy);
-			}
-		} else {
-			tp_rx(n->tp, frame, p->len, 0, s->now);
-		}
+		sim_rx(s, n->tp, frame, p->len);
 	}
 	sim_pkt_free(s, p);
 }

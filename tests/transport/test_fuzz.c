@@ -54,20 +54,7 @@ static uint64_t fuzz_one(struct sim *s, uint64_t *accepted)
 	 * (IPv4, UDP, zbmd) detect any error confined to one 16-bit word, but
 	 * two errors can cancel (docs/wire.md, "Integrity"); on a real link
 	 * the Ethernet FCS (CRC-32) is what catches those. */
-	if (!s->keep) {
-		if (tp_rx(s->nodes[dst].tp, buf, len, 0, s->now) == 0)
-			(*accepted)++;
-		return 1;
-	}
-	uint8_t *copy = malloc(len ? len : 1);   /* the handle is itself */
-	ZB_ASSERT(copy != NULL);
-	memcpy(copy, buf, len);
-	s->kept_out++;
-	int rc = tp_rx_keep(s->nodes[dst].tp, copy, len, 0, copy, s->now);
-	if (rc != TP_RX_KEPT) {
-		s->kept_out--;
-		free(copy);
-	}
+	int rc = sim_rx(s, s->nodes[dst].tp, buf, len);
 	if (rc >= 0)
 		(*accepted)++;
 	return 1;
