@@ -55,6 +55,7 @@ static_assert(CFG_MAX_NODES == 64, "the [peer.N] doc names 0..63");
 static_assert(ZB_ARRAY_LEN(cfg__sections) == S_COUNT, "one row per section");
 
 static const char *const idle_names[] = {"poll", "adaptive", NULL};
+static const char *const mbuf_pool_names[] = {"stack", "ring", NULL};
 static const char *const transport_names[] = {"dpdk", "tcp", "rdma", NULL};
 static const char *const gpu_names[] = {"auto", "cpu", "cuda", "hip",
 					"vulkan", NULL};
@@ -116,6 +117,12 @@ const struct cfg__key cfg__keys[] = {
 	     "Mbufs in each port's mempool (2^n - 1 is most efficient)."),
 	UINT(S_DATAPLANE, "mbuf_cache", 0, 512, "256", dp.mbuf_cache,
 	     "Per-lcore mempool cache, mbufs (at most mbufs / 1.5)."),
+	ENUM(S_DATAPLANE, "mbuf_pool", mbuf_pool_names, "stack", dp.mbuf_pool,
+	     "How a port's mempool keeps the mbufs that overflow the lcore "
+	     "caches: `stack` hands out the last freed first, so the mbufs "
+	     "in use stay few and warm in the CPU caches; `ring` (DPDK's "
+	     "default) first in, first out, which cycles through the whole "
+	     "pool."),
 	UINT(S_DATAPLANE, "burst", 1, 512, "32", dp.burst,
 	     "Packets per rx/tx burst."),
 	UINT(S_DATAPLANE, "udp_port", 1, U16, "7403", dp.udp_port,

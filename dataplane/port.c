@@ -190,13 +190,23 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	int sock = p->socket < 0 ? (int)rte_socket_id() : p->socket;
 	char pname[RTE_MEMPOOL_NAMESIZE];
 	snprintf(pname, sizeof(pname), "zbmd_port%u", idx);
-	p->pool = rte_pktmbuf_pool_create(pname, p->pool_size, cache, 0,
-					  p->data_room, sock);
+	/* [dataplane] mbuf_pool: DPDK's "stack" handler (LIFO) by default.
+	 * With the ring (FIFO) a freed mbuf comes back only after every other
+	 * free one, so anything that holds mbufs for a while (kept frames, a
+	 * deep TX queue) makes the lcores cycle through the whole pool, ~20
+	 * MB at MTU 1500, and every RX burst writes into lines long gone from
+	 * the caches (docs/dataplane.md, "The mbuf pool"). The handler is
+	 * reached only when an lcore's cache (mbuf_cache) runs empty or full. */
+	const char *ops = cfg->dp.mbuf_pool == CFG_MBUF_POOL_RING ? "ring_mp_mc" : "stack";
+	p->pool = rte_pktmbuf_pool_create_by_ops(pname, p->pool_size, cache, 0,
+						 p->data_room, sock, ops);
 	if (!p->pool)
-		return dp__err(err, -ENOMEM,
-			       "port.%u (%s): mempool of %u mbufs x %u bytes on socket %d: %s ([eal] memory too small?)",
-			       idx, p->name, p->pool_size, p->data_room, sock,
-			       rte_strerror(rte_errno));
+		return dp__err(err, rte_errno == ENOMEM ? -ENOMEM : ZB_ERR_DEVICE,
+			       "port.%u (%s): mempool of %u mbufs x %u bytes on socket %d, handler \"%s\": %s (%s)",
+			       idx, p->name, p->pool_size, p->data_room, sock, ops,
+			       rte_strerror(rte_errno),
+			       rte_errno == ENOMEM ? "[eal] memory too small?"
+			       : "[dataplane] mbuf_pool = ring uses DPDK's default handler");
 
 	prefault_pool(p->pool);
 

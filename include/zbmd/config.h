@@ -22,6 +22,8 @@
 #define CFG_STR         256
 
 enum cfg_idle_policy { CFG_IDLE_POLL = 0, CFG_IDLE_ADAPTIVE };
+/* [dataplane] mbuf_pool: how a port's mempool keeps its free mbufs. */
+enum cfg_mbuf_pool { CFG_MBUF_POOL_STACK = 0, CFG_MBUF_POOL_RING };
 enum cfg_transport { CFG_TRANSPORT_DPDK = 0, CFG_TRANSPORT_TCP, CFG_TRANSPORT_RDMA };
 /* [actors] carrier: what carries remote actor messages. */
 enum cfg_carrier { CFG_CARRIER_AUTO = 0, CFG_CARRIER_DPDK, CFG_CARRIER_TCP, CFG_CARRIER_RDMA };
@@ -75,6 +77,7 @@ struct zb_config {
 		uint32_t idle_sleep_us_max;    /* adaptive: back-off ceiling */
 		uint32_t mbufs;                /* mempool size per port */
 		uint32_t mbuf_cache;
+		enum cfg_mbuf_pool mbuf_pool;  /* last freed, first reused, or FIFO */
 		uint16_t burst;
 		uint16_t udp_port;             /* zbmd wire UDP port */
 	} dp;

@@ -48,8 +48,8 @@ static void test_defaults(void)
 		   d.control.phi_threshold == 8.0,
 	   "defaults: coll.timeout_ms 5000, heartbeat 100 ms, phi 8");
 	ok(d.dp.idle == CFG_IDLE_POLL && d.transport.kind == CFG_TRANSPORT_DPDK &&
-		   d.gpu.backend == CFG_GPU_AUTO,
-	   "defaults: idle poll, transport dpdk, gpu auto");
+		   d.gpu.backend == CFG_GPU_AUTO && d.dp.mbuf_pool == CFG_MBUF_POOL_STACK,
+	   "defaults: idle poll, transport dpdk, gpu auto, stack mbuf pools");
 	ok(d.eal.memory_mb == 1024 && d.eal.hugepages &&
 		   d.eal.lcore_count == 1 && d.eal.lcore_list[0] == 0 &&
 		   strcmp(d.eal.file_prefix, "zbmd") == 0,
