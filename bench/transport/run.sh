@@ -192,14 +192,28 @@ state() {  # NAME: the measurement's readings before (RB) and after
 	STATES+=("$1 ${RB:-?}/${v:-?}")
 	R[state.$1]=${v:-}
 }
+# zbmd_pair NAME CL DIR: run_zbmd, and once more (after the machine settles)
+# when the round trip after it reads more than 3x the lowest seen -- the
+# slow state (docs/perf-transport.md) took the run, its figures measure the
+# machine; the second run's figures replace the first's
+zbmd_pair() {
+	run_zbmd "$2" "$3" "$4"
+	state "$1"
+	local v=${R[state.$1]:-}
+	if [ -n "$v" ] && [ -n "$RTT_MIN" ] && [ "$v" -gt $((RTT_MIN * 3)) ]; then
+		log "$1: the machine read slow after the run ($v ns): once more"
+		ms_settle
+		run_zbmd "$2" "$3" "$4"
+		state "$1-again"
+	fi
+}
 R[rtt.before]=$(ms_rtt); ms_seen "${R[rtt.before]}"
 raw_ceilings before
 
 log "memif: 2 nodes, mtu $MMTU"
 ms_settle
 if ZBN_MTU=$MMTU $CLM up 2 >/dev/null; then
-	run_zbmd memif "$CLM" "$W/m"
-	state memif
+	zbmd_pair memif memif "$CLM" "$W/m"
 	log "memif: goodput with the receiver copying, mtu $MMTU"
 	ms_settle
 	run_zbmd memif "$CLM" "$W/m" copy
@@ -214,8 +228,7 @@ if [ "$MMTU" != 1500 ]; then  # the same frame size as testpmd's 1500-byte ceili
 	log "memif: 2 nodes, mtu 1500"
 	ms_settle
 	if ZBN_MTU=1500 $CLM up 2 >/dev/null; then
-		run_zbmd memif1500 "$CLM" "$W/m"
-		state memif1500
+		zbmd_pair memif1500 memif1500 "$CLM" "$W/m"
 		log "memif: actors, mtu 1500"
 		ms_settle
 		run_actor memif1500 "$CLM" "$W/m" "$ACT_N"
@@ -273,7 +286,7 @@ echo "   machine state: CPU 0 <-> CPU 1 cache-line round trip $(g rtt.before) ns
 echo "   zbmd's runs, before/after each (ns): ${STATES[*]:-n/a}; lowest seen ${RTT_MIN:-n/a}"
 slow=""
 for st in memif memif-copy memif1500 memif-actors memif1500-actors; do
-	v=${R[state.$st]:-}
+	v=${R[state.$st-again]:-${R[state.$st]:-}}   # a run done again counts by its second reading
 	[ -n "$v" ] && [ -n "$RTT_MIN" ] && [ "$v" -gt $((RTT_MIN * 2)) ] && slow="$slow $st"
 done
 [ -n "$slow" ] && echo "   SLOW STATE: the round trip read over 2x the lowest right after zbmd's$slow run: its figures may be the machine's (run again)"
