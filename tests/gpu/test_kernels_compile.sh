@@ -8,6 +8,9 @@ plan 2
 src="$ZBMD_ROOT/gpu/kernels/zb_kernels.cu"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# the compilers' own scratch directories (hipcc leaves an empty
+# zb_kernels-XXXXXX behind per compile) go under $tmp and with it
+export TMPDIR=$tmp
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ]; then
 	check "nvcc compiles the kernels (sm_80 cubin)" "$NVCC" -cubin -arch=sm_80 -o "$tmp/k.cubin" "$src"
