@@ -200,13 +200,19 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	const char *ops = cfg->dp.mbuf_pool == CFG_MBUF_POOL_RING ? "ring_mp_mc" : "stack";
 	p->pool = rte_pktmbuf_pool_create_by_ops(pname, p->pool_size, cache, 0,
 						 p->data_room, sock, ops);
-	if (!p->pool)
-		return dp__err(err, rte_errno == ENOMEM ? -ENOMEM : ZB_ERR_DEVICE,
+	if (!p->pool) {
+		/* ENOMEM: too little EAL memory; otherwise the handler's
+		 * driver (librte_mempool_stack / _ring) was not loaded */
+		bool nomem = rte_errno == ENOMEM;
+		const char *hint = nomem ? "[eal] memory too small?"
+				   : cfg->dp.mbuf_pool == CFG_MBUF_POOL_RING
+					   ? "DPDK's mempool drivers not loaded?"
+					   : "[dataplane] mbuf_pool = ring uses DPDK's default handler";
+		return dp__err(err, nomem ? -ENOMEM : ZB_ERR_DEVICE,
 			       "port.%u (%s): mempool of %u mbufs x %u bytes on socket %d, handler \"%s\": %s (%s)",
 			       idx, p->name, p->pool_size, p->data_room, sock, ops,
-			       rte_strerror(rte_errno),
-			       rte_errno == ENOMEM ? "[eal] memory too small?"
-			       : "[dataplane] mbuf_pool = ring uses DPDK's default handler");
+			       rte_strerror(rte_errno), hint);
+	}
 
 	prefault_pool(p->pool);
 

@@ -307,7 +307,7 @@ row "retransmissions (sender)" "$(g memif.rtx)" "$(g memif1500.rtx)" "$(g veth.r
 row "bulk msgs kept as frames" "$(g memif.kept)" "$(g memif1500.kept)" "$(g veth.kept)" "" ""
 row "  1 MiB, copied (--copy)" "$(g memif.bulk1c)" "" "" "" ""
 row "  16 MiB, copied (--copy)" "$(g memif.bulk16c)" "" "" "" ""
-echo "   (the receiver takes bulk messages under 4 MiB as their frames, not copied, over ports of MTU >= 4000;"
+echo "   (the receiver takes bulk messages under 4 MiB as their frames, not copied (stack mbuf pools: any MTU; ring pools: MTU >= 4000);"
 echo "    others are copied once into its reassembly arena: docs/wire.md, \"Receive without copying\")"
 echo
 echo "dpdk-testpmd raw memif (rxonly receiver, best second, M pkt/s; the better of before / after zbmd's runs):"
