@@ -118,6 +118,9 @@ struct tp_msg {
 	uint8_t placed__;        /* data is the consumer's (ops->rx_place) */
 };
 
+/* The most frames one ops->rx_free_bulk call hands back. */
+#define TP_RX_FREE_BULK 32
+
 enum tp_peer_event {
 	TP_PEER_UP = 1,          /* first valid frame (or first after DOWN) */
 	TP_PEER_RESTARTED,       /* new remote epoch: session reset */
@@ -190,6 +193,9 @@ struct tp_ops {
 	/* A frame tp_rx_keep() kept is the link's again. Required with
 	 * rx_keep. */
 	void (*rx_free)(void *user, void *frame);
+	/* Optional: n (<= TP_RX_FREE_BULK) such frames at once, in the order
+	 * they were kept, instead of rx_free for each. */
+	void (*rx_free_bulk)(void *user, void *const *frames, unsigned n);
 	/* Session events for the control plane / metrics. Optional (NULL). */
 	void (*peer_event)(void *user, uint16_t peer, enum tp_peer_event ev,
 			   uint32_t remote_epoch);

@@ -92,6 +92,11 @@ struct sim {
 			size_t len);
 	int64_t kept_out;
 	uint64_t kept_frees;
+	/* with `free_bulk`, tp_ops.rx_free_bulk too (set before
+	 * sim_node_start): bulk_calls counts its calls, bulk_over the ones
+	 * with no frame or more than TP_RX_FREE_BULK */
+	bool free_bulk;
+	uint64_t bulk_calls, bulk_over;
 	/* optional tx tap (e.g. to record frames for replay) */
 	void (*tap)(struct sim *s, uint16_t src, const uint8_t *frame, size_t len);
 };
@@ -284,6 +289,16 @@ static void sim_cb_rx_free(void *user, void *frame)
 	free(frame);
 }
 
+static void sim_cb_rx_free_bulk(void *user, void *const *frames, unsigned n)
+{
+	struct sim_node *nd = user;
+	nd->sim->bulk_calls++;
+	if (n == 0 || n > TP_RX_FREE_BULK)
+		nd->sim->bulk_over++;
+	for (unsigned i = 0; i < n; i++)
+		sim_cb_rx_free(user, frames[i]);
+}
+
 static const struct tp_ops sim_ops = {
 	.tx = sim_tx,
 	.deliver = sim_cb_deliver,
@@ -353,6 +368,8 @@ static inline int sim_node_start(struct sim *s, uint16_t id,
 	struct tp_ops ops = sim_ops;   /* tp_create copies it */
 	if (s->rx_write)
 		ops.rx_write = sim_cb_rx_write;
+	if (s->free_bulk)
+		ops.rx_free_bulk = sim_cb_rx_free_bulk;
 	rc = tp_create(p, &ops, n, &n->tp);
 	if (rc)
 		return rc;

@@ -108,11 +108,12 @@ static void send_done(struct sim_node *n, uint64_t cookie, int status)
 }
 
 static void start(const struct sim_link *l, uint64_t seed, uint32_t frames,
-		  const struct tp_fault *fault)
+		  const struct tp_fault *fault, bool bulk)
 {
 	struct tp_params p;
 
 	ZB_ASSERT(sim_init(&S, 2, l, seed, 1 << 14) == 0);
+	S.free_bulk = bulk;
 	S.deliver = deliver;
 	S.send_done = send_done;
 	S.rx_keep = rx_keep;
@@ -167,13 +168,14 @@ static int want_kept(uint32_t n, bool s1)
 }
 
 /* 1. a lossy link; stream 0 kept, stream 1 declined; some held a while */
-static void lossy(void)
+/* bulk: the frames go back through rx_free_bulk, as the dataplane's */
+static void lossy(bool bulk)
 {
 	struct sim_link l = {.loss = 0.05, .dup = 0.02, .reorder = 0.2,
 			     .delay_ns = 5000, .reorder_ns = 30000};
 	int all = 0, good = 0, lay = 0, kept = 0, kept_right = 0;
 
-	start(&l, 11, 4096, NULL);
+	start(&l, 11, 4096, NULL, bulk);
 	hold_want = 4;
 	send_all(NMSG);
 	sim_run_until(&S, sends_done, 120ull * 1000000000ull);
@@ -185,9 +187,10 @@ static void lossy(void)
 		kept_right += kept_as[i] == (len_of[i] >= KEEP_MIN && i % 2 == 0);
 	}
 	const struct tp_stats *st = tp_stats(S.nodes[1].tp);
-	tap_diag("lossy: %" PRIu64 " lost, %" PRIu64 " duplicated, %" PRIu64
+	tap_diag("lossy%s: %" PRIu64 " lost, %" PRIu64 " duplicated, %" PRIu64
 		 " reordered; %d of %d kept, %" PRIu64 " frames kept",
-		 S.dropped, S.duplicated, S.reordered, kept, NMSG, st->frames_kept);
+		 bulk ? " (rx_free_bulk)" : "", S.dropped, S.duplicated,
+		 S.reordered, kept, NMSG, st->frames_kept);
 	ok(S.dropped > 0 && S.duplicated > 0 && S.reordered > 0,
 	   "the link lost, duplicated and reordered frames");
 	is_int(all, NMSG, "every message delivered exactly once");
@@ -215,6 +218,10 @@ static void lossy(void)
 	ok(out_before == (int64_t)frames_held && S.kept_out == 0,
 	   "releasing them gave back exactly their frames (%" PRId64 ")", out_before);
 	is_int((int)S.kept_frees, (int)st->frames_kept, "every kept frame freed once");
+	if (bulk)
+		ok(S.bulk_calls > 0 && S.bulk_calls < S.kept_frees && S.bulk_over == 0,
+		   "given back in batches of 1..%d (%" PRIu64 " calls for %" PRIu64 " frames)",
+		   TP_RX_FREE_BULK, S.bulk_calls, S.kept_frees);
 	sim_fini(&S);
 	ok(S.kept_out == 0, "nothing left after tp_destroy");
 }
@@ -225,7 +232,7 @@ static void no_room(void)
 	struct sim_link l = {.loss = 0.01, .delay_ns = 5000};
 	int good = 0, kept = 0, arena_large = 0;
 
-	start(&l, 12, 64, NULL);   /* 64 frames: ~90 KiB at MTU 1500 */
+	start(&l, 12, 64, NULL, false);   /* 64 frames: ~90 KiB at MTU 1500 */
 	send_all(NMSG);
 	sim_run_until(&S, sends_done, 120ull * 1000000000ull);
 	for (uint32_t i = 0; i < NMSG; i++) {
@@ -248,7 +255,7 @@ static void reset_partial(void)
 	/* frames spread over 2 ms: the test can cut the link mid-message */
 	struct sim_link l = {.delay_ns = 5000, .jitter_ns = 2000000};
 
-	start(&l, 13, 4096, NULL);
+	start(&l, 13, 4096, NULL, true);   /* the dropped frames: rx_free_bulk */
 	len_of[0] = 280u << 10;
 	sim_fill_bytes(src[0], len_of[0], 99);
 	S.link.loss = 0;
@@ -290,7 +297,7 @@ static void faults(void)
 			     .reorder_rate = 0.1, .seed = 5};
 	int good = 0, kept = 0;
 
-	start(&l, 14, 4096, &f);
+	start(&l, 14, 4096, &f, false);
 	keep_stream1 = true;
 	send_all(NMSG);
 	sim_run_until(&S, sends_done, 120ull * 1000000000ull);
@@ -319,8 +326,9 @@ int main(void)
 		src[i] = malloc(300u << 10);
 		ZB_ASSERT(src[i] != NULL);
 	}
-	tap_plan(27);
-	lossy();
+	tap_plan(42);
+	lossy(false);
+	lossy(true);
 	no_room();
 	reset_partial();
 	faults();
