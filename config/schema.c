@@ -241,6 +241,12 @@ const struct cfg__key cfg__keys[] = {
 	     "the whole vectors and a reduction in rank order (n-1 steps "
 	     "instead of 2(n-1): latency-bound sizes); 0: always the ring. "
 	     "The same on every node."),
+	UINT(S_COLL, "stream_min_kb", 0, 4194304, "4096", coll.stream_min_kb,
+	     "A collective whose receive buffer is at least this many KiB has "
+	     "the blocks it receives into that buffer (all-gather steps, "
+	     "broadcast) written past the caches where the provider copies "
+	     "them (dpdk: streaming stores, no read for ownership of the "
+	     "buffer); 0: never."),
 
 	/* [rdma] */
 	KEY(S_RDMA, "enabled", CFG__BOOL, 0, 0, "false", rdma.enabled, 0,

@@ -115,6 +115,7 @@ struct coll_comm {
 	uint16_t nch;
 	uint32_t chunk_bytes;
 	uint32_t small_max;             /* bytes per rank; 0: never gathered */
+	uint64_t stream_min;            /* [coll] stream_min_kb in bytes; 0: never */
 	char *gather;                   /* n * small_max: the gathered vectors */
 	uint64_t timeout_ns;
 	uint64_t ticks0, ns0;           /* coll_ticks() rate reference */
@@ -214,6 +215,8 @@ void coll_stats_get(const struct coll_comm *c, struct coll_stats *out)
 		out->messages += c->ch[i].st.messages;
 		out->bytes_sent += c->ch[i].st.bytes_sent;
 		out->bytes_received += c->ch[i].st.bytes_received;
+		out->recvs_direct += c->ch[i].st.recvs_direct;
+		out->recvs_cold += c->ch[i].st.recvs_cold;
 		reduce += c->ch[i].st.reduce_ns;
 		post += c->ch[i].st.post_ns;
 		test += c->ch[i].st.test_ns;
@@ -474,6 +477,7 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 		c->chunk_bytes = 64;
 	c->chunk_bytes &= ~63u;   /* a multiple of every element size */
 	c->small_max = cfg->coll.small_max_kb * 1024u;
+	c->stream_min = (uint64_t)cfg->coll.stream_min_kb * 1024u;
 	uint32_t tmo = a->timeout_ms ? a->timeout_ms
 		       : (cfg->coll.timeout_ms ? cfg->coll.timeout_ms : 5000);
 	c->timeout_ns = (uint64_t)tmo * 1000000ull;
@@ -993,6 +997,21 @@ static int post_recv_reduce(struct coll_comm *c, struct coll_op *op,
 				    a->dtype, rop, mh, req);
 }
 
+/* Whether op's receives into dst go past the caches (net_ops.recv_hint):
+ * its receive buffer is at least [coll] stream_min. An all-gather step's
+ * block is read again only by the next step's send, right after; a buffer
+ * that large does not stay in the caches between collectives anyway, and
+ * streaming stores spare each line's read for ownership from memory and
+ * leave the caches to the rest of the collective (docs/collectives.md). */
+static bool recv_cold(const struct coll_comm *c, const struct coll_op *op)
+{
+	const struct coll_args *a = &op->a;
+	uint64_t bytes = (uint64_t)a->count * zb_dtype_size(a->dtype);
+	if (a->kind == COLL_ALLGATHER)
+		bytes *= c->n;
+	return c->stream_min && c->ops->recv_hint && bytes >= c->stream_min;
+}
+
 static int chan_post(struct coll_comm *c, struct coll_op *op,
 		     struct coll_chan *ch)
 {
@@ -1036,6 +1055,13 @@ static int chan_post(struct coll_comm *c, struct coll_op *op,
 			if (rc < 0)
 				return chan_fail(c, ch, rc, "posting a receive from node %u",
 						 c->prev);
+			if (x.recv_kind == COLL_RECV_DIRECT) {
+				ch->st.recvs_direct++;
+				if (recv_cold(c, op)) {
+					o->recv_hint(req, NET_RECV_COLD);
+					ch->st.recvs_cold++;
+				}
+			}
 		}
 		ch->rreq[p % COLL_WINDOW] = req;
 		ch->recv_post++;

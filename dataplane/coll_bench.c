@@ -445,6 +445,8 @@ static void bench_stats_get(struct bench_ctx *b, struct coll_stats *out)
 		out->wait_ns += s.wait_ns;
 		out->post_ns += s.post_ns;
 		out->test_ns += s.test_ns;
+		out->recvs_direct += s.recvs_direct;
+		out->recvs_cold += s.recvs_cold;
 		if (s.blocking_ns > out->blocking_ns)
 			out->blocking_ns = s.blocking_ns;
 	}
@@ -633,7 +635,9 @@ static void bench_breakdown(const struct bench_row *r, long iters)
 		       "#   %.1f MB sent, %.1f MB received, %.0f messages, %.0f frames out, "
 		       "%.0f frames in per all-reduce\n"
 		       "#   payloads received in place %.0f of %.0f per all-reduce (the others "
-		       "waited in the reassembly arena for their receive: one more copy)\n#\n",
+		       "waited in the reassembly arena for their receive: one more copy)\n"
+		       "#   all-gather receives written past the caches %.0f of %.0f per "
+		       "all-reduce ([coll] stream_min_kb)\n#\n",
 		       r->bytes, wall, h->lanes, lt, rxb, 100 * rxb / lt, txb, 100 * txb / lt,
 		       rrd, 100 * rrd / lt, rcp, 100 * rcp / lt, tp, 100 * tp / lt,
 		       co, 100 * co / lt, red, cp, ps, ts,
@@ -641,7 +645,8 @@ static void bench_breakdown(const struct bench_row *r, long iters)
 		       (double)s->bytes_sent / 1e6 / it, (double)s->bytes_received / 1e6 / it,
 		       (double)s->messages / it, (double)h->tx_packets / it,
 		       (double)h->rx_packets / it, (double)h->msgs_placed / it,
-		       (double)h->msgs_delivered / 2 / it);
+		       (double)h->msgs_delivered / 2 / it,
+		       (double)s->recvs_cold / it, (double)s->recvs_direct / it);
 		return;
 	}
 	if (tot <= 0 || !s->messages)

@@ -64,6 +64,7 @@ struct nd_req {
 	uint8_t acks;            /* send: send_done calls seen (2 = both) */
 	uint8_t placed;          /* recv: the transport writes into buf */
 	uint8_t reduce;          /* recv: irecv_reduce (combine with src) */
+	uint8_t cold;            /* recv: NET_RECV_COLD (streaming stores) */
 	uint8_t dtype, rop;      /* recv, reduce: enum zb_dtype, zb_redop */
 	const void *src;         /* recv, reduce: the other operand */
 	uint32_t msg_id;         /* recv, placed: the payload's message */
@@ -140,7 +141,10 @@ static void recv_write(struct nd_req *r, size_t off, const uint8_t *data,
 	int rc;
 
 	if (!r->reduce) {
-		memcpy(to, data, len);
+		if (r->cold)
+			zb_copy_stream(to, data, len);
+		else
+			memcpy(to, data, len);
 		r->comm->ctx->copy_cyc += rte_rdtsc() - t0;
 		return;
 	}
@@ -180,6 +184,8 @@ static void complete_recv(struct nd_comm *cm, struct tp_msg *m)
 		recv_write(r, 0, m->data, m->len);
 	ZB_DASSERT(!r->placed || (r->msg_id == m->msg_id && m->data == r->buf));
 	r->size = m->len;
+	if (r->cold)   /* the streaming stores before anyone sees it done */
+		zb_copy_stream_fence();
 	r->done = 1;
 }
 
@@ -386,6 +392,14 @@ static int nd_irecv(void *comm, void *data, size_t size, uint32_t tag,
 	return 0;
 }
 
+static void nd_recv_hint(void *request, unsigned hints)
+{
+	struct nd_req *r = request;
+	ZB_DASSERT(r != NULL && r->kind == REQ_RECV && !r->done);
+	if ((hints & NET_RECV_COLD) && !r->reduce)
+		r->cold = 1;
+}
+
 static int nd_irecv_reduce(void *comm, void *data, const void *src,
 			   size_t size, uint32_t tag, enum zb_dtype dtype,
 			   enum zb_redop op, void *mh, void **request)
@@ -574,6 +588,7 @@ const struct net_ops dp_net_dpdk_ops = {
 	.dereg_mr = nd_dereg_mr,
 	.isend = nd_isend,
 	.irecv = nd_irecv,
+	.recv_hint = nd_recv_hint,
 	.irecv_reduce = nd_irecv_reduce,
 	.test = nd_test,
 	.close_send = nd_close,

@@ -213,6 +213,9 @@ struct coll_stats {
 					 * payload held back by the window is
 					 * handed to tp_send from there) */
 	uint64_t blocking_ns;           /* inside coll_wait() altogether */
+	uint64_t recvs_direct;          /* receives into dst (all-gather steps) */
+	uint64_t recvs_cold;            /* ... of which hinted NET_RECV_COLD
+					 * ([coll] stream_min_kb) */
 };
 void coll_stats_get(const struct coll_comm *c, struct coll_stats *out);
 void coll_stats_reset(struct coll_comm *c);

@@ -120,6 +120,7 @@ struct zb_config {
 		uint32_t chunk_kb;
 		uint32_t timeout_ms;           /* peer lost: fail within this */
 		uint32_t small_max_kb;         /* all-gather + local reduce up to this */
+		uint32_t stream_min_kb;        /* receives past the caches from here; 0: never */
 	} coll;
 
 	struct {                  /* [rdma] */

@@ -123,7 +123,19 @@ struct net_ops {
 	int (*irecv_reduce)(void *recv_comm, void *data, const void *src,
 			    size_t size, uint32_t tag, enum zb_dtype dtype,
 			    enum zb_redop op, void *mhandle, void **request);
+
+	/* Optional (NULL = hints ignored): hints about a receive posted by
+	 * irecv, given before the caller's next test() or progress() on any
+	 * request of its ctx. NET_RECV_COLD: this node will not read the
+	 * data again soon (a large collective's all-gather), so a provider
+	 * that copies it into data may write it past the caches (streaming
+	 * stores: no read for ownership of data, no eviction of what the
+	 * caller works on). Only a hint: what test() reports, and when, is
+	 * the same. Appended after version 1, like wait. */
+	void (*recv_hint)(void *request, unsigned hints);
 };
+
+#define NET_RECV_COLD 1u
 
 #define NET_MAX_PROVIDERS 8
 

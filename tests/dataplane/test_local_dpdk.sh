@@ -3,7 +3,8 @@
 # collectives over the dpdk net provider and the reliable transport, in
 # nodes started by zbmd local from the cluster scripts' configs.
 #  - every dtype x op x (out-of-place, in-place) x counts 1,2,7,64,1001 on
-#    2, 3 and 4 memif nodes, every element checked (#wrong = 0); 3 nodes with
+#    2, 3 and 4 memif nodes, every element checked (#wrong = 0); the same with
+#    the all-gather's receives written by streaming stores; 3 nodes with
 #    1 KiB chunks (many chunks per block), 2 nodes with two lanes (lcores),
 #    2 nodes with the memif client in zero-copy mode, 2 veth nodes with two
 #    lanes on a 2-queue af_packet port
@@ -20,7 +21,7 @@ need_netns
 # zbmd local keeps the logs of a failed run (and says where): drop them
 drop_kept() { for f in "$@"; do sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$f"; done | xargs -r rm -rf; }
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 37
+plan 40
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -50,6 +51,21 @@ for n in 2 3 4; do
 	ok $? "memif, $n nodes: 150 rows (6 dtypes x 5 ops x 5 counts), #wrong 0 out-of-place and in-place"
 done
 grep -q 'transport dpdk' "$T/m4"; ok $? "the table names the dpdk transport"
+
+# all-gather receives written past the caches ([coll] stream_min_kb, streaming
+# stores in the dpdk provider): with a 1 KiB threshold every all-reduce from
+# 1 KiB takes that path, and every element is still right
+cold() { sed -nE 's/.*written past the caches ([0-9]+) of ([0-9]+) per.*/\1 \2/p' "$1"; }
+$ZBMD local --nodes 3 --link memif --set coll.stream_min_kb=1 -- bench allreduce \
+	-d all -o all -N 7,1001,100000 -n 1 -w 0 >"$T/st" 2>"$T/st.err"
+ok $? "memif, 3 nodes, stream_min_kb = 1: exit 0" || diag "$(tail -5 "$T/st.err")"
+[ "$(rows "$T/st")" = 90 ] && [ "$(wrong_rows "$T/st")" = 0 ]
+ok $? "90 rows (6 dtypes x 5 ops x 3 counts), #wrong 0 out-of-place and in-place"
+set -- $(cold "$T/st")
+c1="$*"
+set -- $(cold "$T/m3")
+[ -n "$c1" ] && [ ${c1% *} -gt 0 ] && [ ${c1% *} = ${c1#* } ] && [ "${1:-x}" = 0 ] && [ "${2:-0}" -gt 0 ]
+ok $? "the last row's all-gather receives: all past the caches at 1 KiB ($c1), none by default ($*)"
 
 # two dataplane lcores per node: one communicator (channel) per lane
 ZBN_LCORES=0-2 $ZBMD local --nodes 2 --link memif -- bench allreduce \
