@@ -207,32 +207,39 @@ void tp__deliver_pending(struct tp *tp, uint64_t now)
 	}
 }
 
+/* m's kept frames back to the link: in batches through ops->rx_free_bulk
+ * where the link has it, else one by one (rx_free). */
+static void give_back_frames(struct tp *tp, const struct tp_msg *m)
+{
+	void *batch[TP_RX_FREE_BULK];
+	unsigned nb = 0;
+
+	for (uint32_t i = 0; i < m->nsegs; i++) {
+		void *f = m->segs[i].frame;
+		if (!f)
+			continue;
+		if (!tp->ops.rx_free_bulk) {
+			tp->ops.rx_free(tp->user, f);
+			continue;
+		}
+		batch[nb++] = f;
+		if (nb == TP_RX_FREE_BULK) {
+			tp->ops.rx_free_bulk(tp->user, batch, nb);
+			nb = 0;
+		}
+	}
+	if (nb)
+		tp->ops.rx_free_bulk(tp->user, batch, nb);
+}
+
 /* What m holds: arena blocks, or kept frames (back to the link) and their
  * segment table. */
 void tp__msg_free_mem(struct tp *tp, struct tp_msg *m)
 {
 	tp__arena_free(&tp->arena, m->blk__, m->nblk__);
 	m->blk__ = m->nblk__ = 0;
-	if (m->segs && tp->ops.rx_free_bulk) {
-		void *batch[TP_RX_FREE_BULK];
-		unsigned nb = 0;
-		for (uint32_t i = 0; i < m->nsegs; i++) {
-			if (!m->segs[i].frame)
-				continue;
-			batch[nb++] = m->segs[i].frame;
-			if (nb == TP_RX_FREE_BULK) {
-				tp->ops.rx_free_bulk(tp->user, batch, nb);
-				nb = 0;
-			}
-		}
-		if (nb)
-			tp->ops.rx_free_bulk(tp->user, batch, nb);
-	} else if (m->segs) {
-		for (uint32_t i = 0; i < m->nsegs; i++)
-			if (m->segs[i].frame)
-				tp->ops.rx_free(tp->user, m->segs[i].frame);
-	}
 	if (m->segs) {
+		give_back_frames(tp, m);
 		tp__arena_free(&tp->segarena, m->sblk__, m->nsblk__);
 		m->segs = NULL;
 		m->nsegs = m->sblk__ = m->nsblk__ = 0;
