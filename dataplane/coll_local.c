@@ -589,10 +589,27 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 	bool prog = strchr(o->cmd[0], '/') != NULL;
 	if (!prog)
 		args[n++] = "zbmd";
-	for (int k = 0; k < o->ncmd && n < 124; k++)
+	/* a zbmd subcommand gets --config right after its words ("bench
+	 * allreduce"), so that a flag of the user's left without its value
+	 * (`-- bench allreduce --json`) meets the parser's own error instead
+	 * of taking "--config" as that value; a program gets it last */
+	int words = 0;
+	bool cfg_given = false;
+	if (!prog)
+		while (words < o->ncmd && o->cmd[words][0] != '-')
+			words++;
+	for (int k = 0; k < o->ncmd && n < 124; k++) {
+		if (!prog && k == words) {
+			args[n++] = "--config";
+			args[n++] = nd->cfg;
+			cfg_given = true;
+		}
 		args[n++] = o->cmd[k];
-	args[n++] = "--config";
-	args[n++] = nd->cfg;
+	}
+	if (!cfg_given) {
+		args[n++] = "--config";
+		args[n++] = nd->cfg;
+	}
 	args[n] = NULL;
 	execv(prog ? o->cmd[0] : "/proc/self/exe", args);
 	fprintf(stderr, "zbmd local: node %d: exec %s: %s\n", i, o->cmd[0],

@@ -6,7 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 16
+plan 17
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -52,5 +52,13 @@ for a in "--nodes 0 -- bench allreduce" "--nodes 2 --set nodot -- x" "--nodes 2 
 	rc=$?; [ $rc -eq 2 ] && [ -s /tmp/zbcoll-err.$$ ] || { bad=1; diag "local $a: exit $rc"; }
 done
 ok $bad "bad zbmd local flags: exit 2 with a message"
+# the node's config goes right after the subcommand's words: a trailing flag
+# without its value is the parser's error, not "--config" taken as the value
+"$Z" local --nodes 2 -- bench allreduce --json >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -ne 0 ] && grep -q "option '--json' requires an argument" /tmp/zbcoll-err.$$ &&
+	! grep -q "unexpected argument" /tmp/zbcoll-err.$$
+ok $? "zbmd local -- bench allreduce --json (no file): the flag's own error, exit $rc"
+kept=$(sed -n "s/^zbmd local: configs and logs kept in \(\/tmp\/zbmd-local-[A-Za-z0-9]*\)$/\1/p" /tmp/zbcoll-err.$$)
+[ -n "$kept" ] && rm -rf "$kept"
 rm -f /tmp/zbcoll-err.$$
 done_testing
