@@ -17,8 +17,10 @@ static int cmd_help(int argc, char **argv);
 
 static int cmd_version(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "zbmd version: unexpected argument '%s'\n", argv[1]);
+		return ZB_EXIT_USAGE;
+	}
 	printf("zbmd %s\n", ZBMD_VERSION);
 	return ZB_EXIT_OK;
 }
@@ -37,11 +39,17 @@ static int cmd_bench(int argc, char **argv)
 		for (size_t i = 0; bench_commands[i].name; i++)
 			if (strcmp(argv[1], bench_commands[i].name) == 0)
 				return bench_commands[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "usage: zbmd bench WHAT [ARGS...]\nbenchmarks:\n");
+	bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
+				  strcmp(argv[1], "-h") == 0 ||
+				  strcmp(argv[1], "help") == 0);
+	if (argc >= 2 && !help)
+		fprintf(stderr, "zbmd bench: unknown benchmark '%s'\n", argv[1]);
+	fprintf(help ? stdout : stderr,
+		"usage: zbmd bench WHAT [ARGS...]\nbenchmarks:\n");
 	for (size_t i = 0; bench_commands[i].name; i++)
-		fprintf(stderr, "  %-14s %s\n", bench_commands[i].name,
-			bench_commands[i].help);
-	return ZB_EXIT_USAGE;
+		fprintf(help ? stdout : stderr, "  %-14s %s\n",
+			bench_commands[i].name, bench_commands[i].help);
+	return help ? ZB_EXIT_OK : ZB_EXIT_USAGE;
 }
 
 static const struct zb_cmd commands[] = {
@@ -76,6 +84,11 @@ int main(int argc, char **argv)
 		cmd_help(0, NULL);
 		return ZB_EXIT_USAGE;
 	}
+	/* what users type first */
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return cmd_help(0, NULL);
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+		return cmd_version(1, argv + 1);
 	for (size_t i = 0; i < ZB_ARRAY_LEN(commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].fn(argc - 1, argv + 1);

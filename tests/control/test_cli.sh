@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 8
+plan 10
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -29,6 +29,22 @@ ok $? "status with nothing listening: clear error, exit 1"
 $Z status --admin nonsense 2>/dev/null; [ $? -eq 1 ]; ok $? "status with a bad address: exit 1"
 $Z status --bogus 2>/dev/null; [ $? -eq 2 ]; ok $? "status with an unknown flag: usage (2)"
 $Z bench phi -t 0 2>/dev/null; [ $? -eq 2 ]; ok $? "bench phi with 0 trials: usage (2)"
+# the top level: what users type first, and what they mistype
+bad=0
+for a in "--help" "-h" "help" "bench --help"; do
+	$Z $a >"$D/out" 2>"$D/err"; rc=$?
+	[ $rc -eq 0 ] && grep -q "^usage: zbmd" "$D/out" && [ ! -s "$D/err" ] ||
+		{ bad=1; diag "zbmd $a: exit $rc"; }
+done
+$Z --version >"$D/out" 2>&1 && grep -q "^zbmd [0-9]" "$D/out" || { bad=1; diag "--version"; }
+ok $bad "zbmd --help / -h / help / bench --help / --version: exit 0, on stdout"
+bad=0
+for a in "nosuch:unknown command 'nosuch'" "bench nosuch:unknown benchmark 'nosuch'" \
+	 "version x:unexpected argument 'x'"; do
+	$Z ${a%%:*} >/dev/null 2>"$D/err"; rc=$?
+	[ $rc -eq 2 ] && grep -q "${a#*:}" "$D/err" || { bad=1; diag "zbmd ${a%%:*}: exit $rc"; }
+done
+ok $bad "an unknown command, benchmark or argument: named, exit 2"
 chmod 600 "$D/psk"
 $Z control -c "$D/n.ini" 2>"$D/log" & pid=$!
 # Poll for readiness (sanitizer builds on a loaded machine start slowly).
