@@ -457,9 +457,8 @@ static int cd_call(struct cd_thread *t)
 	int rc = cd_rendezvous(t->H);
 
 	if (rc < 0) {
-		fprintf(stderr, "zbmd: node %u: the other nodes did not join within "
-			"%u ms: %s\n", t->H->cfg_node, t->H->connect_timeout_ms,
-			coll_error(t->H->lane[0].comm));
+		dp__join_failed(t->H->cfg_node, t->H->connect_timeout_ms, rc,
+				coll_error(t->H->lane[0].comm));
 		return 1;
 	}
 	return t->fn(t->arg);

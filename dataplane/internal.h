@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #include <rte_config.h>
 #include <rte_ethdev.h>
@@ -222,6 +223,21 @@ int dp__rx_classify(struct dp_lcore *lc, const struct dp_port *p,
  * the port's mempool only). Returns work done. */
 void dp__neigh_init(struct dp_node *n);
 unsigned dp__arp_tick(struct dp_lcore *lc, uint64_t now);
+
+/* The first barrier of a collective host (every node joined) failed: say
+ * which way. Only a timeout means "did not join"; anything else (a peer
+ * lost, the membership changed while the nodes were starting) is named as
+ * it is. */
+static inline void dp__join_failed(unsigned node, unsigned connect_ms, int rc,
+				   const char *why)
+{
+	if (rc == ZB_ERR_TIMEOUT)
+		fprintf(stderr, "zbmd: node %u: the other nodes did not join within "
+			"%u ms: %s\n", node, connect_ms, why);
+	else
+		fprintf(stderr, "zbmd: node %u: the join of the nodes (the first "
+			"barrier) failed: %s\n", node, why);
+}
 
 #define DP_STAT_ADD(lc, field, n)                                              \
 	__atomic_store_n(&(lc)->stats.field, (lc)->stats.field + (n),          \

@@ -325,9 +325,8 @@ static int rh_call(struct rh_thread *t)
 	int rc = coll_barrier(t->H->comm);
 
 	if (rc < 0) {
-		fprintf(stderr, "zbmd: node %u: the other nodes did not join within "
-			"%u ms: %s\n", t->H->cfg->node.id, t->H->connect_timeout_ms,
-			coll_error(t->H->comm));
+		dp__join_failed(t->H->cfg->node.id, t->H->connect_timeout_ms, rc,
+				coll_error(t->H->comm));
 		return 1;
 	}
 	coll_set_timeout(t->H->comm, t->H->timeout_ms);
