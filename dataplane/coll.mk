@@ -44,6 +44,16 @@ bench: $(BUILD)/bin/zbmd
 
 bench-allreduce: bench
 
+# The main job over and over (bench/coll/soak.sh): sweeps of every dtype over
+# every link, with injected loss, and with a node killed mid-sweep and while
+# the nodes join; TAP, non-zero on any failure. SOAK_ALLREDUCE_ARGS, e.g.
+# -r 3 (rounds) or -m 30 (minutes; default 10) or -L tcp.
+SOAK_ALLREDUCE_ARGS ?= -m 10
+.PHONY: soak-allreduce
+soak-allreduce: $(BUILD)/bin/zbmd
+	bench/coll/soak.sh $(SOAK_ALLREDUCE_ARGS)
+soak: soak-allreduce
+
 # zbmd (memif, veth, tcp) next to Open MPI (shared memory and TCP) in the same
 # run, ratio per size (COMPARE_ARGS, e.g. -L "memif tcp" -r 3).
 bench-allreduce-compare: $(BUILD)/bin/zbmd $(BUILD)/bin/mpi_allreduce $(BUILD)/bin/kbench
