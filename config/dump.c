@@ -134,7 +134,9 @@ static const char doc_head[] =
 	"required key it is the line of the section header, or the last line "
 	"of the file when the\nwhole section is missing (0 for an empty file); "
 	"checks between keys blame the later key.\nA file that cannot be "
-	"opened gives `FILE: cannot open: REASON (...)`.\n";
+	"opened gives `FILE: cannot open: REASON (...)`. Bytes of the file "
+	"quoted in a message\nthat are control characters or not UTF-8 are "
+	"written as `\\xNN`.\n";
 
 /* One table row: | `key` | type | default | accepted | description | */
 static void doc_row(FILE *out, const struct cfg__key *key)

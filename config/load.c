@@ -64,21 +64,84 @@ struct ctx {
 	size_t list_len;
 };
 
+/* Bytes of a UTF-8 sequence starting at p (1 - 4), 0 when it is not one
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static unsigned utf8_len(const unsigned char *p)
+{
+	unsigned n;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (p[0] == 0xe0)
+		lo = 0xa0;
+	else if (p[0] == 0xed)
+		hi = 0x9f;
+	else if (p[0] == 0xf0)
+		lo = 0x90;
+	else if (p[0] == 0xf4)
+		hi = 0x8f;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (unsigned i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* A diagnostic quotes the file's own bytes (a key, a section name): control
+ * characters and bytes that are not UTF-8 are written as \xNN, so that a
+ * binary file given by mistake gives a readable message, not terminal
+ * garbage. Truncated to fit `cap`. */
+static void printable_copy(char *out, size_t cap, const char *in)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	size_t o = 0;
+
+	ZB_ASSERT(cap > 0);
+	while (*p) {
+		unsigned n = (*p < 0x20 || *p == 0x7f) ? 0 : utf8_len(p);
+		if (n == 0) {
+			if (o + 4 >= cap)
+				break;
+			snprintf(out + o, cap - o, "\\x%02x", *p);
+			o += 4;
+			p++;
+			continue;
+		}
+		if (o + n >= cap)
+			break;
+		memcpy(out + o, p, n);
+		o += n;
+		p += n;
+	}
+	out[o] = '\0';
+}
+
 static void add_error(struct ctx *c, unsigned line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void add_error(struct ctx *c, unsigned line, const char *fmt, ...)
 {
-	char text[sizeof(c->err->msg)];
+	char raw[sizeof(c->err->msg)], text[sizeof(c->err->msg)];
 	size_t o;
 	va_list ap;
 
 	ZB_ASSERT(c != NULL && fmt != NULL);
-	o = (size_t)snprintf(text, sizeof(text), "%s:%u: ", c->name, line);
-	if (o < sizeof(text)) {
+	o = (size_t)snprintf(raw, sizeof(raw), "%s:%u: ", c->name, line);
+	if (o < sizeof(raw)) {
 		va_start(ap, fmt);
-		vsnprintf(text + o, sizeof(text) - o, fmt, ap);
+		vsnprintf(raw + o, sizeof(raw) - o, fmt, ap);
 		va_end(ap);
 	}
+	printable_copy(text, sizeof(text), raw);
 	if (c->err->count++ == 0)
 		snprintf(c->err->msg, sizeof(c->err->msg), "%s", text);
 	o = strlen(text);

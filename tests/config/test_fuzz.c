@@ -2,7 +2,8 @@
  * deterministic mutations (seeded xorshift) of a valid config — byte flips,
  * deletions, duplicated lines, random bytes — each either loads or yields
  * ZB_ERR_CONFIG with well-formed "NAME:LINE: ..." messages whose LINE is
- * within the text. Run under `make asan` too. */
+ * within the text and whose quoted bytes are escaped (\xNN) when they are
+ * control characters or not UTF-8. Run under `make asan` too. */
 #include "tap.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
@@ -32,7 +33,7 @@ static uint64_t next(void)
 
 static void mutate(char *t, size_t *len, size_t cap)
 {
-	static const char alphabet[] = "[]=;#.,:-/ \t\n\r\"0123456789abcxyz\xff";
+	static const char alphabet[] = "[]=;#.,:-/ \t\n\r\"0123456789abcxyz\xff\x01\x1b";
 	int n = 1 + (int)(next() % 4);
 
 	for (int i = 0; i < n && *len > 0; i++) {
@@ -90,6 +91,11 @@ static int well_formed(const struct cfg_error *err, unsigned lines)
 		if (sscanf(p, "fuzz.ini:%u: %n", &line, &used) != 1 ||
 		    used == 0 || line > lines || nl - p < used + 3)
 			return 0;
+		/* the input's control bytes and \xff (not UTF-8) come out
+		 * escaped: a message is printable ASCII here */
+		for (const char *q = p; q < nl; q++)
+			if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
+				return 0;
 		shown++;
 		p = nl + 1;
 	}
