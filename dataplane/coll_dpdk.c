@@ -41,7 +41,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -90,7 +89,6 @@ extern __typeof__(dp__run_ctl_log_level) dp__run_ctl_log_level __attribute__((we
 extern __typeof__(dp__run_ctl_leave_on_stop) dp__run_ctl_leave_on_stop
 	__attribute__((weak));
 extern __typeof__(dp__run_ctl_node) dp__run_ctl_node __attribute__((weak));
-extern __typeof__(ctl_node_status) ctl_node_status __attribute__((weak));
 
 /* Keeps this object in the binary (see the header comment). */
 const int coll_dpdk_anchor = 1;
@@ -442,98 +440,26 @@ struct cd_thread {
 	int rc;
 };
 
-/* While the nodes join, the barrier waits up to the connect timeout: a
- * node may still be starting. One that had started — the control plane
- * heard its heartbeats — and then went silent long enough for phi to
- * suspect it is not starting but gone, and may never have reached the
- * Raft membership (no epoch removes it) nor acknowledged a frame (so the
- * transport waits the connect timeout too). A watchdog on the owner's
- * side fails the join then, instead of 30 s later: the ring's node heard
- * and suspected for CD_JOIN_SUSPECT_MS in a row. */
-#define CD_JOIN_POLL_MS 50u
-#define CD_JOIN_SUSPECT_MS 1000u
-
-struct cd_watch {
-	struct cd_host *H;
-	struct ctl_node *cn;
-	uint64_t ring;                  /* nodes of the lanes' communicators */
-	atomic_bool stop;
-	struct ctl_status st;
-};
-
-static void *cd_join_watch(void *arg)
-{
-	struct cd_watch *w = arg;
-	uint64_t since[CFG_MAX_NODES] = {0};
-
-	while (!atomic_load(&w->stop)) {
-		usleep(CD_JOIN_POLL_MS * 1000u);
-		if (ctl_node_status(w->cn, &w->st) != 0)
-			continue;
-		uint64_t now = zb_now_ns();
-		for (uint32_t k = 0; k < w->st.n_peers && k < CFG_MAX_NODES; k++) {
-			const struct ctl_peer_status *ps = &w->st.peers[k];
-			if (ps->id >= 64 || !(w->ring >> ps->id & 1))
-				continue;
-			if (!ps->heard || !ps->convicted) {
-				since[ps->id] = 0;
-				continue;
-			}
-			if (!since[ps->id]) {
-				since[ps->id] = now;
-				continue;
-			}
-			if (now - since[ps->id] < CD_JOIN_SUSPECT_MS * 1000000ull)
-				continue;
-			char why[200];
-			snprintf(why, sizeof(why), "node %u went silent while the "
-				 "nodes were joining (%llu heartbeat(s) heard, the "
-				 "last %.0f ms ago; phi %.1f)", ps->id,
-				 (unsigned long long)ps->heartbeats,
-				 ps->last_heard_ms, ps->phi);
-			for (unsigned i = 0; i < w->H->nlanes; i++)
-				(void)coll_abort_async(w->H->lane[i].comm,
-						       ZB_ERR_PEER_DOWN, why);
-			return NULL;
-		}
-	}
-	return NULL;
-}
-
 /* Every node's lanes are up: a barrier on each lane's communicator under the
- * connect timeout (and the watchdog above, with a control thread), then the
+ * connect timeout (watched, with a control thread: join_watch.c), then the
  * configured bound. 0 or the barrier's error. */
 static int cd_rendezvous(struct cd_host *H)
 {
-	struct cd_watch *w = NULL;
-	pthread_t tid;
+	struct coll_comm *comms[COLL_HOST_MAX_LANES];
+	struct dp_join_watch *w = NULL;
 	int rc = 0;
 
-	if (H->ctl && dp__run_ctl_node && ctl_node_status && dp__run_ctl_node() &&
-	    (w = calloc(1, sizeof(*w))) != NULL) {
-		w->H = H;
-		w->cn = dp__run_ctl_node();
-		for (uint32_t r = 0; r < coll_nranks(H->lane[0].comm); r++) {
-			uint16_t node = coll_node_of_rank(H->lane[0].comm, r);
-			if (node < 64 && node != H->cfg_node)
-				w->ring |= 1ull << node;
-		}
-		atomic_init(&w->stop, false);
-		if (pthread_create(&tid, NULL, cd_join_watch, w) != 0) {
-			free(w);
-			w = NULL;
-		}
-	}
+	for (unsigned i = 0; i < H->nlanes; i++)
+		comms[i] = H->lane[i].comm;
+	if (H->ctl && dp__run_ctl_node)
+		w = dp__join_watch_start(dp__run_ctl_node(), comms, H->nlanes,
+					 H->cfg_node);
 	for (unsigned i = 0; i < H->nlanes && rc == 0; i++) {
 		rc = coll_barrier(H->lane[i].comm);
 		if (rc == 0)
 			coll_set_timeout(H->lane[i].comm, H->timeout_ms);
 	}
-	if (w) {
-		atomic_store(&w->stop, true);
-		pthread_join(tid, NULL);
-		free(w);
-	}
+	dp__join_watch_stop(w);
 	return rc;
 }
 

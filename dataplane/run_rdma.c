@@ -318,11 +318,15 @@ struct rh_thread {
 	int rc;
 };
 
-/* A barrier under the connect timeout (every node is up), then the
- * configured bound, then fn. */
+/* A barrier under the connect timeout (every node is up; watched:
+ * join_watch.c), then the configured bound, then fn. */
 static int rh_call(struct rh_thread *t)
 {
+	struct dp_join_watch *w = dp__join_watch_start(t->H->ctl, &t->H->comm, 1,
+							t->H->cfg->node.id);
 	int rc = coll_barrier(t->H->comm);
+
+	dp__join_watch_stop(w);
 
 	if (rc < 0) {
 		dp__join_failed(t->H->cfg->node.id, t->H->connect_timeout_ms, rc,

@@ -193,8 +193,8 @@ ok $? "survivors name the failure: $(grep -oE 'rank [0-9] \(node [0-9]\): [^(]*'
 # 1.5 s after the start the fourth memif node is not up yet: the barrier that
 # joins them runs under the 30 s connect timeout, and the killed node may have
 # acknowledged nothing yet. The survivors' control planes heard it, though:
-# once phi has suspected it for a second the join fails (coll_dpdk.c,
-# cd_join_watch) — without that the survivors took 5.4 - 7.2 s, or the whole
+# once phi has suspected it for a second the join fails
+# (dataplane/join_watch.c) — without that the survivors took 5.4 - 7.2 s, or the whole
 # 30 s when it had acknowledged nothing (docs/collectives.md, "Failures").
 $ZBMD local --nodes 4 --link memif --kill 2@1500 -- bench allreduce -b 4M -e 4M \
 	-n 1000000 -w 0 >/dev/null 2>"$T/j.err"
