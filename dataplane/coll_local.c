@@ -38,12 +38,14 @@
  *   [fault] injection on every node (the kernel here has no sch_netem).
  */
 #include "zbmd/coll.h"
+#include "zbmd/config.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -872,6 +874,33 @@ static int local_prepare(struct local_run *L)
 	return 0;
 }
 
+/* Every node's config as written (the embedded default, the links' settings
+ * and the user's --set) loads: a bad --set is the user's error (exit 2),
+ * said once here instead of by every node it would have started. */
+static int local_check_configs(struct local_run *L)
+{
+	struct zb_config *cfg = calloc(1, sizeof(*cfg));
+	struct cfg_error *err = calloc(1, sizeof(*err));
+	int rc = 0;
+
+	if (!cfg || !err) {
+		free(cfg);
+		free(err);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < L->o.nodes && rc == 0; i++) {
+		if (cfg_load_file(cfg, L->nd[i].cfg, err) == 0)
+			continue;
+		fprintf(stderr, "zbmd local: node %d's config (the embedded default "
+			"with the --set given) does not load:\n%s", i, err->list);
+		L->usage_err = true;
+		rc = -EINVAL;
+	}
+	free(cfg);
+	free(err);
+	return rc;
+}
+
 /* Fault injection due at `now`? (--kill, --linkdown) */
 static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 			 bool *downed)
@@ -1040,7 +1069,7 @@ int coll_local_main(int argc, char **argv)
 	sigaction(SIGINT, &sa, &old[0]);
 	sigaction(SIGTERM, &sa, &old[1]);
 	sigaction(SIGHUP, &sa, &old[2]);
-	if (local_prepare(&L) < 0) {
+	if (local_prepare(&L) < 0 || local_check_configs(&L) < 0) {
 		L.failed = true;
 	} else {
 		local_supervise(&L);

@@ -6,7 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 17
+plan 18
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -52,6 +52,11 @@ for a in "--nodes 0 -- bench allreduce" "--nodes 2 --set nodot -- x" "--nodes 2 
 	rc=$?; [ $rc -eq 2 ] && [ -s /tmp/zbcoll-err.$$ ] || { bad=1; diag "local $a: exit $rc"; }
 done
 ok $bad "bad zbmd local flags: exit 2 with a message"
+# a --set the config does not take: said once by zbmd local, exit 2, no node run
+"$Z" local --nodes 2 --set coll.nosuch=1 -- bench allreduce -N 1 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown key 'nosuch' in \[coll\]" /tmp/zbcoll-err.$$ &&
+	[ "$(grep -c "does not load" /tmp/zbcoll-err.$$)" = 1 ] && ! grep -q "exited with status" /tmp/zbcoll-err.$$
+ok $? "zbmd local --set coll.nosuch=1: the config error once, exit 2 ($rc), no node started"
 # the node's config goes right after the subcommand's words: a trailing flag
 # without its value is the parser's error, not "--config" taken as the value
 "$Z" local --nodes 2 -- bench allreduce --json >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
