@@ -11,7 +11,10 @@
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -732,6 +735,68 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 	return rc;
 }
 
+/* Before the sweep: an output file the run could not write at its end is an
+ * error now (exit 2), not after the whole sweep ran. The file must be a
+ * regular file we may write, or not exist yet in a directory we may write. */
+static int bench_output_ok(const char *flag, const char *path)
+{
+	struct stat st;
+	char dir[PATH_MAX];
+
+	if (stat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode)) {
+			fprintf(stderr, "zbmd bench allreduce: %s %s: not a regular file\n",
+				flag, path);
+			return -1;
+		}
+		if (access(path, W_OK) != 0) {
+			fprintf(stderr, "zbmd bench allreduce: %s %s: cannot write it: %s\n",
+				flag, path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
+		fprintf(stderr, "zbmd bench allreduce: %s: path too long\n", flag);
+		return -1;
+	}
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    access(dir, W_OK | X_OK) != 0) {
+		fprintf(stderr, "zbmd bench allreduce: %s %s: cannot create it in %s: %s\n",
+			flag, path, dir, errno ? strerror(errno) : "not a directory");
+		return -1;
+	}
+	return 0;
+}
+
+/* gnuplot on PATH, for --plot */
+static bool bench_have_gnuplot(void)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		if (n > 0 && n + sizeof("/gnuplot") < sizeof(buf)) {
+			memcpy(buf, path, n);
+			memcpy(buf + n, "/gnuplot", sizeof("/gnuplot"));
+			if (access(buf, X_OK) == 0)
+				return true;
+		}
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
 /* ---- the command --------------------------------------------------------- */
 
 static int bench_sizes(const struct bench_opts *o, size_t esize, size_t *out,
@@ -848,11 +913,11 @@ static int bench_sweep(struct bench_ctx *b, struct bench_row *rows, int nrows,
 }
 
 /* Rank 0's closing lines, JSON and plot. */
-static void bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
-			 const struct bench_row *rows, int nrows,
-			 long long wrong_total, double avg)
+static int bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
+			const struct bench_row *rows, int nrows,
+			long long wrong_total, double avg)
 {
-	int rc;
+	int rc, status = 0;
 
 	printf("# Out of bounds values : %lld %s\n", wrong_total,
 	       wrong_total ? "FAILED" : "OK");
@@ -870,12 +935,17 @@ static void bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
 	if (nrows)
 		bench_breakdown(&rows[nrows - 1], b->o->iters);
 	fflush(stdout);
-	if (b->o->json && (rc = bench_write_json(b->o->json, b, cfg, rows, nrows, avg)) < 0)
+	if (b->o->json && (rc = bench_write_json(b->o->json, b, cfg, rows, nrows, avg)) < 0) {
 		fprintf(stderr, "zbmd bench allreduce: writing %s: %s\n", b->o->json,
 			zb_strerror(rc));
-	if (b->o->plot && bench_plot(b->o->plot, b, rows, nrows) < 0)
+		status = 1;
+	}
+	if (b->o->plot && bench_plot(b->o->plot, b, rows, nrows) < 0) {
 		fprintf(stderr, "zbmd bench allreduce: plotting %s with gnuplot failed\n",
 			b->o->plot);
+		status = 1;
+	}
+	return status;
 }
 
 static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
@@ -950,10 +1020,11 @@ static int bench_body(void *arg)
 		return 1;
 	if (bench_sweep(b, b->rows, b->nrows, &wrong_total, &bw_sum) < 0)
 		return 1;
+	int out = 0;
 	if (b->rank == 0)
-		bench_report(b, b->cfg, b->rows, b->nrows, wrong_total,
-			     b->nrows ? bw_sum / (2.0 * b->nrows) : 0);
-	return wrong_total ? 1 : 0;
+		out = bench_report(b, b->cfg, b->rows, b->nrows, wrong_total,
+				   b->nrows ? bw_sum / (2.0 * b->nrows) : 0);
+	return wrong_total || out ? 1 : 0;
 }
 
 int coll_bench_allreduce_main(int argc, char **argv)
@@ -970,6 +1041,17 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		goto out;
 	if ((rc = bench_parse(argc, argv, &o)) != 0) {
 		status = rc > 0 ? 0 : 2;
+		goto out;
+	}
+	if ((o.json && bench_output_ok("--json", o.json) < 0) ||
+	    (o.plot && bench_output_ok("--plot", o.plot) < 0)) {
+		status = 2;
+		goto out;
+	}
+	if (o.plot && !bench_have_gnuplot()) {
+		fprintf(stderr, "zbmd bench allreduce: --plot needs gnuplot, which is not "
+			"on PATH (Debian: apt-get install gnuplot-nox; make deps installs it)\n");
+		status = 2;
 		goto out;
 	}
 	if (bench_load_config(&o, cfg) < 0) {

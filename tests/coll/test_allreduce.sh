@@ -6,7 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 18
+plan 21
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -63,6 +63,30 @@ ok $? "zbmd local --set coll.nosuch=1: the config error once, exit 2 ($rc), no n
 [ $rc -ne 0 ] && grep -q "option '--json' requires an argument" /tmp/zbcoll-err.$$ &&
 	! grep -q "unexpected argument" /tmp/zbcoll-err.$$
 ok $? "zbmd local -- bench allreduce --json (no file): the flag's own error, exit $rc"
+kept=$(sed -n "s/^zbmd local: configs and logs kept in \(\/tmp\/zbmd-local-[A-Za-z0-9]*\)$/\1/p" /tmp/zbcoll-err.$$)
+[ -n "$kept" ] && rm -rf "$kept"
+# outputs that could not be written at the end are refused before the sweep
+bad=0
+for a in "--json /nonexistent-$$/x.json" "--plot /nonexistent-$$/x.png" "--json /tmp"; do
+	out=$("$Z" local --nodes 2 -- bench allreduce $a -N 1 -n 1 -w 1 2>/tmp/zbcoll-err.$$); rc=$?
+	{ [ $rc -eq 2 ] && grep -q "zbmd bench allreduce: ${a%% *} ${a#* }: " /tmp/zbcoll-err.$$ &&
+		! echo "$out" | grep -q 'float' && ! grep -q 'kept in' /tmp/zbcoll-err.$$; } ||
+		{ bad=1; diag "$a: exit $rc"; sed 's/^/# /' /tmp/zbcoll-err.$$; }
+done
+ok $bad "--json/--plot where nothing can be written: exit 2 before any row, the path named, nothing kept"
+mkdir -p /tmp/zbcoll-path.$$
+PATH=/tmp/zbcoll-path.$$ "$Z" bench allreduce -c /nonexistent.ini --plot /tmp/zbcoll-$$.png >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--plot needs gnuplot" /tmp/zbcoll-err.$$
+ok $? "--plot without gnuplot on PATH: exit 2 saying so ($rc)"
+# a plot that fails at the end (a gnuplot that exits 1): the table is
+# printed, the failure said, exit non-zero
+printf '#!/bin/sh\ncat >/dev/null\nexit 1\n' >/tmp/zbcoll-path.$$/gnuplot
+chmod +x /tmp/zbcoll-path.$$/gnuplot
+out=$(PATH=/tmp/zbcoll-path.$$:$PATH "$Z" local --nodes 2 -- bench allreduce -N 1 -n 1 -w 1 --plot /tmp/zbcoll-$$.png 2>/tmp/zbcoll-err.$$); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q 'Avg bus bandwidth' &&
+	grep -q "plotting /tmp/zbcoll-$$.png with gnuplot failed" /tmp/zbcoll-err.$$
+ok $? "--plot failing at the end: the table printed, the failure said, exit $rc"
+rm -rf /tmp/zbcoll-path.$$ /tmp/zbcoll-$$.png
 kept=$(sed -n "s/^zbmd local: configs and logs kept in \(\/tmp\/zbmd-local-[A-Za-z0-9]*\)$/\1/p" /tmp/zbcoll-err.$$)
 [ -n "$kept" ] && rm -rf "$kept"
 rm -f /tmp/zbcoll-err.$$
