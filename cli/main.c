@@ -17,6 +17,10 @@ static int cmd_help(int argc, char **argv);
 
 static int cmd_version(int argc, char **argv)
 {
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: zbmd version\n  prints the version\n");
+		return ZB_EXIT_OK;
+	}
 	if (argc > 1) {
 		fprintf(stderr, "zbmd version: unexpected argument '%s'\n", argv[1]);
 		return ZB_EXIT_USAGE;

@@ -176,30 +176,69 @@ out:
 	return res;
 }
 
+static const char phi_usage[] =
+	"usage: zbmd bench phi [-m MINUTES] [-t TRIALS] [-j JITTER_MS] [-r REAL_SECONDS]\n"
+	"  -m simulated minutes per scenario, 0 < m <= 1000 (10)\n"
+	"  -t trials per scenario, 1..100000 (200)\n"
+	"  -j heartbeat jitter in ms, 0..90 (20)\n"
+	"  -r real-time UDP run before the kill, 1..86400 s (3)\n";
+
+/* a number in [lo, hi], the whole argument; else a message naming the flag */
+static bool phi_arg(int flag, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		fprintf(stderr, "zbmd bench phi: bad value '%s' for -%c (expected %g..%g)\n",
+			s, flag, lo, hi);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
 int ctl_cmd_bench_phi(int argc, char **argv)
 {
-	double minutes = 10, jitter_ms = 20, real_s = 3;
-	unsigned trials = 200;
+	static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	double minutes = 10, jitter_ms = 20, real_s = 3, t = 200;
+	unsigned trials;
 	int o;
+	bool good = true;
 
 	optind = 1;
-	while ((o = getopt(argc, argv, "m:t:j:r:h")) != -1) {
+	opterr = 0;
+	while (good && (o = getopt_long(argc, argv, "m:t:j:r:h", lo, NULL)) != -1) {
 		switch (o) {
-		case 'm': minutes = atof(optarg); break;
-		case 't': trials = (unsigned)atoi(optarg); break;
-		case 'j': jitter_ms = atof(optarg); break;
-		case 'r': real_s = atof(optarg); break;
+		case 'm': good = phi_arg(o, optarg, 1e-9, 1000, &minutes); break;
+		case 't': good = phi_arg(o, optarg, 1, 100000, &t) && t == (unsigned)t;
+			if (!good && t != (unsigned)t)
+				fprintf(stderr, "zbmd bench phi: -t wants a whole number\n");
+			break;
+		case 'j': good = phi_arg(o, optarg, 0, 90, &jitter_ms); break;
+		case 'r': good = phi_arg(o, optarg, 1, 86400, &real_s); break;
+		case 'h':
+			fputs(phi_usage, stdout);
+			return ZB_EXIT_OK;
 		default:
-			fprintf(stderr, "usage: zbmd bench phi [-m MINUTES] [-t TRIALS] [-j JITTER_MS] [-r REAL_SECONDS]\n"
-				"  -m simulated minutes per scenario (10), -r real-time UDP run before the kill (3)\n");
-			return o == 'h' ? ZB_EXIT_OK : ZB_EXIT_USAGE;
+			if (optopt)
+				fprintf(stderr, "zbmd bench phi: %s -%c\n", strchr("mtjr", optopt) ?
+					"missing value for" : "unknown option", optopt);
+			else
+				fprintf(stderr, "zbmd bench phi: unknown option '%s'\n",
+					argv[optind - 1]);
+			good = false;
 		}
 	}
-	if (minutes <= 0 || minutes > 1000 || trials == 0 || trials > 100000 ||
-	    jitter_ms < 0 || jitter_ms > 90 || real_s < 1 || real_s > 86400) {
-		fprintf(stderr, "zbmd bench phi: values out of range\n");
+	if (good && optind < argc) {
+		fprintf(stderr, "zbmd bench phi: unexpected argument '%s'\n", argv[optind]);
+		good = false;
+	}
+	if (!good) {
+		fputs(phi_usage, stderr);
 		return ZB_EXIT_USAGE;
 	}
+	trials = (unsigned)t;
 	struct zb_config *cfg = malloc(sizeof(*cfg));
 	if (!cfg)
 		return ZB_EXIT_FAIL;

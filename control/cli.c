@@ -57,7 +57,7 @@ int ctl_cmd_control(int argc, char **argv)
 		case 'c': path = optarg; break;
 		case 'n': leave = false; break;
 		default:
-			fprintf(stderr, "usage: zbmd control -c FILE [--no-leave]\n"
+			fprintf(o == 'h' ? stdout : stderr, "usage: zbmd control -c FILE [--no-leave]\n"
 				"Run only the control thread of a node (heartbeats, Raft,\n"
 				"metrics, admin) in the foreground until SIGTERM/SIGINT;\n"
 				"then leave the cluster gracefully unless --no-leave.\n");
@@ -187,7 +187,7 @@ int ctl_cmd_status(int argc, char **argv)
 		case 'a': admin = optarg; break;
 		case 'j': json = true; break;
 		default:
-			fprintf(stderr, "usage: zbmd status [-c FILE | --admin IP:PORT] [--json]\n"
+			fprintf(o == 'h' ? stdout : stderr, "usage: zbmd status [-c FILE | --admin IP:PORT] [--json]\n"
 				"Print a running node's members, leader, epoch, phi per peer\n"
 				"and port counters, from its admin endpoint.\n");
 			return o == 'h' ? ZB_EXIT_OK : ZB_EXIT_USAGE;

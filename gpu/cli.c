@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void dtypes_line(const struct gpu_device_info *d, char *buf, size_t len)
 {
@@ -14,12 +15,14 @@ static void dtypes_line(const struct gpu_device_info *d, char *buf, size_t len)
 
 int gpu_cmd_info(int argc, char **argv)
 {
-	(void)argv;
 	if (argc > 1) {
-		fprintf(stderr, "usage: zbmd gpu-info\n"
+		bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+		if (!help)
+			fprintf(stderr, "zbmd gpu-info: unexpected argument '%s'\n", argv[1]);
+		fprintf(help ? stdout : stderr, "usage: zbmd gpu-info\n"
 				"  lists the GPU backends compiled in, which are usable here\n"
 				"  (and why not, for the others) and their devices\n");
-		return 2;
+		return help ? 0 : 2;
 	}
 	printf("compiled in:");
 	for (int b = GPU_CPU; b < GPU_BACKEND_COUNT; b++)
@@ -229,6 +232,12 @@ static int bench_one(enum gpu_backend b, bool quick, enum zb_dtype dt)
 	return fails;
 }
 
+static const char gpu_bench_usage[] =
+	"usage: zbmd bench gpu [--backend auto|cpu|cuda|hip|vulkan] [--dtype f32|f16|bf16|f64|i32|i64] [--quick]\n"
+	"  per usable backend: sgemm GFLOP/s and sum-reduce GB/s\n"
+	"  (memory traffic, 3 bytes moved per byte reduced) next to the\n"
+	"  device-to-device copy (2 per byte), results checked.\n";
+
 int gpu_cmd_bench(int argc, char **argv)
 {
 	enum gpu_backend only = GPU_AUTO;
@@ -236,25 +245,33 @@ int gpu_cmd_bench(int argc, char **argv)
 	bool quick = false;
 
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+		const char *a = argv[i];
+		bool valued = strcmp(a, "--backend") == 0 || strcmp(a, "--dtype") == 0;
+		if (valued && i + 1 >= argc) {
+			fprintf(stderr, "zbmd bench gpu: missing value for %s\n%s", a,
+				gpu_bench_usage);
+			return 2;
+		}
+		if (strcmp(a, "--backend") == 0) {
 			if (gpu_backend_parse(argv[++i], &only) < 0) {
 				fprintf(stderr, "zbmd bench gpu: unknown backend '%s' "
 						"(auto|cpu|cuda|hip|vulkan)\n", argv[i]);
 				return 2;
 			}
-		} else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
+		} else if (strcmp(a, "--dtype") == 0) {
 			if (zb_dtype_parse(argv[++i], &dt) < 0) {
 				fprintf(stderr, "zbmd bench gpu: unknown dtype '%s' "
 						"(f32|f16|bf16|f64|i32|i64)\n", argv[i]);
 				return 2;
 			}
-		} else if (strcmp(argv[i], "--quick") == 0) {
+		} else if (strcmp(a, "--quick") == 0) {
 			quick = true;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(gpu_bench_usage, stdout);
+			return 0;
 		} else {
-			fprintf(stderr, "usage: zbmd bench gpu [--backend auto|cpu|cuda|hip|vulkan] [--dtype f32|f16|bf16|f64|i32|i64] [--quick]\n"
-					"  per usable backend: sgemm GFLOP/s and sum-reduce GB/s\n"
-					"  (memory traffic, 3 bytes moved per byte reduced) next to the\n"
-					"  device-to-device copy (2 per byte), results checked.\n");
+			fprintf(stderr, "zbmd bench gpu: %s '%s'\n%s", a[0] == '-' ?
+				"unknown option" : "unexpected argument", a, gpu_bench_usage);
 			return 2;
 		}
 	}

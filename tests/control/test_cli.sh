@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 10
+plan 12
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -45,6 +45,26 @@ for a in "nosuch:unknown command 'nosuch'" "bench nosuch:unknown benchmark 'nosu
 	[ $rc -eq 2 ] && grep -q "${a#*:}" "$D/err" || { bad=1; diag "zbmd ${a%%:*}: exit $rc"; }
 done
 ok $bad "an unknown command, benchmark or argument: named, exit 2"
+# every command's --help: exit 0, the usage on stdout, nothing on stderr
+bad=0
+for c in gpu-info rdma-info status check-config run control local "bench allreduce" \
+	 "bench phi" "bench gpu" config-doc version; do
+	$Z $c --help >"$D/out" 2>"$D/err"; rc=$?
+	[ $rc -eq 0 ] && grep -q "^usage: zbmd ${c%% *}" "$D/out" && [ ! -s "$D/err" ] ||
+		{ bad=1; diag "zbmd $c --help: exit $rc, $(wc -l <"$D/err") line(s) on stderr"; }
+done
+ok $bad "zbmd COMMAND --help for all 12: exit 0, usage on stdout"
+# benchmarks' flags: the bad one named, exit 2, nothing run
+bad=0
+for a in "phi -t 5x:bad value '5x' for -t" "phi --bogus:unknown option '--bogus'" \
+	 "phi -j 91:bad value '91' for -j" "phi extra:unexpected argument 'extra'" \
+	 "phi -m:missing value for -m" "gpu --backend:missing value for --backend" \
+	 "gpu -x:unknown option '-x'" "gpu extra:unexpected argument 'extra'"; do
+	timeout 20 $Z bench ${a%%:*} >"$D/out" 2>"$D/err"; rc=$?
+	[ $rc -eq 2 ] && grep -qF "${a#*:}" "$D/err" && [ ! -s "$D/out" ] ||
+		{ bad=1; diag "zbmd bench ${a%%:*}: exit $rc: $(head -1 "$D/err")"; }
+done
+ok $bad "zbmd bench phi / gpu with a bad flag or value: named, exit 2, nothing run"
 chmod 600 "$D/psk"
 $Z control -c "$D/n.ini" 2>"$D/log" & pid=$!
 # Poll for readiness (sanitizer builds on a loaded machine start slowly).
