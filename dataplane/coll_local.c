@@ -40,6 +40,7 @@
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <getopt.h>
@@ -715,6 +716,54 @@ static void local_dpdk_teardown(struct local_run *L)
 }
 
 /* veth / memif: the scripts make the links and configs; merge ours in. */
+/* The user's qdisc (--netem SPEC, --qdisc SPEC), tried once on the loopback
+ * of a throwaway namespace before any cluster is built: a spec tc does not
+ * take, or a qdisc this kernel lacks, is said now (exit 2) rather than as
+ * tc's usage text in the middle of the set-up. Only tc's words go into the
+ * shell command. 0 when tc took it. */
+static int local_qdisc_probe(const char *flag, const char *spec, const char *tc_spec,
+			     int pid)
+{
+	char cmd[700], out[1024] = "", buf[256];
+	size_t used = 0;
+
+	for (const char *c = spec; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr(" .%_:/+-", *c)) {
+			fprintf(stderr, "zbmd local: %s '%s': only tc's words go there "
+				"(letters, digits, spaces and . %% _ : / + -)\n", flag, spec);
+			return -1;
+		}
+	snprintf(cmd, sizeof(cmd), "ip netns add zbcoll-%d-probe 2>&1 && "
+		 "ip netns exec zbcoll-%d-probe tc qdisc add dev lo root %s 2>&1; "
+		 "rc=$?; ip netns del zbcoll-%d-probe 2>/dev/null; exit $rc",
+		 pid, pid, tc_spec, pid);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return 0;   /* cannot tell: the set-up says what fails */
+	while (fgets(buf, sizeof(buf), p))
+		if (used + strlen(buf) < sizeof(out)) {
+			strcpy(out + used, buf);
+			used += strlen(buf);
+		}
+	int rc = pclose(p);
+	if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0)
+		return 0;
+	out[strcspn(out, "\n")] = '\0';
+	if (strstr(out, "qdisc kind is unknown")) {
+		char kind[32];
+		snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(tc_spec, " "), tc_spec);
+		fprintf(stderr, "zbmd local: %s: `tc qdisc ... %s` failed: this kernel lacks "
+			"sch_%s (tc: %s)\n", flag, tc_spec, kind, out);
+		if (!strcmp(kind, "netem"))
+			fprintf(stderr, "zbmd local: use --fault \"drop=0.02,reorder=0.05\" (the "
+				"transport's own injection, --link memif or veth) instead\n");
+	} else {
+		fprintf(stderr, "zbmd local: %s '%s': tc does not take it: %s\n", flag,
+			spec, out[0] ? out : "(no message)");
+	}
+	return -1;
+}
+
 static int local_dpdk_prepare(struct local_run *L)
 {
 	const struct local_opts *o = &L->o;
@@ -725,6 +774,14 @@ static int local_dpdk_prepare(struct local_run *L)
 		fprintf(stderr, "zbmd local: --link %s needs root (DPDK, %s)\n",
 			o->link, memif ? "memif sockets" : "network namespaces");
 		return -EPERM;
+	}
+	if (o->netem) {
+		char tcs[300];
+		snprintf(tcs, sizeof(tcs), "netem %s", o->netem);
+		if (local_qdisc_probe("--netem", o->netem, tcs, L->pid) < 0) {
+			L->usage_err = true;
+			return -EINVAL;
+		}
 	}
 	if (local_scripts(L->scripts, sizeof(L->scripts)) < 0) {
 		fprintf(stderr, "zbmd local: cannot find scripts/cluster.sh (set "
@@ -849,6 +906,12 @@ static int local_prepare(struct local_run *L)
 			fprintf(stderr, "zbmd local: namespaces (--ns/--netem/--qdisc/--linkdown) "
 				"need root\n");
 			return -EPERM;
+		}
+		if (L->o.qdisc && local_qdisc_probe(L->o.netem ? "--netem" : "--qdisc",
+						    L->o.netem ? L->o.netem : L->o.qdisc,
+						    L->o.qdisc, L->pid) < 0) {
+			L->usage_err = true;
+			return -EINVAL;
 		}
 		L->ns_up = true;
 		if (local_ns_setup(&L->o, L->pid, L->x) < 0) {

@@ -6,7 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 21
+plan 22
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -87,6 +87,22 @@ out=$(PATH=/tmp/zbcoll-path.$$:$PATH "$Z" local --nodes 2 -- bench allreduce -N 
 	grep -q "plotting /tmp/zbcoll-$$.png with gnuplot failed" /tmp/zbcoll-err.$$
 ok $? "--plot failing at the end: the table printed, the failure said, exit $rc"
 rm -rf /tmp/zbcoll-path.$$ /tmp/zbcoll-$$.png
+# a qdisc tc does not take, or with shell words in it: said before any
+# namespace is built, exit 2, nothing left behind
+if [ "$(id -u)" = 0 ]; then
+	bad=0
+	for a in "--netem:garbage:tc does not take it: What is" "--qdisc:nosuchq 1:tc does not take it" \
+		 "--netem:loss 1%; true:only tc's words go there" "--qdisc:tbf \$(true):only tc's words go there"; do
+		IFS=: read -r f spec want <<<"$a"
+		"$Z" local --nodes 2 "$f" "$spec" -- bench allreduce -N 1 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+		[ $rc -eq 2 ] && grep -qF "$want" /tmp/zbcoll-err.$$ && ! grep -q 'setting up namespaces' /tmp/zbcoll-err.$$ ||
+			{ bad=1; diag "$f '$spec': exit $rc: $(head -1 /tmp/zbcoll-err.$$)"; }
+	done
+	left=$(ip netns list | grep -c '^zbcoll-.*-probe' || true)
+	ok $([ $bad -eq 0 ] && [ "$left" -eq 0 ]; echo $?) "--netem/--qdisc that tc refuses or with shell words: exit 2 before any set-up, the reason said, no namespace left ($left)"
+else
+	ok 0 "# SKIP --netem/--qdisc probes need root (namespaces)"
+fi
 kept=$(sed -n "s/^zbmd local: configs and logs kept in \(\/tmp\/zbmd-local-[A-Za-z0-9]*\)$/\1/p" /tmp/zbcoll-err.$$)
 [ -n "$kept" ] && rm -rf "$kept"
 rm -f /tmp/zbcoll-err.$$
