@@ -721,14 +721,17 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 		unlink(dat);
 		return -errno;
 	}
-	fprintf(g, "set terminal pngcairo size 900,560 noenhanced\n"
-		"set output '%s'\nset logscale x 2\nset grid\n"
+	/* in gnuplot's single-quoted strings a quote is written twice */
+	fputs("set terminal pngcairo size 900,560 noenhanced\nset output '", g);
+	for (const char *c = png; *c; c++)
+		fputs(*c == '\'' ? "''" : (char[2]){*c, 0}, g);
+	fprintf(g, "'\nset logscale x 2\nset grid\n"
 		"set format x '%%.0b %%BB'\nset xlabel 'message size'\n"
 		"set ylabel 'bus bandwidth (GB/s)'\nset key top left\n"
 		"set title 'zbmd ring all-reduce: %u nodes over %s, %u channels'\n"
 		"plot '%s' using 1:2 with linespoints title 'out-of-place', "
 		"'%s' using 1:3 with linespoints title 'in-place'\n",
-		png, b->n, coll_provider(b->comm), bench_channels(b), dat, dat);
+		b->n, coll_provider(b->comm), bench_channels(b), dat, dat);
 	if (pclose(g) != 0)
 		rc = -EIO;
 	unlink(dat);
@@ -742,6 +745,13 @@ static int bench_output_ok(const char *flag, const char *path)
 {
 	struct stat st;
 	char dir[PATH_MAX];
+
+	for (const char *c = path; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+			fprintf(stderr, "zbmd bench allreduce: %s: the path holds a control "
+				"character\n", flag);
+			return -1;
+		}
 
 	if (stat(path, &st) == 0) {
 		if (!S_ISREG(st.st_mode)) {

@@ -6,7 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-plan 22
+plan 23
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -87,6 +87,15 @@ out=$(PATH=/tmp/zbcoll-path.$$:$PATH "$Z" local --nodes 2 -- bench allreduce -N 
 	grep -q "plotting /tmp/zbcoll-$$.png with gnuplot failed" /tmp/zbcoll-err.$$
 ok $? "--plot failing at the end: the table printed, the failure said, exit $rc"
 rm -rf /tmp/zbcoll-path.$$ /tmp/zbcoll-$$.png
+# odd but legal output paths: a quote goes through to gnuplot; a control
+# character is refused up front
+q="/tmp/zbcoll-it's-$$.png"
+"$Z" local --nodes 2 -- bench allreduce -N 1000 -n 1 -w 1 --plot "$q" >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 0 ] && file "$q" | grep -q 'PNG image' &&
+	{ "$Z" bench allreduce -c x.ini --json "$(printf '/tmp/a\nb')" 2>/tmp/zbcoll-err.$$; [ $? -eq 2 ]; } &&
+	grep -q 'control character' /tmp/zbcoll-err.$$
+ok $? "--plot to a path with a quote draws it (exit $rc); a path with a newline: exit 2"
+rm -f "$q"
 # a qdisc tc does not take, or with shell words in it: said before any
 # namespace is built, exit 2, nothing left behind
 if [ "$(id -u)" = 0 ]; then
