@@ -14,9 +14,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <sys/stat.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct bench_opts {
@@ -777,10 +777,16 @@ static int bench_output_ok(const char *flag, const char *path)
 		dir[1] = 0;
 	else
 		*slash = 0;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
-	    access(dir, W_OK | X_OK) != 0) {
+	const char *why = NULL;
+	if (stat(dir, &st) != 0)
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a directory";
+	else if (access(dir, W_OK | X_OK) != 0)
+		why = strerror(errno);
+	if (why) {
 		fprintf(stderr, "zbmd bench allreduce: %s %s: cannot create it in %s: %s\n",
-			flag, path, dir, errno ? strerror(errno) : "not a directory");
+			flag, path, dir, why);
 		return -1;
 	}
 	return 0;

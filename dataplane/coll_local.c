@@ -715,7 +715,6 @@ static void local_dpdk_teardown(struct local_run *L)
 			 "/dpdk/zbloc%d-%d\"", L->pid, i + 1, L->pid, i + 1);
 }
 
-/* veth / memif: the scripts make the links and configs; merge ours in. */
 /* The user's qdisc (--netem SPEC, --qdisc SPEC), tried once on the loopback
  * of a throwaway namespace before any cluster is built: a spec tc does not
  * take, or a qdisc this kernel lacks, is said now (exit 2) rather than as
@@ -727,13 +726,18 @@ static int local_qdisc_probe(const char *flag, const char *spec, const char *tc_
 	char cmd[700], out[1024] = "", buf[256];
 	size_t used = 0;
 
+	if (strlen(spec) > 200) {
+		fprintf(stderr, "zbmd local: %s: longer than 200 characters\n", flag);
+		return -1;
+	}
 	for (const char *c = spec; *c; c++)
 		if (!isalnum((unsigned char)*c) && !strchr(" .%_:/+-", *c)) {
 			fprintf(stderr, "zbmd local: %s '%s': only tc's words go there "
 				"(letters, digits, spaces and . %% _ : / + -)\n", flag, spec);
 			return -1;
 		}
-	snprintf(cmd, sizeof(cmd), "ip netns add zbcoll-%d-probe 2>&1 && "
+	/* exit 99: no namespace to try it in (the set-up will say why) */
+	snprintf(cmd, sizeof(cmd), "ip netns add zbcoll-%d-probe >/dev/null 2>&1 || exit 99; "
 		 "ip netns exec zbcoll-%d-probe tc qdisc add dev lo root %s 2>&1; "
 		 "rc=$?; ip netns del zbcoll-%d-probe 2>/dev/null; exit $rc",
 		 pid, pid, tc_spec, pid);
@@ -746,7 +750,7 @@ static int local_qdisc_probe(const char *flag, const char *spec, const char *tc_
 			used += strlen(buf);
 		}
 	int rc = pclose(p);
-	if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0)
+	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) == 0 || WEXITSTATUS(rc) == 99)
 		return 0;
 	out[strcspn(out, "\n")] = '\0';
 	if (strstr(out, "qdisc kind is unknown")) {
@@ -764,6 +768,7 @@ static int local_qdisc_probe(const char *flag, const char *spec, const char *tc_
 	return -1;
 }
 
+/* veth / memif: the scripts make the links and configs; merge ours in. */
 static int local_dpdk_prepare(struct local_run *L)
 {
 	const struct local_opts *o = &L->o;
