@@ -136,7 +136,7 @@ static void local_usage(FILE *f)
 "  --link memif      DPDK nodes joined by net_memif (scripts/cluster-memif.sh;\n"
 "                    MTU 9000 and 768 MB per node: env ZBN_MTU, ZBN_MEMORY_MB)\n"
 "  --link veth       DPDK nodes in namespaces on veth + net_af_packet (scripts/cluster.sh)\n"
-"  --netem SPEC      tc netem on every node's link, e.g. \"loss 2%% reorder 25%%\"\n"
+"  --netem SPEC      tc netem on every node's link, e.g. \"loss 2%% delay 1ms reorder 25%%\"\n"
 "                    (tcp, veth; needs sch_netem in the kernel)\n"
 "  --fault SPEC      dpdk transport fault injection on every node (memif, veth):\n"
 "                    \"drop=0.02,reorder=0.05,dup=0.01,seed=7\"\n"

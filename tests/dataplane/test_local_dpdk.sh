@@ -135,7 +135,7 @@ $ZBMD local --nodes 2 --link memif --fault drop=2 -- bench allreduce -N 7 2>"$T/
 [ $? = 2 ] && grep -q 'bad --fault' "$T/bad"; ok $? "--fault with a rate > 1: usage error"
 
 # veth + tc netem: only where the kernel has sch_netem
-$ZBMD local --nodes 2 --link veth --netem "loss 2% reorder 5%" -- bench allreduce \
+$ZBMD local --nodes 2 --link veth --netem "loss 2% delay 1ms reorder 5%" -- bench allreduce \
 	-d float -o sum -N 7,1001,262144 -n 2 -w 0 >"$T/n" 2>"$T/n.err"
 rc=$?
 if grep -q 'lacks sch_netem' "$T/n.err"; then
@@ -143,7 +143,7 @@ if grep -q 'lacks sch_netem' "$T/n.err"; then
 	TAP_RUN=$((TAP_RUN + 1))
 	echo "ok $TAP_RUN # SKIP netem correctness: this kernel lacks sch_netem (--fault covers loss)"
 else
-	ok $rc "veth, 2 nodes under tc netem loss 2% reorder 5%: exit 0"
+	ok $rc "veth, 2 nodes under tc netem loss 2% delay 1ms reorder 5%: exit 0"
 	[ "$(rows "$T/n")" = 3 ] && [ "$(wrong_rows "$T/n")" = 0 ]
 	ok $? "every element right under netem"
 fi
