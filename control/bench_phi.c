@@ -211,9 +211,12 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	while (good && (o = getopt_long(argc, argv, "m:t:j:r:h", lo, NULL)) != -1) {
 		switch (o) {
 		case 'm': good = phi_arg(o, optarg, 1e-9, 1000, &minutes); break;
-		case 't': good = phi_arg(o, optarg, 1, 100000, &t) && t == (unsigned)t;
-			if (!good && t != (unsigned)t)
+		case 't':
+			good = phi_arg(o, optarg, 1, 100000, &t);
+			if (good && t != (unsigned)t) {
 				fprintf(stderr, "zbmd bench phi: -t wants a whole number\n");
+				good = false;
+			}
 			break;
 		case 'j': good = phi_arg(o, optarg, 0, 90, &jitter_ms); break;
 		case 'r': good = phi_arg(o, optarg, 1, 86400, &real_s); break;

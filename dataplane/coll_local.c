@@ -673,6 +673,31 @@ struct local_run {
 
 /* Run scripts/cluster.sh with the run's tag and dir; output to stderr
  * (or, with out, into that buffer). 0 when it exited 0. */
+/* Run CMD (stdout and stderr together, as the command line says) and keep
+ * what it printed in OUT (NUL-terminated, as much as fits), or pass it to
+ * stderr when OUT is NULL. Its exit status, or -1 when it did not exit. */
+static int local_capture(const char *cmd, char *out, size_t outlen)
+{
+	FILE *p = popen(cmd, "r");
+	size_t used = 0;
+	char buf[256];
+
+	if (out && outlen)
+		out[0] = '\0';
+	if (!p)
+		return -1;
+	while (fgets(buf, sizeof(buf), p)) {
+		if (out && used + strlen(buf) < outlen) {
+			strcpy(out + used, buf);
+			used += strlen(buf);
+		} else if (!out) {
+			fputs(buf, stderr);
+		}
+	}
+	int rc = pclose(p);
+	return rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
 static int local_cluster(struct local_run *L, char *out, size_t outlen,
 			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int local_cluster(struct local_run *L, char *out, size_t outlen,
@@ -686,21 +711,7 @@ static int local_cluster(struct local_run *L, char *out, size_t outlen,
 	va_end(ap);
 	snprintf(cmd, sizeof(cmd), "'%s/cluster.sh' --tag %s --dir '%s' %s 2>&1",
 		 L->scripts, L->tag, L->cldir, args);
-	FILE *p = popen(cmd, "r");
-	size_t used = 0;
-	char buf[256];
-	if (!p)
-		return -1;
-	while (fgets(buf, sizeof(buf), p)) {
-		if (out && used + strlen(buf) < outlen) {
-			strcpy(out + used, buf);
-			used += strlen(buf);
-		} else if (!out) {
-			fputs(buf, stderr);
-		}
-	}
-	int rc = pclose(p);
-	return (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) ? 0 : -1;
+	return local_capture(cmd, out, outlen) == 0 ? 0 : -1;
 }
 
 static void local_dpdk_teardown(struct local_run *L)
@@ -715,16 +726,38 @@ static void local_dpdk_teardown(struct local_run *L)
 			 "/dpdk/zbloc%d-%d\"", L->pid, i + 1, L->pid, i + 1);
 }
 
+/* tc refused the user's qdisc (OUT: what tc printed): why, in one line. */
+static void local_tc_refused(const struct local_opts *o, const char *out)
+{
+	const char *flag = o->netem ? "--netem" : "--qdisc";
+	const char *spec = o->netem ? o->netem : o->qdisc;
+	size_t n = strcspn(out, "\n");
+
+	if (strstr(out, "qdisc kind is unknown")) {
+		int kind = o->netem ? 5 : (int)strcspn(spec, " ");
+		fprintf(stderr, "zbmd local: %s: `tc qdisc ... %s%s` failed: this kernel "
+			"lacks sch_%.*s (tc: %.*s)\n", flag, o->netem ? "netem " : "", spec,
+			kind, o->netem ? "netem" : spec, (int)n, out);
+		if (o->netem)
+			fprintf(stderr, "zbmd local: use --fault \"drop=0.02,reorder=0.05\" (the "
+				"transport's own injection, --link memif or veth) instead\n");
+	} else {
+		fprintf(stderr, "zbmd local: %s '%s': tc does not take it: %.*s\n", flag,
+			spec, (int)n, n ? out : "(no message)");
+	}
+}
+
 /* The user's qdisc (--netem SPEC, --qdisc SPEC), tried once on the loopback
  * of a throwaway namespace before any cluster is built: a spec tc does not
  * take, or a qdisc this kernel lacks, is said now (exit 2) rather than as
  * tc's usage text in the middle of the set-up. Only tc's words go into the
- * shell command. 0 when tc took it. */
-static int local_qdisc_probe(const char *flag, const char *spec, const char *tc_spec,
-			     int pid)
+ * shell command. 0 when tc took it, or when there is no namespace to try
+ * it in (the set-up then says what fails: no root, say). */
+static int local_qdisc_probe(const struct local_opts *o, int pid)
 {
-	char cmd[700], out[1024] = "", buf[256];
-	size_t used = 0;
+	const char *flag = o->netem ? "--netem" : "--qdisc";
+	const char *spec = o->netem ? o->netem : o->qdisc;
+	char cmd[700], out[1024];
 
 	if (strlen(spec) > 200) {
 		fprintf(stderr, "zbmd local: %s: longer than 200 characters\n", flag);
@@ -736,35 +769,15 @@ static int local_qdisc_probe(const char *flag, const char *spec, const char *tc_
 				"(letters, digits, spaces and . %% _ : / + -)\n", flag, spec);
 			return -1;
 		}
-	/* exit 99: no namespace to try it in (the set-up will say why) */
+	/* exit 99: no namespace to try it in */
 	snprintf(cmd, sizeof(cmd), "ip netns add zbcoll-%d-probe >/dev/null 2>&1 || exit 99; "
-		 "ip netns exec zbcoll-%d-probe tc qdisc add dev lo root %s 2>&1; "
+		 "ip netns exec zbcoll-%d-probe tc qdisc add dev lo root %s%s 2>&1; "
 		 "rc=$?; ip netns del zbcoll-%d-probe 2>/dev/null; exit $rc",
-		 pid, pid, tc_spec, pid);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return 0;   /* cannot tell: the set-up says what fails */
-	while (fgets(buf, sizeof(buf), p))
-		if (used + strlen(buf) < sizeof(out)) {
-			strcpy(out + used, buf);
-			used += strlen(buf);
-		}
-	int rc = pclose(p);
-	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) == 0 || WEXITSTATUS(rc) == 99)
+		 pid, pid, o->netem ? "netem " : "", spec, pid);
+	int rc = local_capture(cmd, out, sizeof(out));
+	if (rc == 0 || rc == 99 || rc < 0)
 		return 0;
-	out[strcspn(out, "\n")] = '\0';
-	if (strstr(out, "qdisc kind is unknown")) {
-		char kind[32];
-		snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(tc_spec, " "), tc_spec);
-		fprintf(stderr, "zbmd local: %s: `tc qdisc ... %s` failed: this kernel lacks "
-			"sch_%s (tc: %s)\n", flag, tc_spec, kind, out);
-		if (!strcmp(kind, "netem"))
-			fprintf(stderr, "zbmd local: use --fault \"drop=0.02,reorder=0.05\" (the "
-				"transport's own injection, --link memif or veth) instead\n");
-	} else {
-		fprintf(stderr, "zbmd local: %s '%s': tc does not take it: %s\n", flag,
-			spec, out[0] ? out : "(no message)");
-	}
+	local_tc_refused(o, out);
 	return -1;
 }
 
@@ -779,14 +792,6 @@ static int local_dpdk_prepare(struct local_run *L)
 		fprintf(stderr, "zbmd local: --link %s needs root (DPDK, %s)\n",
 			o->link, memif ? "memif sockets" : "network namespaces");
 		return -EPERM;
-	}
-	if (o->netem) {
-		char tcs[300];
-		snprintf(tcs, sizeof(tcs), "netem %s", o->netem);
-		if (local_qdisc_probe("--netem", o->netem, tcs, L->pid) < 0) {
-			L->usage_err = true;
-			return -EINVAL;
-		}
 	}
 	if (local_scripts(L->scripts, sizeof(L->scripts)) < 0) {
 		fprintf(stderr, "zbmd local: cannot find scripts/cluster.sh (set "
@@ -812,17 +817,7 @@ static int local_dpdk_prepare(struct local_run *L)
 		return -EIO;
 	}
 	if (o->netem && local_cluster(L, out, sizeof(out), "netem '%s'", o->netem) < 0) {
-		if (strstr(out, "nknown") || strstr(out, "netem"))
-			{
-			out[strcspn(out, "\n")] = '\0';
-			fprintf(stderr, "zbmd local: --netem: `tc qdisc ... netem %s` "
-				"failed: this kernel lacks sch_netem (tc: %s)\n"
-				"zbmd local: use --fault \"drop=0.02,reorder=0.05\" (the "
-				"transport's own injection) instead\n", o->netem, out);
-		}
-		else
-			fprintf(stderr, "zbmd local: --netem '%s' failed:\n%s", o->netem,
-				out);
+		local_tc_refused(o, out);   /* what the probe would have said */
 		L->usage_err = true;
 		return -EINVAL;
 	}
@@ -904,6 +899,10 @@ static int local_memif_ready(struct local_run *L, int i)
 
 static int local_prepare(struct local_run *L)
 {
+	if ((L->o.netem || L->o.qdisc) && local_qdisc_probe(&L->o, L->pid) < 0) {
+		L->usage_err = true;
+		return -EINVAL;
+	}
 	if (L->o.dpdk)
 		return local_dpdk_prepare(L);
 	if (L->o.ns) {
@@ -911,12 +910,6 @@ static int local_prepare(struct local_run *L)
 			fprintf(stderr, "zbmd local: namespaces (--ns/--netem/--qdisc/--linkdown) "
 				"need root\n");
 			return -EPERM;
-		}
-		if (L->o.qdisc && local_qdisc_probe(L->o.netem ? "--netem" : "--qdisc",
-						    L->o.netem ? L->o.netem : L->o.qdisc,
-						    L->o.qdisc, L->pid) < 0) {
-			L->usage_err = true;
-			return -EINVAL;
 		}
 		L->ns_up = true;
 		if (local_ns_setup(&L->o, L->pid, L->x) < 0) {
