@@ -294,13 +294,14 @@ static inline void tx_flush(struct dp_lcore *lc, uint16_t nb_ports)
 }
 
 /* The adaptive sleep: a futex wait on the doorbell, so that dp_lcore_kick()
- * ends it. Both sides store, then load the other's word (seq_cst): the loop
- * either sees the new doorbell before it sleeps, or the kicker sees
- * `sleeping` and wakes it (the futex re-checks the word). Returns whether a
- * kick ended (or prevented) the sleep. */
-static bool bell_sleep(struct dp_lcore *lc, uint32_t us)
+ * ends it. v is the doorbell as the loop read it before this iteration's
+ * polls: a kick after that (after the polls that found nothing, say) must
+ * not be slept through. Both sides store, then load the other's word
+ * (seq_cst): the loop either sees the new doorbell before it sleeps, or the
+ * kicker sees `sleeping` and wakes it (the futex re-checks the word).
+ * Returns whether a kick ended (or prevented) the sleep. */
+static bool bell_sleep(struct dp_lcore *lc, uint32_t us, uint32_t v)
 {
-	uint32_t v = atomic_load_explicit(&lc->bell.doorbell, memory_order_relaxed);
 	bool kicked;
 
 	atomic_store(&lc->bell.sleeping, 1);   /* seq_cst store, then load */
@@ -342,8 +343,9 @@ void dp_lcore_kick(unsigned index)
  *  3. sleep 1, 2, 4 ... us up to idle_sleep_us_max, never past the
  *     transport's next timer (timer slack is 1 us on adaptive loops, so a
  *     short sleep is short). */
-static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
-			uint32_t *sleep_us, uint64_t pause_tsc, uint64_t yield_tsc)
+static inline void idle(struct dp_lcore *lc, uint64_t now, uint32_t bell,
+			uint64_t *idle_since, uint32_t *sleep_us, uint64_t pause_tsc,
+			uint64_t yield_tsc)
 {
 	struct dp_node *n = &dp__node;
 	if (*idle_since == 0)
@@ -371,7 +373,7 @@ static inline void idle(struct dp_lcore *lc, uint64_t now, uint64_t *idle_since,
 		return;
 	}
 	DP_STAT_ADD(lc, sleeps, 1);
-	if (bell_sleep(lc, us))
+	if (bell_sleep(lc, us, bell))
 		DP_STAT_ADD(lc, kicked, 1);
 }
 
@@ -395,6 +397,9 @@ int dp__lcore_main(void *arg)
 
 	while (!__atomic_load_n(&n->quit, __ATOMIC_RELAXED)) {
 		const uint64_t now = rte_rdtsc();
+		/* before the polls: a kick from here on ends the idle sleep */
+		const uint32_t bell = atomic_load_explicit(&lc->bell.doorbell,
+							   memory_order_acquire);
 		unsigned work = 0, events = 0;
 
 		bool backlog = false;
@@ -450,7 +455,7 @@ int dp__lcore_main(void *arg)
 			sleep_us = 0;
 		} else {
 			DP_STAT_ADD(lc, idle_iterations, 1);
-			idle(lc, now, &idle_since, &sleep_us, pause_tsc,
+			idle(lc, now, bell, &idle_since, &sleep_us, pause_tsc,
 			     yield_tsc);
 		}
 	}

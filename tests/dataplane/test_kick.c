@@ -106,8 +106,9 @@ int main(void)
 	usleep(100000);
 	dp_lcore_stats(0, &s1);
 	ok(s1.sleeps == s0.sleeps && s1.kicked == s0.kicked,
-	   "a polling lcore neither sleeps nor counts kicks (sleeps %lu -> %lu)",
-	   (unsigned long)s0.sleeps, (unsigned long)s1.sleeps);
+	   "a polling lcore neither sleeps nor counts kicks (sleeps %lu -> %lu, "
+	   "kicked %lu -> %lu)", (unsigned long)s0.sleeps, (unsigned long)s1.sleeps,
+	   (unsigned long)s0.kicked, (unsigned long)s1.kicked);
 
 	/* asleep again: a stop request wakes it too */
 	__atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
