@@ -36,6 +36,8 @@
  *   zbloc<pid>-<node> and its runtime directory is removed at teardown.
  *   --fault "drop=0.02,reorder=0.05,dup=0.01,seed=7" sets the transport's
  *   [fault] injection on every node (the kernel here has no sch_netem).
+ * A `bench` node that fails while others run: they get [coll] timeout_ms +
+ * LOCAL_LOST_GRACE_MS to fail on their own, then are stopped (local_lost_cut).
  */
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
@@ -58,6 +60,9 @@
 #define LOCAL_MEMIF_MAX 9       /* cluster-memif.sh: 8 ports per node */
 #define LOCAL_READY_S 30        /* a memif server must listen by then */
 #define LOCAL_MEMIF_MTU "9000"  /* memif's frames unless ZBN_MTU says */
+/* a node lost in a benchmark run: the others get [coll] timeout_ms plus this
+ * to fail on their own before zbmd local stops them (local_supervise) */
+#define LOCAL_LOST_GRACE_MS 5000
 #define LOCAL_MEMIF_MEMORY_MB "768"
 
 static volatile sig_atomic_t local_signal;
@@ -145,7 +150,9 @@ static void local_usage(FILE *f)
 "  --set S.K=V       override a key of the embedded config\n"
 "  --kill N@MS       kill -9 node N after MS ms (fault test)\n"
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces)\n"
-"  --keep            keep the configs and logs directory\n");
+"  --keep            keep the configs and logs directory\n"
+"A `bench` run that loses a node (killed, crashed, exited non-zero) gives the\n"
+"others [coll] timeout_ms + 5 s to fail on their own, then stops them.\n");
 }
 
 static int local_kv_put(struct local_kv *arr, int *n, int max,
@@ -663,12 +670,13 @@ struct local_run {
 	struct local_node nd[LOCAL_MAX_NODES];
 	char dir[32];
 	int pid, x;
+	int lost;                       /* the first node out with a failure, or -1 */
 	pid_t pgid;
 	bool ns_up, failed, usage_err;
 	/* dpdk links: the cluster made by scripts/cluster.sh */
 	bool cl_up;
 	char tag[32], cldir[64], scripts[400];
-	uint64_t t0, fault_ns;
+	uint64_t t0, fault_ns, lost_ns;
 };
 
 /* Run scripts/cluster.sh with the run's tag and dir; output to stderr
@@ -987,7 +995,50 @@ static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 	}
 }
 
-/* Start every node, then reap them until all exited or a signal came. */
+/* The nodes' [coll] timeout_ms (the embedded default or --set's). */
+static long local_coll_timeout_ms(const struct local_opts *o)
+{
+	const struct local_kv *kv = o->dpdk ? o->dkv : o->kv;
+	int n = o->dpdk ? o->ndkv : o->nkv;
+	long ms = 5000;
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(kv[i].sec, "coll") && !strcmp(kv[i].key, "timeout_ms"))
+			ms = strtol(kv[i].val, NULL, 10);
+	return ms > 0 ? ms : 5000;
+}
+
+/* A benchmark cannot finish without every node. One that failed (killed,
+ * crashed, exited non-zero) while others run: they fail on their own within
+ * [coll] timeout_ms when they had heard from it, but nodes that never did
+ * (it was lost while starting) wait for the join's connect timeout (30 s or
+ * more), as nodes of a real cluster must for one that may still be starting.
+ * Here the launcher knows: past the timeout plus LOCAL_LOST_GRACE_MS it says
+ * so and stops them. Commands other than `bench` (a `run` cluster outlives
+ * its nodes) are left alone. true when it is time to stop them. */
+static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
+{
+	const struct local_opts *o = &L->o;
+	long grace = local_coll_timeout_ms(o) + LOCAL_LOST_GRACE_MS;
+
+	if (L->lost < 0 || left == 0 || strcmp(o->cmd[0], "bench") ||
+	    now - L->lost_ns < (uint64_t)grace * 1000000ull)
+		return false;
+	const struct local_node *nd = &L->nd[L->lost];
+	char how[48];
+	if (WIFSIGNALED(nd->status))
+		snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(nd->status));
+	else
+		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(nd->status));
+	fprintf(stderr, "zbmd local: node %d %s %ld ms ago and %d node(s) still run "
+		"(the benchmark cannot finish without it; nodes that never heard from "
+		"it wait for the join's connect timeout): stopping them\n", L->lost,
+		how, (long)((now - L->lost_ns) / 1000000), left);
+	return true;
+}
+
+/* Start every node, then reap them until all exited, a signal came, or a
+ * node was lost and the others did not end (local_lost_cut). */
 static void local_supervise(struct local_run *L)
 {
 	bool killed = false, downed = false;
@@ -1015,7 +1066,12 @@ static void local_supervise(struct local_run *L)
 		left += !L->nd[i].exited;
 	while (left > 0 && !local_signal) {
 		int st;
-		local_faults(L, zb_now_ns(), &killed, &downed);
+		uint64_t now = zb_now_ns();
+		local_faults(L, now, &killed, &downed);
+		if (local_lost_cut(L, now, left)) {
+			L->failed = true;
+			return;
+		}
 		pid_t p = waitpid(-L->pgid, &st, WNOHANG);
 		if (p < 0 && errno == ECHILD)
 			break;
@@ -1028,7 +1084,12 @@ static void local_supervise(struct local_run *L)
 				L->nd[i].exited = true;
 				L->nd[i].status = st;
 				L->nd[i].exit_ns = zb_now_ns();
-				L->failed |= !WIFEXITED(st) || WEXITSTATUS(st);
+				bool bad = !WIFEXITED(st) || WEXITSTATUS(st);
+				L->failed |= bad;
+				if (bad && L->lost < 0) {
+					L->lost = i;
+					L->lost_ns = L->nd[i].exit_ns;
+				}
 				left--;
 			}
 	}
@@ -1115,6 +1176,7 @@ int coll_local_main(int argc, char **argv)
 	int rc, status = 1;
 
 	memset(&L, 0, sizeof(L));
+	L.lost = -1;
 	local_signal = 0;
 	rc = local_parse(argc, argv, &L.o);
 	if (rc)

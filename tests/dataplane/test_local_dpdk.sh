@@ -12,7 +12,8 @@
 #    (--fault); tc netem on veth where the kernel has sch_netem, else the
 #    clear refusal (exit 2) is checked and the netem run skipped
 #  - kill -9 of a node mid-run: the others fail with a clear message
-#    within 5 s
+#    within 5 s; a node killed while they join or as it starts: out within
+#    the join's bound, or stopped by zbmd local past [coll] timeout_ms + 5 s
 #  - a failing command and Ctrl-C (SIGINT) leave no namespace, process or
 #    DPDK runtime directory behind
 . "$ZBMD_ROOT/tests/common/tap.sh"
@@ -21,7 +22,7 @@ need_netns
 # zbmd local keeps the logs of a failed run (and says where): drop them
 drop_kept() { for f in "$@"; do sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$f"; done | xargs -r rm -rf; }
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 41
+plan 42
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -206,6 +207,24 @@ s=$(grep -v "killed by signal" "$T/j.err" | sed -n 's/.*(\([0-9]*\) ms after the
 	! grep -q 'did not join within' "$T/j.err" && ! grep -qE 'killed by signal (11|6)' "$T/j.err"
 ok $? "a node killed while the nodes join: the 3 survivors out with status 1 within 6 s (slowest ${s:-?} ms): $(grep -oE 'went silent while the nodes were joining|peer down|membership epoch changed' "$T/j.err" | sort | uniq -c | tr -s ' ' | tr '\n' ';')" ||
 	diag "$(grep -E 'zbmd local|join' "$T/j.err" | head -8)"
+
+# ---- a node killed as it starts -------------------------------------------------
+# Killed right after it was spawned, node 2 never ran its control plane: the
+# others never heard from it and would wait for the join's 30 s connect
+# timeout (a node of a real cluster may still be starting). zbmd local knows
+# it is gone: past [coll] timeout_ms + 5 s it says so and stops the others.
+t0=$(date +%s%N)
+$ZBMD local --nodes 3 --link memif --set coll.timeout_ms=1000 --kill 2@0 -- bench allreduce \
+	-b 1M -e 1M -n 1000000 -w 0 >/dev/null 2>"$T/s.err" &
+LP=$!; PIDS+=($LP)
+wait $LP; rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+n=$(grep -c "exited with status 1 .*after the fault" "$T/s.err")
+cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and [0-9] node(s) still run (the benchmark cannot finish without it' "$T/s.err")
+[ $rc = 1 ] && [ $ms -le 15000 ] && { [ "$cut" = 1 ] || [ "$n" = 2 ]; } &&
+	! grep -q 'did not join within' "$T/s.err" && [ -z "$(leftovers $LP)" ]
+ok $? "a node killed as it starts: zbmd local out after ${ms} ms (bound: timeout 1 s + 5 s, not the join's 30 s), exit $rc, stopped by zbmd local: $cut, survivors out on their own: $n" ||
+	diag "$(grep -E 'zbmd local|join' "$T/s.err" | head -8)"
 
 # ---- a failing command, and Ctrl-C ---------------------------------------------
 # (leftovers of this run only: other jobs on the machine may be running
