@@ -340,6 +340,61 @@ int coll_host_register(const struct coll_host_ops *ops);
  * thread: tcp, rdma). */
 const struct coll_host_ops *coll_host_find(const char *name);
 
+/* ---- actors: collectives by message (dataplane/actor_coll.c) -------------
+ * A training actor hands its gradient buffer to the communicator and gets a
+ * completion message. The service belongs to the communicator's owner
+ * thread, which calls coll_svc_poll() in its loop (never blocks, never
+ * allocates); any actor, on any worker, calls coll_svc_submit(). On
+ * completion the actor `reply_to` gets a message with `tag` whose inline
+ * payload is a struct coll_done_msg: status 0, or the error — a failed
+ * communicator (peer down, timeout, epoch change) fails every collective
+ * submitted to it, each with its own message. Collectives run in
+ * submission order; as with coll_start(), every rank must submit the same
+ * sequence (one submitting actor per node, or a fixed order between them).
+ * Buffers stay the actor's and must stay valid until its message comes.
+ * Linked from the dataplane archive (it needs the actor runtime). */
+#define COLL_SVC_DEPTH 16       /* submitted and not yet told, at most */
+
+struct act_runtime;
+struct coll_svc;
+
+struct coll_done_msg {
+	int32_t status;         /* 0 or a negative error (zb_strerror) */
+	uint32_t kind;          /* enum coll_kind */
+	uint64_t cookie;        /* as submitted */
+};
+
+struct coll_svc_stats {
+	uint64_t started, completed, failed;    /* collectives */
+	uint64_t told;          /* completion messages sent */
+	uint64_t deferred;      /* sends retried later (no message/mailbox space) */
+	uint64_t orphaned;      /* completions whose actor had gone */
+};
+
+/* 0 and *out, -EINVAL, -ENOMEM. The service holds no reference on c. */
+int coll_svc_create(struct coll_comm *c, struct act_runtime *rt,
+		    struct coll_svc **out);
+/* Any thread. a->done must be NULL (the service sets its own). 0; -EAGAIN
+ * when COLL_SVC_DEPTH are in flight (wait for a completion message);
+ * -EINVAL; the communicator's error once it has failed. Bad arguments
+ * (dtype, root...) come back as the completion message's status. */
+int coll_svc_submit(struct coll_svc *s, const struct coll_args *a,
+		    uint64_t reply_to, uint32_t tag, uint64_t cookie);
+/* Owner thread: start what was submitted, progress, send the completion
+ * messages (one that finds no message or mailbox space waits for the next
+ * poll). Events (0: idle), or the communicator's error once it failed (the
+ * failed collectives' messages are sent all the same: keep polling until
+ * coll_svc_pending() is 0). */
+int coll_svc_poll(struct coll_svc *s);
+/* Collectives submitted whose completion message has not gone yet. */
+unsigned coll_svc_pending(const struct coll_svc *s);
+void coll_svc_stats_get(const struct coll_svc *s, struct coll_svc_stats *out);
+/* Owner thread: refuse new submissions (ZB_ERR_SHUTDOWN); when some are in
+ * flight, abort the communicator with `why` and send their (failed)
+ * completion messages. 0, or -EBUSY if messages could not go within ~1 s. */
+int coll_svc_stop(struct coll_svc *s, const char *why);
+void coll_svc_destroy(struct coll_svc *s);
+
 /* ---- commands (cli/main.c) ------------------------------------------------ */
 int coll_bench_allreduce_main(int argc, char **argv);   /* zbmd bench allreduce */
 int coll_local_main(int argc, char **argv);             /* zbmd local */

@@ -1,0 +1,245 @@
+/* dataplane/actor_coll.c — collectives by message (zbmd/coll.h, "Actors").
+ *
+ * An actor on any worker hands a collective (its gradient buffer, count,
+ * dtype, op) to the communicator's owner through a bounded lock-free queue
+ * and goes on with its mailbox; the owner's poll starts it, progresses the
+ * communicator, and when the collective completes — done or failed — sends
+ * the actor a completion message (struct coll_done_msg, inline bytes).
+ *
+ * Bounds: at most COLL_SVC_DEPTH collectives between submit and completion
+ * message (`inflight`); the queue has as many cells and the owner as many
+ * op records, so neither can overflow, and coll_start() (COLL_MAX_OPS) never
+ * refuses for space. Nothing is allocated after coll_svc_create().
+ *
+ * The queue: a bounded multi-producer ring in Vyukov's style (each cell's
+ * sequence number says whether it is free for position pos — seq == pos —
+ * or holds the request of position pos — seq == pos + 1); one consumer, the
+ * owner, so its side needs no atomic read-modify-write.
+ *
+ * Completion messages are never dropped for want of a message or mailbox
+ * space: a completion that act_tell() cannot deliver yet stays first in
+ * line and is retried on the next poll (so they leave in completion order).
+ * Only a destination that no longer exists (ZB_ERR_STALE_ID) loses its
+ * message; that is counted (orphaned).
+ */
+#include "zbmd/actors.h"
+#include "zbmd/coll.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static_assert(COLL_SVC_DEPTH <= COLL_MAX_OPS, "the owner must never see -EAGAIN");
+static_assert((COLL_SVC_DEPTH & (COLL_SVC_DEPTH - 1)) == 0, "ring mask");
+static_assert(sizeof(struct coll_done_msg) <= ACT_INLINE_MAX, "inline payload");
+
+struct svc_req {
+	struct coll_args a;
+	act_id to;
+	uint32_t tag;
+	uint64_t cookie;
+};
+
+struct svc_cell {
+	_Atomic uint64_t seq;
+	struct svc_req r;
+};
+
+/* A collective between its start and its completion message (owner only). */
+struct svc_op {
+	struct coll_svc *s;
+	struct svc_op *next;            /* free list, or the notify FIFO */
+	act_id to;
+	uint32_t tag, kind;
+	uint64_t cookie;
+	int32_t status;
+};
+
+struct coll_svc {
+	struct coll_comm *c;
+	struct act_runtime *rt;
+	_Atomic uint64_t head ZB_ALIGNED_CL;    /* producers: next position */
+	_Atomic uint32_t inflight;              /* submitted, not yet told */
+	_Atomic int failed;                     /* the communicator's error, once seen */
+	uint64_t tail ZB_ALIGNED_CL;            /* owner: next position to take */
+	struct svc_op *free_ops;
+	struct svc_op *notify_head, *notify_tail;
+	struct coll_svc_stats st;
+	struct svc_cell cells[COLL_SVC_DEPTH];
+	struct svc_op ops[COLL_SVC_DEPTH];
+};
+
+int coll_svc_create(struct coll_comm *c, struct act_runtime *rt,
+		    struct coll_svc **out)
+{
+	if (!c || !rt || !out)
+		return -EINVAL;
+	struct coll_svc *s = zb_aligned_alloc(ZB_CACHE_LINE, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	s->rt = rt;
+	for (uint32_t i = 0; i < COLL_SVC_DEPTH; i++) {
+		atomic_init(&s->cells[i].seq, i);
+		s->ops[i].s = s;
+		s->ops[i].next = i + 1 < COLL_SVC_DEPTH ? &s->ops[i + 1] : NULL;
+	}
+	s->free_ops = &s->ops[0];
+	*out = s;
+	return 0;
+}
+
+int coll_svc_submit(struct coll_svc *s, const struct coll_args *a,
+		    act_id reply_to, uint32_t tag, uint64_t cookie)
+{
+	if (!s || !a || reply_to == ACT_ID_NONE || a->done)
+		return -EINVAL;
+	int f = atomic_load_explicit(&s->failed, memory_order_acquire);
+	if (f)
+		return f;
+	/* a place among the COLL_SVC_DEPTH in flight */
+	uint32_t n = atomic_load_explicit(&s->inflight, memory_order_relaxed);
+	do {
+		if (n >= COLL_SVC_DEPTH)
+			return -EAGAIN;
+	} while (!atomic_compare_exchange_weak_explicit(&s->inflight, &n, n + 1,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	/* a cell: with inflight bounded, the one at our position is free
+	 * or about to be (the owner has taken its request but not yet
+	 * stored the cell's next sequence number) */
+	uint64_t pos = atomic_fetch_add_explicit(&s->head, 1, memory_order_relaxed);
+	struct svc_cell *cell = &s->cells[pos & (COLL_SVC_DEPTH - 1)];
+	while (atomic_load_explicit(&cell->seq, memory_order_acquire) != pos)
+		sched_yield();   /* not reached: see the bound above */
+	cell->r = (struct svc_req){.a = *a, .to = reply_to, .tag = tag,
+				   .cookie = cookie};
+	atomic_store_explicit(&cell->seq, pos + 1, memory_order_release);
+	return 0;
+}
+
+/* The completion of op o (coll_progress's callback, or a refused start). */
+static void svc_done(void *arg, int status)
+{
+	struct svc_op *o = arg;
+	struct coll_svc *s = o->s;
+
+	o->status = status;
+	o->next = NULL;
+	if (s->notify_tail)
+		s->notify_tail->next = o;
+	else
+		s->notify_head = o;
+	s->notify_tail = o;
+	if (status == 0)
+		s->st.completed++;
+	else
+		s->st.failed++;
+}
+
+/* Tell the actors, in completion order, as far as messages go. */
+static int svc_notify(struct coll_svc *s)
+{
+	int told = 0;
+
+	while (s->notify_head) {
+		struct svc_op *o = s->notify_head;
+		struct coll_done_msg d = {.status = o->status, .kind = o->kind,
+					  .cookie = o->cookie};
+		int rc = act_tell(s->rt, o->to, o->tag, &d, sizeof(d));
+		if (rc == ZB_ERR_STALE_ID || rc == -EINVAL)
+			s->st.orphaned++;
+		else if (rc < 0) {
+			s->st.deferred++;       /* no message or mailbox space yet */
+			break;
+		} else {
+			s->st.told++;
+		}
+		s->notify_head = o->next;
+		if (!s->notify_head)
+			s->notify_tail = NULL;
+		o->next = s->free_ops;
+		s->free_ops = o;
+		atomic_fetch_sub_explicit(&s->inflight, 1, memory_order_release);
+		told++;
+	}
+	return told;
+}
+
+int coll_svc_poll(struct coll_svc *s)
+{
+	int ev = 0;
+
+	ZB_ASSERT(s != NULL);
+	for (;;) {
+		struct svc_cell *cell = &s->cells[s->tail & (COLL_SVC_DEPTH - 1)];
+		if (atomic_load_explicit(&cell->seq, memory_order_acquire) != s->tail + 1)
+			break;
+		struct svc_req r = cell->r;
+		atomic_store_explicit(&cell->seq, s->tail + COLL_SVC_DEPTH,
+				      memory_order_release);
+		s->tail++;
+		struct svc_op *o = s->free_ops;
+		ZB_ASSERT(o != NULL);   /* inflight <= COLL_SVC_DEPTH op records */
+		s->free_ops = o->next;
+		o->to = r.to;
+		o->tag = r.tag;
+		o->kind = (uint32_t)r.a.kind;
+		o->cookie = r.cookie;
+		r.a.done = svc_done;
+		r.a.done_arg = o;
+		int rc = coll_start(s->c, &r.a, NULL);
+		ZB_ASSERT(rc != -EAGAIN);
+		if (rc < 0)
+			svc_done(o, rc);        /* bad arguments, or the comm failed */
+		else
+			s->st.started++;
+		ev++;
+	}
+	int rc = coll_progress(s->c);
+	if (rc < 0) {
+		int none = 0;
+		atomic_compare_exchange_strong(&s->failed, &none, rc);
+	} else {
+		ev += rc;
+	}
+	ev += svc_notify(s);
+	return rc < 0 ? rc : ev;
+}
+
+unsigned coll_svc_pending(const struct coll_svc *s)
+{
+	return atomic_load_explicit(&((struct coll_svc *)s)->inflight,
+				    memory_order_acquire);
+}
+
+void coll_svc_stats_get(const struct coll_svc *s, struct coll_svc_stats *out)
+{
+	*out = s->st;
+}
+
+int coll_svc_stop(struct coll_svc *s, const char *why)
+{
+	ZB_ASSERT(s != NULL && why != NULL);
+	int none = 0;
+	atomic_compare_exchange_strong(&s->failed, &none, ZB_ERR_SHUTDOWN);
+	if (coll_svc_pending(s) == 0)
+		return 0;
+	(void)coll_abort(s->c, ZB_ERR_SHUTDOWN, why);
+	/* the queued requests start and fail at once, the running ones fail
+	 * in coll_abort: every completion is now owed; tell them */
+	for (int i = 0; i < 1000 && coll_svc_pending(s) > 0; i++) {
+		(void)coll_svc_poll(s);
+		if (coll_svc_pending(s) > 0)
+			usleep(1000);
+	}
+	return coll_svc_pending(s) ? -EBUSY : 0;
+}
+
+void coll_svc_destroy(struct coll_svc *s)
+{
+	free(s);
+}
