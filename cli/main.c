@@ -63,6 +63,7 @@ static const struct zb_cmd commands[] = {
 	{"local", coll_local_main, "run a command on an N-node cluster on this machine"},
 	{"version", cmd_version, "print the version"},
 	{"run", dp_cmd_run, "start a node until SIGINT/SIGTERM (zbmd run -c FILE.ini)"},
+	{"train", dp_cmd_train, "data-parallel training across the cluster (run it on every node)"},
 	{"status", ctl_cmd_status, "print a running node's members, leader, epoch, phi per peer"},
 	{"control", ctl_cmd_control, "run only the control thread of a node (foreground)"},
 	{"check-config", cfg_cmd_check_config, "validate a config file, print the effective config"},

@@ -24,6 +24,7 @@
  */
 #include "zbmd/actors.h"
 #include "zbmd/coll.h"
+#include "zbmd/config.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -242,4 +243,74 @@ int coll_svc_stop(struct coll_svc *s, const char *why)
 void coll_svc_destroy(struct coll_svc *s)
 {
 	free(s);
+}
+
+/* ---- a node's collectives for actors, in one call ------------------------- */
+
+int coll_actor_node_open(const struct zb_config *cfg, unsigned workers,
+			 struct coll_actor_node *n, char *err, size_t errlen)
+{
+	int rc;
+
+	ZB_ASSERT(cfg != NULL && n != NULL && err != NULL);
+	memset(n, 0, sizeof(*n));
+	struct act_params ap;
+	act_params_default(&ap);
+	ap.node = cfg->node.id;
+	ap.workers = workers ? workers : 2;
+	ap.max_actors = 256;
+	ap.message_pool = 1024;
+	ap.timers = 64;
+	ap.max_names = 16;
+	ap.pin = false;   /* the nodes of a local cluster share the CPUs */
+	if ((rc = act_runtime_create(&ap, &n->rt)) < 0 ||
+	    (rc = act_start_threads(n->rt)) < 0) {
+		snprintf(err, errlen, "the actor runtime: %s", zb_strerror(rc));
+		goto fail;
+	}
+	n->provider = cfg->transport.kind == CFG_TRANSPORT_DPDK ? "dpdk" :
+		      cfg->transport.kind == CFG_TRANSPORT_RDMA ? "rdma" : "tcp";
+	struct coll_comm_args ca = {.cfg = cfg, .provider = n->provider};
+	n->host = coll_host_find(n->provider);
+	if (n->host && (rc = n->host->open(&ca, &n->hh, err, errlen)) == -EOPNOTSUPP)
+		n->host = NULL;   /* rdma without a control plane: on this thread */
+	if (n->host) {
+		if (rc < 0) {
+			n->host = NULL;
+			goto fail;
+		}
+		n->host->comms(n->hh, &n->comm, 1);
+	} else if ((rc = coll_comm_create(&ca, &n->comm, err, errlen)) < 0) {
+		goto fail;
+	}
+	if ((rc = coll_svc_create(n->comm, n->rt, &n->svc)) < 0) {
+		snprintf(err, errlen, "the collective service: %s", zb_strerror(rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	coll_actor_node_close(n);
+	return rc < 0 ? rc : -EIO;
+}
+
+int coll_actor_node_run(struct coll_actor_node *n, int (*fn)(void *), void *arg)
+{
+	ZB_ASSERT(n != NULL && n->comm != NULL && fn != NULL);
+	return n->host ? n->host->run(n->hh, fn, arg) : fn(arg);
+}
+
+void coll_actor_node_close(struct coll_actor_node *n)
+{
+	if (n->svc)
+		(void)coll_svc_stop(n->svc, "the node's collectives are closing");
+	if (n->rt)
+		act_stop_threads(n->rt);   /* no trainer submits any more */
+	if (n->host)
+		n->host->close(n->hh);
+	else if (n->comm)
+		coll_comm_destroy(n->comm);
+	coll_svc_destroy(n->svc);
+	if (n->rt)
+		act_runtime_destroy(n->rt);
+	memset(n, 0, sizeof(*n));
 }

@@ -395,6 +395,27 @@ void coll_svc_stats_get(const struct coll_svc *s, struct coll_svc_stats *out);
 int coll_svc_stop(struct coll_svc *s, const char *why);
 void coll_svc_destroy(struct coll_svc *s);
 
+/* A node's collectives for actors in one call (zbmd train, the tests): an
+ * actor runtime on `workers` threads of its own (0: 2), the communicator of
+ * the config's transport — on the node's dataplane through its host (dpdk:
+ * the lanes' lcores progress the channels), or on the calling thread
+ * (tcp) — and its service. open: 0, or an error with err filled. run: fn
+ * where it may own the communicator (it polls the service there). close:
+ * stops the service (failing what is in flight), the workers, the
+ * communicator; any part that was opened. */
+struct coll_actor_node {
+	struct act_runtime *rt;
+	struct coll_comm *comm;
+	struct coll_svc *svc;
+	const char *provider;           /* "dpdk", "tcp", "rdma" */
+	const struct coll_host_ops *host;
+	void *hh;
+};
+int coll_actor_node_open(const struct zb_config *cfg, unsigned workers,
+			 struct coll_actor_node *n, char *err, size_t errlen);
+int coll_actor_node_run(struct coll_actor_node *n, int (*fn)(void *), void *arg);
+void coll_actor_node_close(struct coll_actor_node *n);
+
 /* ---- commands (cli/main.c) ------------------------------------------------ */
 int coll_bench_allreduce_main(int argc, char **argv);   /* zbmd bench allreduce */
 int coll_local_main(int argc, char **argv);             /* zbmd local */

@@ -309,5 +309,7 @@ int dp_cluster_apply(unsigned index, const struct dp_cluster_view *v,
  * clean stop, 1 on a runtime failure, 2 on bad usage or config. SIGUSR1
  * prints the counters (when the main lcore is not a dataplane lcore). */
 int dp_cmd_run(int argc, char **argv);
+/* `zbmd train`: data-parallel training across the cluster (dataplane/train.c). */
+int dp_cmd_train(int argc, char **argv);
 
 #endif /* ZBMD_DATAPLANE_H */

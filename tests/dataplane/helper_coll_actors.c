@@ -270,49 +270,19 @@ int main(int argc, char **argv)
 	tr.gs = calloc(count, sizeof(float));
 	tr.gr = calloc(count, sizeof(float));
 	tr.gi = calloc(count, sizeof(int64_t));
-	struct act_params p;
-	act_params_default(&p);
-	p.node = cfg->node.id;
-	p.max_actors = 64;
-	p.message_pool = 256;
-	p.timers = 16;
-	p.max_names = 8;
-	p.pin = false;
-	if (!tr.gs || !tr.gr || !tr.gi || act_runtime_create(&p, &rt) < 0 ||
-	    act_start_threads(rt) < 0) {
-		fprintf(stderr, "helper: the actor runtime did not start\n");
+	struct coll_actor_node nd;
+	if (!tr.gs || !tr.gr || !tr.gi ||
+	    coll_actor_node_open(cfg, 2, &nd, err, sizeof(err)) < 0) {
+		fprintf(stderr, "helper: %s\n", tr.gs && tr.gr && tr.gi ? err : "out of memory");
 		return 1;
 	}
-	const char *prov = cfg->transport.kind == CFG_TRANSPORT_DPDK ? "dpdk" : "tcp";
-	struct coll_comm_args a = {.cfg = cfg, .provider = prov};
-	const struct coll_host_ops *host = coll_host_find(prov);
-	void *hh = NULL;
-	int rc;
-	if (host) {
-		if ((rc = host->open(&a, &hh, err, sizeof(err))) < 0) {
-			fprintf(stderr, "helper: %s\n", err);
-			return 1;
-		}
-		host->comms(hh, &C, 1);
-	} else if ((rc = coll_comm_create(&a, &C, err, sizeof(err))) < 0) {
-		fprintf(stderr, "helper: %s\n", err);
-		return 1;
-	}
+	rt = nd.rt;
+	C = nd.comm;
+	svc = nd.svc;
 	N = coll_nranks(C);
 	RK = coll_rank(C);
-	if (coll_svc_create(C, rt, &svc) < 0) {
-		fprintf(stderr, "helper: coll_svc_create failed\n");
-		return 1;
-	}
-	rc = host ? host->run(hh, owner, NULL) : owner(NULL);
-	(void)coll_svc_stop(svc, "the helper is done");
-	act_stop_threads(rt);
-	if (host)
-		host->close(hh);
-	else
-		coll_comm_destroy(C);
-	coll_svc_destroy(svc);
-	act_runtime_destroy(rt);
+	int rc = coll_actor_node_run(&nd, owner, NULL);
+	coll_actor_node_close(&nd);
 	free(tr.gs);
 	free(tr.gr);
 	free(tr.gi);

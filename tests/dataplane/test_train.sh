@@ -1,0 +1,84 @@
+#!/bin/bash
+# `zbmd train` (dataplane/train.c): data-parallel training of a linear model
+# on local clusters — each node's trainer actor computes its shard's gradient
+# on the GPU backend and all-reduces it through the collective service.
+#  - 3 nodes over tcp and over memif: exit 0, the replicas bit-identical, the
+#    loss down by more than 10^4, the weights within 1 % of the true model;
+#  - a memif node killed mid-training: the survivors exit 1 within 6 s, saying
+#    their gradient's all-reduce failed and why;
+#  - the Vulkan backend (lavapipe here) on 2 nodes, where it is usable;
+#  - bad flags: exit 2 with the flag named; --help: exit 0, usage on stdout;
+#  - a backend that is not there: exit 1 saying why (or a real run on a
+#    machine that has it).
+. "$ZBMD_ROOT/tests/common/tap.sh"
+Z=$ZBMD_BUILD/bin/zbmd
+T=$(mktemp -d /tmp/zbtrain.XXXXXX)
+trap 'sed -nE "s/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p" "$T"/*.out 2>/dev/null | xargs -r rm -rf; rm -rf "$T"' EXIT
+plan 9
+
+# trained NAME NODES ARGS...: zbmd local --nodes NODES ARGS -- train ...
+trained() {
+	local name=$1 n=$2; shift 2
+	"$Z" local --nodes "$n" "$@" -- train --steps 30 --every 10 >"$T/$name.out" 2>&1
+	local rc=$?
+	local ratio err
+	ratio=$(sed -nE 's/^# loss .* \(([0-9.e+]+)x lower\).*/\1/p' "$T/$name.out")
+	err=$(sed -nE 's/.*\|w - w\*\| \/ \|w\*\| = ([0-9.e+-]+).*/\1/p' "$T/$name.out")
+	[ $rc = 0 ] && grep -q "^# replicas: bit-identical on all $n nodes" "$T/$name.out" &&
+		awk -v r="${ratio:-0}" -v e="${err:-1}" 'BEGIN { exit !(r > 1e4 && e < 0.01) }'
+	ok $? "$name: exit $rc, replicas bit-identical, loss ${ratio:-?}x lower, |w - w*|/|w*| ${err:-?}" ||
+		diag "$(grep -v 'control: on' "$T/$name.out" | tail -6)"
+}
+
+trained "tcp, 3 nodes" 3
+if [ "$(id -u)" = 0 ]; then
+	trained "memif, 3 nodes" 3 --link memif
+	# a node killed mid-training: the survivors' trainers are told by their
+	# all-reduce's completion message and exit 1, within the bound
+	"$Z" local --nodes 3 --link memif --kill 2@2500 -- train --steps 1000000 \
+		--every 1000000 >"$T/k.out" 2>&1
+	rc=$?
+	n=$(grep -c "exited with status 1 .*after the fault" "$T/k.out")
+	s=$(grep -v 'killed by signal' "$T/k.out" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1)
+	[ $rc = 1 ] && [ "$n" = 2 ] && [ -n "$s" ] && [ "$s" -le 6000 ] &&
+		[ "$(grep -c "zbmd train: node rank [01]: step [0-9]*: the gradient's all-reduce: " "$T/k.out")" = 2 ]
+	ok $? "a node killed mid-training: both survivors out with status 1 within 6 s (slowest ${s:-?} ms), each saying why: $(grep -m1 -o "the gradient's all-reduce: [^—]*" "$T/k.out")" ||
+		diag "$(grep -v 'control: on' "$T/k.out" | tail -6)"
+else
+	for _ in 1 2; do TAP_RUN=$((TAP_RUN + 1)); echo "ok $TAP_RUN # SKIP memif nodes need root"; done
+fi
+if "$Z" gpu-info 2>/dev/null | grep -qE '^vulkan +usable'; then
+	"$Z" local --nodes 2 -- train --steps 20 --backend vulkan >"$T/vk.out" 2>&1
+	rc=$?
+	[ $rc = 0 ] && grep -q '^# replicas: bit-identical on all 2 nodes' "$T/vk.out" &&
+		grep -q 'GPU backend vulkan' "$T/vk.out"
+	ok $? "vulkan backend, 2 nodes over tcp: exit $rc, replicas bit-identical" ||
+		diag "$(tail -4 "$T/vk.out")"
+else
+	TAP_RUN=$((TAP_RUN + 1)); echo "ok $TAP_RUN # SKIP no usable Vulkan device here"
+fi
+
+bad=0
+for a in "--steps 0" "--steps 5x" "--lr -1" "--lr 0" "--features 0" "--backend nosuch" "--bogus" "--every"; do
+	"$Z" train -c /nonexistent.ini $a >/dev/null 2>"$T/e"; rc=$?
+	flag=${a%% *}
+	{ [ $rc = 2 ] && grep -q -- "$flag" "$T/e"; } || { bad=1; diag "'$a': exit $rc: $(head -1 "$T/e")"; }
+done
+ok $bad "bad flags: exit 2, the flag named"
+"$Z" train --steps 3 >/dev/null 2>"$T/e"; rc=$?
+[ $rc = 2 ] && grep -q 'config FILE is required' "$T/e"
+ok $? "no -c: exit 2 saying so ($rc)"
+out=$("$Z" train --help 2>/dev/null); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q '^usage: zbmd train'
+ok $? "--help: exit 0, usage on stdout"
+"$Z" train -c /nonexistent.ini >/dev/null 2>"$T/e"; rc=$?
+[ $rc = 2 ] && grep -q 'nonexistent.ini' "$T/e"
+ok $? "a config that does not load: exit 2, the file named ($rc)"
+
+# CUDA: a clear failure where there is none, a real run where there is
+"$Z" local --nodes 2 -- train --steps 10 --backend cuda >"$T/cu.out" 2>&1
+rc=$?
+{ [ $rc = 1 ] && grep -q 'zbmd train: GPU backend: ' "$T/cu.out"; } ||
+	{ [ $rc = 0 ] && grep -q '^# replicas: bit-identical on all 2 nodes' "$T/cu.out"; }
+ok $? "--backend cuda: $( [ $rc = 0 ] && echo 'trained on it' || grep -m1 -o 'GPU backend: .*' "$T/cu.out" | cut -c1-90) (exit $rc)"
+done_testing
