@@ -36,7 +36,7 @@
  *   zbloc<pid>-<node> and its runtime directory is removed at teardown.
  *   --fault "drop=0.02,reorder=0.05,dup=0.01,seed=7" sets the transport's
  *   [fault] injection on every node (the kernel here has no sch_netem).
- * A `bench` node that fails while others run: they get [coll] timeout_ms +
+ * A node that fails while others run (any command but `run`): they get [coll] timeout_ms +
  * LOCAL_LOST_GRACE_MS to fail on their own, then are stopped (local_lost_cut).
  */
 #include "zbmd/coll.h"
@@ -151,8 +151,9 @@ static void local_usage(FILE *f)
 "  --kill N@MS       kill -9 node N after MS ms (fault test)\n"
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces)\n"
 "  --keep            keep the configs and logs directory\n"
-"A `bench` run that loses a node (killed, crashed, exited non-zero) gives the\n"
-"others [coll] timeout_ms + 5 s to fail on their own, then stops them.\n");
+"A run (any command but `run`) that loses a node (killed, crashed, exited\n"
+"non-zero) gives the others [coll] timeout_ms + 5 s to fail on their own,\n"
+"then stops them.\n");
 }
 
 static int local_kv_put(struct local_kv *arr, int *n, int max,
@@ -1008,20 +1009,21 @@ static long local_coll_timeout_ms(const struct local_opts *o)
 	return ms > 0 ? ms : 5000;
 }
 
-/* A benchmark cannot finish without every node. One that failed (killed,
- * crashed, exited non-zero) while others run: they fail on their own within
+/* A collective run (bench, train, a test program) cannot finish without
+ * every node. One that failed (killed, crashed, exited non-zero) while
+ * others run: they fail on their own within
  * [coll] timeout_ms when they had heard from it, but nodes that never did
  * (it was lost while starting) wait for the join's connect timeout (30 s or
  * more), as nodes of a real cluster must for one that may still be starting.
  * Here the launcher knows: past the timeout plus LOCAL_LOST_GRACE_MS it says
- * so and stops them. Commands other than `bench` (a `run` cluster outlives
- * its nodes) are left alone. true when it is time to stop them. */
+ * so and stops them. `run` clusters (a cluster outlives its nodes) are left
+ * alone. true when it is time to stop them. */
 static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 {
 	const struct local_opts *o = &L->o;
 	long grace = local_coll_timeout_ms(o) + LOCAL_LOST_GRACE_MS;
 
-	if (L->lost < 0 || left == 0 || strcmp(o->cmd[0], "bench") ||
+	if (L->lost < 0 || left == 0 || !strcmp(o->cmd[0], "run") ||
 	    now - L->lost_ns < (uint64_t)grace * 1000000ull)
 		return false;
 	const struct local_node *nd = &L->nd[L->lost];
@@ -1031,7 +1033,7 @@ static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 	else
 		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(nd->status));
 	fprintf(stderr, "zbmd local: node %d %s %ld ms ago and %d node(s) still run "
-		"(the benchmark cannot finish without it; nodes that never heard from "
+		"(the run cannot finish without it; nodes that never heard from "
 		"it wait for the join's connect timeout): stopping them\n", L->lost,
 		how, (long)((now - L->lost_ns) / 1000000), left);
 	return true;

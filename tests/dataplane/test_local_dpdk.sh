@@ -220,7 +220,7 @@ LP=$!; PIDS+=($LP)
 wait $LP; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 n=$(grep -c "exited with status 1 .*after the fault" "$T/s.err")
-cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and [0-9] node(s) still run (the benchmark cannot finish without it' "$T/s.err")
+cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and [0-9] node(s) still run (the run cannot finish without it' "$T/s.err")
 [ $rc = 1 ] && [ $ms -le 15000 ] && { [ "$cut" = 1 ] || [ "$n" = 2 ]; } &&
 	! grep -q 'did not join within' "$T/s.err" && [ -z "$(leftovers $LP)" ]
 ok $? "a node killed as it starts: zbmd local out after ${ms} ms (bound: timeout 1 s + 5 s, not the join's 30 s), exit $rc, stopped by zbmd local: $cut, survivors out on their own: $n" ||
