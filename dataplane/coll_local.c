@@ -36,8 +36,9 @@
  *   zbloc<pid>-<node> and its runtime directory is removed at teardown.
  *   --fault "drop=0.02,reorder=0.05,dup=0.01,seed=7" sets the transport's
  *   [fault] injection on every node (the kernel here has no sch_netem).
- * A node that fails while others run (any command but `run`): they get [coll] timeout_ms +
- * LOCAL_LOST_GRACE_MS to fail on their own, then are stopped (local_lost_cut).
+ * A node that fails while others run (any command but `run`): they get
+ * [coll] timeout_ms + LOCAL_LOST_GRACE_MS to fail on their own, then are
+ * stopped (local_lost_cut).
  */
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
@@ -60,8 +61,8 @@
 #define LOCAL_MEMIF_MAX 9       /* cluster-memif.sh: 8 ports per node */
 #define LOCAL_READY_S 30        /* a memif server must listen by then */
 #define LOCAL_MEMIF_MTU "9000"  /* memif's frames unless ZBN_MTU says */
-/* a node lost in a benchmark run: the others get [coll] timeout_ms plus this
- * to fail on their own before zbmd local stops them (local_supervise) */
+/* a node lost in a run: the others get [coll] timeout_ms plus this to fail
+ * on their own before zbmd local stops them (local_lost_cut) */
 #define LOCAL_LOST_GRACE_MS 5000
 #define LOCAL_MEMIF_MEMORY_MB "768"
 
@@ -156,14 +157,25 @@ static void local_usage(FILE *f)
 "then stops them.\n");
 }
 
+/* The row of arr[0..n) for sec.key — the last, where a later row overrides
+ * an earlier one — or -1. */
+static int local_kv_find(const struct local_kv *arr, int n, const char *sec,
+			 const char *key)
+{
+	for (int i = n - 1; i >= 0; i--)
+		if (!strcmp(arr[i].sec, sec) && !strcmp(arr[i].key, key))
+			return i;
+	return -1;
+}
+
 static int local_kv_put(struct local_kv *arr, int *n, int max,
 			const struct local_kv *kv)
 {
-	for (int i = 0; i < *n; i++)
-		if (!strcmp(arr[i].sec, kv->sec) && !strcmp(arr[i].key, kv->key)) {
-			arr[i] = *kv;
-			return 0;
-		}
+	int i = local_kv_find(arr, *n, kv->sec, kv->key);
+	if (i >= 0) {
+		arr[i] = *kv;
+		return 0;
+	}
 	if (*n == max)
 		return -ENOSPC;
 	arr[(*n)++] = *kv;
@@ -219,16 +231,9 @@ static int local_set(struct local_opts *o, const char *spec)
 	memcpy(kv.sec, spec, (size_t)(dot - spec));
 	memcpy(kv.key, dot + 1, (size_t)(eq - dot - 1));
 	strcpy(kv.val, eq + 1);
-	if (local_kv_put(o->dkv, &o->ndkv, (int)ZB_ARRAY_LEN(o->dkv), &kv) < 0)
+	if (local_kv_put(o->dkv, &o->ndkv, (int)ZB_ARRAY_LEN(o->dkv), &kv) < 0 ||
+	    local_kv_put(o->kv, &o->nkv, (int)ZB_ARRAY_LEN(o->kv), &kv) < 0)
 		return -ENOSPC;
-	for (int i = 0; i < o->nkv; i++)
-		if (!strcmp(o->kv[i].sec, kv.sec) && !strcmp(o->kv[i].key, kv.key)) {
-			o->kv[i] = kv;
-			return 0;
-		}
-	if (o->nkv == (int)ZB_ARRAY_LEN(o->kv))
-		return -ENOSPC;
-	o->kv[o->nkv++] = kv;
 	return 0;
 }
 
@@ -505,9 +510,7 @@ static int local_merge_ini(const char *path, const struct local_kv *kv, int nkv)
 		char key[64];
 		int k = -1;
 		if (cur[0] && sscanf(lines[i], " %63[^= 	]", key) == 1)
-			for (int j = 0; j < nkv; j++)
-				if (!strcmp(kv[j].sec, cur) && !strcmp(kv[j].key, key))
-					k = j;
+			k = local_kv_find(kv, nkv, cur, key);
 		if (k >= 0) {
 			fprintf(f, "%s = %s\n", kv[k].key, kv[k].val);
 			done[k] = true;
@@ -677,7 +680,7 @@ struct local_run {
 	/* dpdk links: the cluster made by scripts/cluster.sh */
 	bool cl_up;
 	char tag[32], cldir[64], scripts[400];
-	uint64_t t0, fault_ns, lost_ns;
+	uint64_t t0, fault_ns;
 };
 
 /* Run scripts/cluster.sh with the run's tag and dir; output to stderr
@@ -830,10 +833,7 @@ static int local_dpdk_prepare(struct local_run *L)
 		L->usage_err = true;
 		return -EINVAL;
 	}
-	bool user_extra = false;
-	for (int k = 0; k < o->ndkv; k++)
-		user_extra |= !strcmp(o->dkv[k].sec, "eal") &&
-			      !strcmp(o->dkv[k].key, "extra_args");
+	bool user_extra = local_kv_find(o->dkv, o->ndkv, "eal", "extra_args") >= 0;
 	for (int i = 0; i < o->nodes; i++) {
 		struct local_node *nd = &L->nd[i];
 		struct local_kv kv[ZB_ARRAY_LEN(o->dkv)];
@@ -1000,33 +1000,31 @@ static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 static long local_coll_timeout_ms(const struct local_opts *o)
 {
 	const struct local_kv *kv = o->dpdk ? o->dkv : o->kv;
-	int n = o->dpdk ? o->ndkv : o->nkv;
-	long ms = 5000;
+	int i = local_kv_find(kv, o->dpdk ? o->ndkv : o->nkv, "coll", "timeout_ms");
+	long ms = i >= 0 ? strtol(kv[i].val, NULL, 10) : 0;
 
-	for (int i = 0; i < n; i++)
-		if (!strcmp(kv[i].sec, "coll") && !strcmp(kv[i].key, "timeout_ms"))
-			ms = strtol(kv[i].val, NULL, 10);
 	return ms > 0 ? ms : 5000;
 }
 
 /* A collective run (bench, train, a test program) cannot finish without
  * every node. One that failed (killed, crashed, exited non-zero) while
- * others run: they fail on their own within
- * [coll] timeout_ms when they had heard from it, but nodes that never did
- * (it was lost while starting) wait for the join's connect timeout (30 s or
- * more), as nodes of a real cluster must for one that may still be starting.
+ * others run: they fail on their own within [coll] timeout_ms when they had
+ * heard from it, but nodes that never did (it was lost while starting) wait
+ * for the join's connect timeout (30 s or more), as nodes of a real cluster
+ * must for one that may still be starting.
  * Here the launcher knows: past the timeout plus LOCAL_LOST_GRACE_MS it says
  * so and stops them. `run` clusters (a cluster outlives its nodes) are left
  * alone. true when it is time to stop them. */
 static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 {
 	const struct local_opts *o = &L->o;
-	long grace = local_coll_timeout_ms(o) + LOCAL_LOST_GRACE_MS;
 
-	if (L->lost < 0 || left == 0 || !strcmp(o->cmd[0], "run") ||
-	    now - L->lost_ns < (uint64_t)grace * 1000000ull)
+	if (L->lost < 0 || left == 0 || !strcmp(o->cmd[0], "run"))
 		return false;
 	const struct local_node *nd = &L->nd[L->lost];
+	long grace = local_coll_timeout_ms(o) + LOCAL_LOST_GRACE_MS;
+	if (now - nd->exit_ns < (uint64_t)grace * 1000000ull)
+		return false;
 	char how[48];
 	if (WIFSIGNALED(nd->status))
 		snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(nd->status));
@@ -1035,7 +1033,7 @@ static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 	fprintf(stderr, "zbmd local: node %d %s %ld ms ago and %d node(s) still run "
 		"(the run cannot finish without it; nodes that never heard from "
 		"it wait for the join's connect timeout): stopping them\n", L->lost,
-		how, (long)((now - L->lost_ns) / 1000000), left);
+		how, (long)((now - nd->exit_ns) / 1000000), left);
 	return true;
 }
 
@@ -1088,10 +1086,8 @@ static void local_supervise(struct local_run *L)
 				L->nd[i].exit_ns = zb_now_ns();
 				bool bad = !WIFEXITED(st) || WEXITSTATUS(st);
 				L->failed |= bad;
-				if (bad && L->lost < 0) {
+				if (bad && L->lost < 0)
 					L->lost = i;
-					L->lost_ns = L->nd[i].exit_ns;
-				}
 				left--;
 			}
 	}
