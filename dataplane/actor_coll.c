@@ -213,8 +213,21 @@ int coll_svc_poll(struct coll_svc *s)
 
 unsigned coll_svc_pending(const struct coll_svc *s)
 {
-	return atomic_load_explicit(&((struct coll_svc *)s)->inflight,
-				    memory_order_acquire);
+	return atomic_load_explicit(&s->inflight, memory_order_acquire);
+}
+
+int coll_svc_poll_until(struct coll_svc *s, const _Atomic bool *done,
+			uint64_t limit_ns)
+{
+	uint64_t t0 = zb_now_ns();
+
+	while (!atomic_load(done) || coll_svc_pending(s) > 0) {
+		if (coll_svc_poll(s) <= 0)
+			sched_yield();   /* idle: nodes may share the cores */
+		if (limit_ns && zb_now_ns() - t0 > limit_ns)
+			return -ETIMEDOUT;
+	}
+	return 0;
 }
 
 void coll_svc_stats_get(const struct coll_svc *s, struct coll_svc_stats *out)

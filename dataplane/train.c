@@ -29,7 +29,6 @@
 
 #include <getopt.h>
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +51,6 @@ static struct trainer {
 	struct gpu_stream *st;
 	gpu_ptr_t X, y, w, r, grad;
 	float *hw, *hg;                 /* weights, gradient bucket (d + 1) */
-	struct coll_comm *c;
-	struct coll_svc *svc;
 	uint32_t n, rank;
 	unsigned step;                  /* steps done */
 	double loss_first, loss_last;
@@ -62,6 +59,9 @@ static struct trainer {
 	char why[160];
 	atomic_bool finished;
 } T;
+
+/* the actor runtime, the communicator and its collective service */
+static struct coll_actor_node tr_node;
 
 static void tr_usage(FILE *f)
 {
@@ -242,7 +242,7 @@ static void tr_step(struct act_ctx *ctx)
 	struct coll_args a = {.kind = COLL_ALLREDUCE, .sendbuf = T.hg, .recvbuf = T.hg,
 			      .count = T.o.d + 1, .dtype = ZB_F32, .op = ZB_AVG};
 	T.t_submit = zb_now_ns();
-	if ((rc = coll_svc_submit(T.svc, &a, act_self(ctx), TR_DONE, T.step)) < 0)
+	if ((rc = coll_svc_submit(tr_node.svc, &a, act_self(ctx), TR_DONE, T.step)) < 0)
 		tr_stop(rc, "handing the gradient to the collective service");
 }
 
@@ -289,8 +289,6 @@ static int tr_handle(struct act_ctx *ctx, struct act_msg *m)
 }
 
 static const struct act_behaviour tr_beh = {.name = "trainer", .handle = tr_handle};
-static struct act_runtime *tr_rt;
-static struct coll_actor_node tr_node;
 
 static uint64_t tr_checksum(void)
 {
@@ -307,25 +305,25 @@ static int tr_owner(void *arg)
 {
 	(void)arg;
 	act_id id;
-	int rc = act_spawn(tr_rt, &tr_beh, NULL, &id);
-	if (rc < 0 || (rc = act_tell(tr_rt, id, TR_GO, NULL, 0)) < 0) {
+	int rc = act_spawn(tr_node.rt, &tr_beh, NULL, &id);
+	if (rc < 0 || (rc = act_tell(tr_node.rt, id, TR_GO, NULL, 0)) < 0) {
 		fprintf(stderr, "zbmd train: the trainer actor: %s\n", zb_strerror(rc));
 		return ZB_EXIT_FAIL;
 	}
 	uint64_t t0 = zb_now_ns();
-	while (!atomic_load(&T.finished) || coll_svc_pending(T.svc) > 0)
-		if (coll_svc_poll(T.svc) <= 0)
-			sched_yield();   /* idle: nodes may share the cores */
+	(void)coll_svc_poll_until(tr_node.svc, &T.finished, 0);
 	double secs = (double)(zb_now_ns() - t0) / 1e9;
 	if (T.err) {
 		fprintf(stderr, "zbmd train: node rank %u: step %u: %s%s%s\n", T.rank,
-			T.step + 1, T.why, coll_error(T.c)[0] ? " — " : "", coll_error(T.c));
+			T.step + 1, T.why, coll_error(tr_node.comm)[0] ? " — " : "",
+			coll_error(tr_node.comm));
 		return ZB_EXIT_FAIL;
 	}
 	int64_t lo = (int64_t)tr_checksum(), hi = lo;
-	if ((rc = coll_allreduce(T.c, &lo, &lo, 1, ZB_I64, ZB_MIN)) < 0 ||
-	    (rc = coll_allreduce(T.c, &hi, &hi, 1, ZB_I64, ZB_MAX)) < 0) {
-		fprintf(stderr, "zbmd train: comparing the replicas: %s\n", coll_error(T.c));
+	if ((rc = coll_allreduce(tr_node.comm, &lo, &lo, 1, ZB_I64, ZB_MIN)) < 0 ||
+	    (rc = coll_allreduce(tr_node.comm, &hi, &hi, 1, ZB_I64, ZB_MAX)) < 0) {
+		fprintf(stderr, "zbmd train: comparing the replicas: %s\n",
+			coll_error(tr_node.comm));
 		return ZB_EXIT_FAIL;
 	}
 	double e2 = 0, s2 = 0;
@@ -398,11 +396,8 @@ int dp_cmd_train(int argc, char **argv)
 		fprintf(stderr, "zbmd train: node %u: %s\n", cfg->node.id, err);
 		goto out;
 	}
-	tr_rt = tr_node.rt;
-	T.c = tr_node.comm;
-	T.svc = tr_node.svc;
-	T.n = coll_nranks(T.c);
-	T.rank = coll_rank(T.c);
+	T.n = coll_nranks(tr_node.comm);
+	T.rank = coll_rank(tr_node.comm);
 	if ((rc = tr_data()) < 0) {
 		fprintf(stderr, "zbmd train: setting up: %s\n", zb_strerror(rc));
 		goto out;
@@ -421,7 +416,6 @@ int dp_cmd_train(int argc, char **argv)
 	status = coll_actor_node_run(&tr_node, tr_owner, NULL);
 out:
 	coll_actor_node_close(&tr_node);
-	tr_rt = NULL;
 	if (T.st)
 		gpu_stream_destroy(T.g, T.st);
 	if (T.g)

@@ -388,6 +388,11 @@ int coll_svc_submit(struct coll_svc *s, const struct coll_args *a,
 int coll_svc_poll(struct coll_svc *s);
 /* Collectives submitted whose completion message has not gone yet. */
 unsigned coll_svc_pending(const struct coll_svc *s);
+/* Owner thread: coll_svc_poll() — yielding the CPU when idle — until *done
+ * is set (the submitting actors are finished) and every completion message
+ * has gone. 0, or -ETIMEDOUT after limit_ns (0: no limit). */
+int coll_svc_poll_until(struct coll_svc *s, const _Atomic bool *done,
+			uint64_t limit_ns);
 void coll_svc_stats_get(const struct coll_svc *s, struct coll_svc_stats *out);
 /* Owner thread: refuse new submissions (ZB_ERR_SHUTDOWN); when some are in
  * flight, abort the communicator with `why` and send their (failed)

@@ -24,7 +24,6 @@
 
 #include <getopt.h>
 #include <stdarg.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +32,7 @@
 
 enum { T_GO = 1, T_DONE = 2 };
 
-static struct coll_svc *svc;
+static struct coll_actor_node nd;   /* actors, communicator, service */
 static uint32_t N, RK;
 static unsigned rounds = 6;
 static size_t count = 100003;
@@ -59,7 +58,7 @@ static bool avg_round(unsigned rd) { return rd % 2 == 0; }
 
 static int submit(struct act_ctx *ctx, const struct coll_args *a, uint64_t cookie)
 {
-	int rc = coll_svc_submit(svc, a, act_self(ctx), T_DONE, cookie);
+	int rc = coll_svc_submit(nd.svc, a, act_self(ctx), T_DONE, cookie);
 	if (rc < 0) {
 		printf("trainer: round %u: submit: %s\n", tr.round, zb_strerror(rc));
 		tr.failed_rc = rc;
@@ -162,16 +161,14 @@ static const struct act_behaviour trainer_beh = {
 	.name = "trainer", .handle = trainer_handle,
 };
 
-static struct act_runtime *rt;
-static struct coll_comm *C;
 static int failed;
 
 static void report(int bad, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void report(int bad, const char *fmt, ...)
 {
 	int32_t any = bad ? 1 : 0;
-	if (coll_allreduce(C, &any, &any, 1, ZB_I32, ZB_MAX) < 0) {
-		printf("helper: agreeing on a result: %s\n", coll_error(C));
+	if (coll_allreduce(nd.comm, &any, &any, 1, ZB_I32, ZB_MAX) < 0) {
+		printf("helper: agreeing on a result: %s\n", coll_error(nd.comm));
 		exit(1);
 	}
 	if (any)
@@ -193,29 +190,24 @@ static int owner(void *arg)
 {
 	(void)arg;
 	act_id trainer;
-	int rc = act_spawn(rt, &trainer_beh, NULL, &trainer);
-	if (rc < 0 || (rc = act_tell(rt, trainer, T_GO, NULL, 0)) < 0) {
+	int rc = act_spawn(nd.rt, &trainer_beh, NULL, &trainer);
+	if (rc < 0 || (rc = act_tell(nd.rt, trainer, T_GO, NULL, 0)) < 0) {
 		printf("helper: the trainer: %s\n", zb_strerror(rc));
 		return 1;
 	}
-	uint64_t t0 = zb_now_ns();
-	while (!atomic_load(&tr.finished) || coll_svc_pending(svc) > 0) {
-		if (coll_svc_poll(svc) <= 0)   /* nothing to do: the cores are shared */
-			sched_yield();
-		if (zb_now_ns() - t0 > 120ull * 1000000000ull) {
-			printf("helper: no end after 120 s (round %u, %u pending)\n",
-			       tr.round, coll_svc_pending(svc));
-			return 1;
-		}
+	if (coll_svc_poll_until(nd.svc, &tr.finished, 120ull * 1000000000ull) < 0) {
+		printf("helper: no end after 120 s (round %u, %u pending)\n",
+		       tr.round, coll_svc_pending(nd.svc));
+		return 1;
 	}
 	struct coll_svc_stats st;
-	coll_svc_stats_get(svc, &st);
+	coll_svc_stats_get(nd.svc, &st);
 	if (tr.failed_rc) {
 		printf("helper: rank %u: the trainer stopped at round %u: %s "
 		       "(%llu completion messages: %llu done, %llu failed; %s)\n",
 		       RK, tr.round, zb_strerror(tr.failed_rc),
 		       (unsigned long long)st.told, (unsigned long long)st.completed,
-		       (unsigned long long)st.failed, coll_error(C));
+		       (unsigned long long)st.failed, coll_error(nd.comm));
 		return 1;
 	}
 	report(tr.rounds_done != rounds || tr.order_bad,
@@ -227,7 +219,7 @@ static int owner(void *arg)
 	report(!tr.bad_seen, "a bad dtype: its completion message says -EINVAL, "
 	       "and the collectives after it work");
 	report(st.told != 2ull * rounds + 1 || st.started != 2ull * rounds ||
-	       st.orphaned || coll_svc_pending(svc),
+	       st.orphaned || coll_svc_pending(nd.svc),
 	       "the service's counters: %llu started, %llu messages, %llu orphaned",
 	       (unsigned long long)st.started, (unsigned long long)st.told,
 	       (unsigned long long)st.orphaned);
@@ -270,17 +262,13 @@ int main(int argc, char **argv)
 	tr.gs = calloc(count, sizeof(float));
 	tr.gr = calloc(count, sizeof(float));
 	tr.gi = calloc(count, sizeof(int64_t));
-	struct coll_actor_node nd;
 	if (!tr.gs || !tr.gr || !tr.gi ||
 	    coll_actor_node_open(cfg, 2, &nd, err, sizeof(err)) < 0) {
 		fprintf(stderr, "helper: %s\n", tr.gs && tr.gr && tr.gi ? err : "out of memory");
 		return 1;
 	}
-	rt = nd.rt;
-	C = nd.comm;
-	svc = nd.svc;
-	N = coll_nranks(C);
-	RK = coll_rank(C);
+	N = coll_nranks(nd.comm);
+	RK = coll_rank(nd.comm);
 	int rc = coll_actor_node_run(&nd, owner, NULL);
 	coll_actor_node_close(&nd);
 	free(tr.gs);
