@@ -50,11 +50,8 @@ T=$(mktemp -d /tmp/zbsoak-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 n=0 failed=0
 # a failed zbmd local run (a node killed) keeps its configs and logs and
-# says where: dropped when the check passed, kept for one that failed
-drop_kept() {
-	sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$1" |
-		xargs -r rm -rf
-}
+# says where: dropped when the check passed (drop_kept), kept for one that failed
+. "$ROOT/tests/common/local.sh"
 ok() {   # ok STATUS NAME [DETAIL FILE]
 	n=$((n + 1))
 	if [ "$1" = 0 ]; then echo "ok $n - $2"; [ -n "${3:-}" ] && [ -f "$3" ] && drop_kept "$3"

@@ -6,12 +6,7 @@
 # expected value and sums the errors over all nodes.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
-# a failed zbmd local run keeps its configs and logs and says where: drop them
-drop_kept() {
-	local kept
-	kept=$(sed -n "s/^zbmd local: configs and logs kept in \(\/tmp\/zbmd-local-[A-Za-z0-9]*\)$/\1/p" /tmp/zbcoll-err.$$)
-	[ -z "$kept" ] || rm -rf "$kept"
-}
+. "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
 plan 23
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
@@ -69,7 +64,7 @@ ok $? "zbmd local --set coll.nosuch=1: the config error once, exit 2 ($rc), no n
 [ $rc -ne 0 ] && grep -q "option '--json' requires an argument" /tmp/zbcoll-err.$$ &&
 	! grep -q "unexpected argument" /tmp/zbcoll-err.$$
 ok $? "zbmd local -- bench allreduce --json (no file): the flag's own error, exit $rc"
-drop_kept
+drop_kept /tmp/zbcoll-err.$$
 # outputs that could not be written at the end are refused before the sweep
 bad=0
 for a in "--json /nonexistent-$$/x.json" "--plot /nonexistent-$$/x.png" "--json /tmp"; do
@@ -91,7 +86,7 @@ out=$(PATH=/tmp/zbcoll-path.$$:$PATH "$Z" local --nodes 2 -- bench allreduce -N 
 [ $rc -ne 0 ] && echo "$out" | grep -q 'Avg bus bandwidth' &&
 	grep -q "plotting /tmp/zbcoll-$$.png with gnuplot failed" /tmp/zbcoll-err.$$
 ok $? "--plot failing at the end: the table printed, the failure said, exit $rc"
-drop_kept
+drop_kept /tmp/zbcoll-err.$$
 rm -rf /tmp/zbcoll-path.$$ /tmp/zbcoll-$$.png
 # odd but legal output paths: a quote goes through to gnuplot; a control
 # character is refused up front
@@ -118,6 +113,6 @@ if [ "$(id -u)" = 0 ]; then
 else
 	ok 0 "# SKIP --netem/--qdisc probes need root (namespaces)"
 fi
-drop_kept
+drop_kept /tmp/zbcoll-err.$$
 rm -f /tmp/zbcoll-err.$$
 done_testing

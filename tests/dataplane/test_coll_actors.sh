@@ -13,7 +13,8 @@ Z=$ZBMD_BUILD/bin/zbmd
 H=$ZBMD_BUILD/tests/dataplane/helper_coll_actors
 T=$(mktemp -d /tmp/zbcoll-actors.XXXXXX)
 # a failed zbmd local run keeps its configs and logs (says where): drop them
-trap 'sed -nE "s/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p" "$T"/*.out 2>/dev/null | xargs -r rm -rf; rm -rf "$T"' EXIT
+. "$ZBMD_ROOT/tests/common/local.sh"
+trap 'drop_kept "$T"/*.out; rm -rf "$T"' EXIT
 plan 8
 
 # run NAME ARGS...: zbmd local ARGS -- helper; 4 agreed "ok" lines, exit 0

@@ -19,8 +19,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 need_netns
-# zbmd local keeps the logs of a failed run (and says where): drop them
-drop_kept() { for f in "$@"; do sed -nE 's/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p' "$f"; done | xargs -r rm -rf; }
+. "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept: the logs zbmd local keeps of a failed run
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
 plan 42
 

@@ -13,7 +13,8 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 T=$(mktemp -d /tmp/zbtrain.XXXXXX)
-trap 'sed -nE "s/.*configs and logs kept in (\/tmp\/zbmd-local-[A-Za-z0-9]+).*/\1/p" "$T"/*.out 2>/dev/null | xargs -r rm -rf; rm -rf "$T"' EXIT
+. "$ZBMD_ROOT/tests/common/local.sh"
+trap 'drop_kept "$T"/*.out; rm -rf "$T"' EXIT
 plan 9
 
 # trained NAME NODES ARGS...: zbmd local --nodes NODES ARGS -- train ...
