@@ -281,8 +281,7 @@ int coll_actor_node_open(const struct zb_config *cfg, unsigned workers,
 		snprintf(err, errlen, "the actor runtime: %s", zb_strerror(rc));
 		goto fail;
 	}
-	n->provider = cfg->transport.kind == CFG_TRANSPORT_DPDK ? "dpdk" :
-		      cfg->transport.kind == CFG_TRANSPORT_RDMA ? "rdma" : "tcp";
+	n->provider = coll_default_provider(cfg);
 	struct coll_comm_args ca = {.cfg = cfg, .provider = n->provider};
 	n->host = coll_host_find(n->provider);
 	if (n->host && (rc = n->host->open(&ca, &n->hh, err, errlen)) == -EOPNOTSUPP)

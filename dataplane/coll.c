@@ -368,7 +368,7 @@ static inline int coll_async_check(struct coll_comm *c)
 
 /* ---- communicator -------------------------------------------------------- */
 
-static const char *coll_default_provider(const struct zb_config *cfg)
+const char *coll_default_provider(const struct zb_config *cfg)
 {
 	switch (cfg->transport.kind) {
 	case CFG_TRANSPORT_TCP: return "tcp";

@@ -980,13 +980,7 @@ static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
 static const char *bench_provider(const struct bench_opts *o,
 				  const struct zb_config *cfg)
 {
-	if (o->provider)
-		return o->provider;
-	switch (cfg->transport.kind) {
-	case CFG_TRANSPORT_TCP: return "tcp";
-	case CFG_TRANSPORT_RDMA: return "rdma";
-	default: return "dpdk";
-	}
+	return o->provider ? o->provider : coll_default_provider(cfg);
 }
 
 /* nccl-tests' TimeTest: before the sweep, -w untimed all-reduces at the

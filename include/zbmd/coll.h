@@ -85,6 +85,9 @@ uint32_t coll_nranks(const struct coll_comm *c);
 uint16_t coll_channels(const struct coll_comm *c);
 uint32_t coll_chunk_bytes(const struct coll_comm *c);
 const char *coll_provider(const struct coll_comm *c);
+/* The net provider the config's [transport] kind names: "dpdk", "tcp",
+ * "rdma" (what coll_comm_create takes when args.provider is NULL). */
+const char *coll_default_provider(const struct zb_config *cfg);
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank);
 
 /* Change the no-progress bound ([coll] timeout_ms) between collectives
