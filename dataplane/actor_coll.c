@@ -281,20 +281,10 @@ int coll_actor_node_open(const struct zb_config *cfg, unsigned workers,
 		snprintf(err, errlen, "the actor runtime: %s", zb_strerror(rc));
 		goto fail;
 	}
-	n->provider = coll_default_provider(cfg);
-	struct coll_comm_args ca = {.cfg = cfg, .provider = n->provider};
-	n->host = coll_host_find(n->provider);
-	if (n->host && (rc = n->host->open(&ca, &n->hh, err, errlen)) == -EOPNOTSUPP)
-		n->host = NULL;   /* rdma without a control plane: on this thread */
-	if (n->host) {
-		if (rc < 0) {
-			n->host = NULL;
-			goto fail;
-		}
-		n->host->comms(n->hh, &n->comm, 1);
-	} else if ((rc = coll_comm_create(&ca, &n->comm, err, errlen)) < 0) {
+	struct coll_comm_args ca = {.cfg = cfg};
+	if ((rc = coll_hosted_open(&ca, &n->h, err, errlen)) < 0)
 		goto fail;
-	}
+	n->comm = n->h.comms[0];
 	if ((rc = coll_svc_create(n->comm, n->rt, &n->svc)) < 0) {
 		snprintf(err, errlen, "the collective service: %s", zb_strerror(rc));
 		goto fail;
@@ -308,7 +298,7 @@ fail:
 int coll_actor_node_run(struct coll_actor_node *n, int (*fn)(void *), void *arg)
 {
 	ZB_ASSERT(n != NULL && n->comm != NULL && fn != NULL);
-	return n->host ? n->host->run(n->hh, fn, arg) : fn(arg);
+	return coll_hosted_run(&n->h, fn, arg);
 }
 
 void coll_actor_node_close(struct coll_actor_node *n)
@@ -317,10 +307,7 @@ void coll_actor_node_close(struct coll_actor_node *n)
 		(void)coll_svc_stop(n->svc, "the node's collectives are closing");
 	if (n->rt)
 		act_stop_threads(n->rt);   /* no trainer submits any more */
-	if (n->host)
-		n->host->close(n->hh);
-	else if (n->comm)
-		coll_comm_destroy(n->comm);
+	coll_hosted_close(&n->h);
 	coll_svc_destroy(n->svc);
 	if (n->rt)
 		act_runtime_destroy(n->rt);

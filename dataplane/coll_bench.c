@@ -353,10 +353,7 @@ static long long bench_check(const void *buf, enum zb_dtype dt, enum zb_redop op
 
 struct bench_ctx {
 	struct coll_comm *comm;         /* comms[0]: names, rank, errors */
-	struct coll_comm *comms[COLL_HOST_MAX_LANES];
-	unsigned ncomm;                 /* > 1: one per dataplane lane */
-	const struct coll_host_ops *host;
-	void *hh;                       /* the host's handle */
+	struct coll_hosted h;           /* comms, one per dataplane lane (dpdk) */
 	const struct bench_opts *o;
 	const struct zb_config *cfg;
 	void *sbuf, *rbuf;
@@ -385,25 +382,25 @@ static int bench_allreduce_n(struct bench_ctx *b, const void *src, void *dst,
 
 	ZB_ASSERT(window >= 1 && window <= BENCH_INFLIGHT);
 	for (long it = 0; it < iters && rc == 0; it++) {
-		for (unsigned k = 0; k < b->ncomm && rc == 0; k++) {
+		for (unsigned k = 0; k < b->h.ncomm && rc == 0; k++) {
 			if (nstart[k] - nwait[k] == window &&
-			    (rc = coll_wait(b->comms[k], ops[k][nwait[k]++ % BENCH_INFLIGHT])) < 0)
+			    (rc = coll_wait(b->h.comms[k], ops[k][nwait[k]++ % BENCH_INFLIGHT])) < 0)
 				break;
-			size_t lo = coll_split(count, b->ncomm, k);
-			size_t hi = coll_split(count, b->ncomm, k + 1);
+			size_t lo = coll_split(count, b->h.ncomm, k);
+			size_t hi = coll_split(count, b->h.ncomm, k + 1);
 			struct coll_args a = {.kind = COLL_ALLREDUCE,
 					      .sendbuf = (const char *)src + lo * es,
 					      .recvbuf = (char *)dst + lo * es,
 					      .count = hi - lo, .dtype = dt, .op = op};
-			if ((rc = coll_start(b->comms[k], &a,
+			if ((rc = coll_start(b->h.comms[k], &a,
 					     &ops[k][nstart[k] % BENCH_INFLIGHT])) < 0)
 				break;
 			nstart[k]++;
 		}
 	}
-	for (unsigned k = 0; k < b->ncomm; k++)
+	for (unsigned k = 0; k < b->h.ncomm; k++)
 		while (nwait[k] < nstart[k]) {
-			int st = coll_wait(b->comms[k], ops[k][nwait[k]++ % BENCH_INFLIGHT]);
+			int st = coll_wait(b->h.comms[k], ops[k][nwait[k]++ % BENCH_INFLIGHT]);
 			if (st < 0 && rc == 0)
 				rc = st;
 		}
@@ -418,8 +415,8 @@ static int bench_allreduce(struct bench_ctx *b, const void *src, void *dst,
 
 static int bench_barrier(struct bench_ctx *b)
 {
-	for (unsigned k = 0; k < b->ncomm; k++) {
-		int rc = coll_barrier(b->comms[k]);
+	for (unsigned k = 0; k < b->h.ncomm; k++) {
+		int rc = coll_barrier(b->h.comms[k]);
 		if (rc < 0)
 			return rc;
 	}
@@ -428,17 +425,17 @@ static int bench_barrier(struct bench_ctx *b)
 
 static void bench_stats_reset(struct bench_ctx *b)
 {
-	for (unsigned k = 0; k < b->ncomm; k++)
-		coll_stats_reset(b->comms[k]);
+	for (unsigned k = 0; k < b->h.ncomm; k++)
+		coll_stats_reset(b->h.comms[k]);
 }
 
 /* Sum over the lanes' communicators (they run side by side). */
 static void bench_stats_get(struct bench_ctx *b, struct coll_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	for (unsigned k = 0; k < b->ncomm; k++) {
+	for (unsigned k = 0; k < b->h.ncomm; k++) {
 		struct coll_stats s;
-		coll_stats_get(b->comms[k], &s);
+		coll_stats_get(b->h.comms[k], &s);
 		out->collectives += s.collectives;
 		out->messages += s.messages;
 		out->bytes_sent += s.bytes_sent;
@@ -457,9 +454,9 @@ static void bench_stats_get(struct bench_ctx *b, struct coll_stats *out)
 
 static const char *bench_error(const struct bench_ctx *b)
 {
-	for (unsigned k = 0; k < b->ncomm; k++)
-		if (coll_error(b->comms[k])[0])
-			return coll_error(b->comms[k]);
+	for (unsigned k = 0; k < b->h.ncomm; k++)
+		if (coll_error(b->h.comms[k])[0])
+			return coll_error(b->h.comms[k]);
 	return "failed (no error recorded)";
 }
 
@@ -484,8 +481,8 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 	if ((rc = bench_barrier(b)) < 0)
 		return rc;
 	bench_stats_reset(b);
-	if (b->host && b->host->stats)
-		b->host->stats(b->hh, &hs0);
+	if (b->h.host && b->h.host->stats)
+		b->h.host->stats(b->h.hh, &hs0);
 	t0 = zb_now_ns();
 	if ((rc = bench_allreduce_n(b, src, dst, count, row->dt, row->op,
 				    b->o->iters, window)) < 0)
@@ -495,9 +492,9 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 	if (!ip) {
 		row->loop_ns = loop_ns;
 		bench_stats_get(b, &row->st);
-		if (b->host && b->host->stats) {
+		if (b->h.host && b->h.host->stats) {
 			struct coll_host_stats hs1;
-			b->host->stats(b->hh, &hs1);
+			b->h.host->stats(b->h.hh, &hs1);
 			row->hs = (struct coll_host_stats){
 				.lanes = hs1.lanes,
 				.coll_ns = hs1.coll_ns - hs0.coll_ns,
@@ -552,8 +549,8 @@ static void bench_print_row(const struct bench_row *r)
 static unsigned bench_channels(const struct bench_ctx *b)
 {
 	unsigned n = 0;
-	for (unsigned k = 0; k < b->ncomm; k++)
-		n += coll_channels(b->comms[k]);
+	for (unsigned k = 0; k < b->h.ncomm; k++)
+		n += coll_channels(b->h.comms[k]);
 	return n;
 }
 
@@ -566,9 +563,9 @@ static void bench_header(const struct bench_ctx *b, const struct zb_config *cfg)
 	       cfg->eal.lcore_count ? cfg->eal.lcore_count : 1,
 	       bench_channels(b), coll_chunk_bytes(b->comm) / 1024,
 	       o->timeout_ms ? o->timeout_ms : cfg->coll.timeout_ms);
-	if (b->host && b->host->describe) {
+	if (b->h.host && b->h.host->describe) {
 		char d[256];
-		b->host->describe(b->hh, d, sizeof(d));
+		b->h.host->describe(b->h.hh, d, sizeof(d));
 		printf("# %s\n", d);
 	}
 	if (o->ncounts)
@@ -938,9 +935,9 @@ static int bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
 	printf("# Out of bounds values : %lld %s\n", wrong_total,
 	       wrong_total ? "FAILED" : "OK");
 	printf("# Avg bus bandwidth    : %g \n#\n", avg);
-	if (b->host && b->host->stats) {
+	if (b->h.host && b->h.host->stats) {
 		struct coll_host_stats hs;
-		b->host->stats(b->hh, &hs);
+		b->h.host->stats(b->h.hh, &hs);
 		printf("# transport (this node, whole run): %llu retransmits; fault "
 		       "injection: %llu dropped, %llu duplicated, %llu reordered\n#\n",
 		       (unsigned long long)hs.retransmits,
@@ -1085,41 +1082,16 @@ int coll_bench_allreduce_main(int argc, char **argv)
 	 * (bench/mpi_allreduce.c does the same for Open MPI) */
 	memset(b.sbuf, 0, maxbytes + 64);
 	memset(b.rbuf, 0, maxbytes + 64);
-	b.host = coll_host_find(pname);
-	if (b.host) {
-		/* e.g. dpdk: start this node's dataplane, comms on its lcores;
-		 * a host may decline (-EOPNOTSUPP: rdma without a control
-		 * plane), and the provider then runs on this thread */
-		rc = b.host->open(&ca, &b.hh, err, sizeof(err));
-		if (rc == -EOPNOTSUPP)
-			b.host = NULL;
+	if (coll_hosted_open(&ca, &b.h, err, sizeof(err)) < 0) {
+		fprintf(stderr, "zbmd bench allreduce: node %u: %s\n", cfg->node.id, err);
+		goto out;
 	}
-	if (b.host) {
-		if (rc < 0) {
-			fprintf(stderr, "zbmd bench allreduce: node %u: %s\n",
-				cfg->node.id, err);
-			b.host = NULL;
-			goto out;
-		}
-		b.ncomm = b.host->comms(b.hh, b.comms, COLL_HOST_MAX_LANES);
-	} else {
-		if (coll_comm_create(&ca, &b.comms[0], err, sizeof(err)) < 0) {
-			fprintf(stderr, "zbmd bench allreduce: node %u: %s\n",
-				cfg->node.id, err);
-			goto out;
-		}
-		b.ncomm = 1;
-	}
-	ZB_ASSERT(b.ncomm >= 1);
-	b.comm = b.comms[0];
+	b.comm = b.h.comms[0];
 	b.n = coll_nranks(b.comm);
 	b.rank = coll_rank(b.comm);
-	status = b.host ? b.host->run(b.hh, bench_body, &b) : bench_body(&b);
+	status = coll_hosted_run(&b.h, bench_body, &b);
 out:
-	if (b.host)
-		b.host->close(b.hh);
-	else
-		coll_comm_destroy(b.comms[0]);
+	coll_hosted_close(&b.h);
 	free(b.sbuf);
 	free(b.rbuf);
 	free(rows);

@@ -33,3 +33,50 @@ int coll_host_register(const struct coll_host_ops *ops)
 	ZB_ASSERT(coll_host_find(ops->provider) == ops);
 	return 0;
 }
+
+int coll_hosted_open(const struct coll_comm_args *a, struct coll_hosted *h,
+		     char *err, size_t errlen)
+{
+	int rc = 0;
+
+	ZB_ASSERT(a != NULL && a->cfg != NULL && h != NULL && err != NULL);
+	memset(h, 0, sizeof(*h));
+	struct coll_comm_args ca = *a;
+	if (!ca.provider)
+		ca.provider = coll_default_provider(a->cfg);
+	a = &ca;
+	h->host = coll_host_find(ca.provider);
+	/* e.g. dpdk: start this node's dataplane, comms on its lcores; a host
+	 * may decline (-EOPNOTSUPP: rdma without a control plane), and the
+	 * provider then runs on this thread */
+	if (h->host && (rc = h->host->open(a, &h->hh, err, errlen)) == -EOPNOTSUPP)
+		h->host = NULL;
+	if (h->host) {
+		if (rc < 0) {
+			h->host = NULL;
+			return rc;
+		}
+		h->ncomm = h->host->comms(h->hh, h->comms, COLL_HOST_MAX_LANES);
+		ZB_ASSERT(h->ncomm >= 1);
+		return 0;
+	}
+	if ((rc = coll_comm_create(a, &h->comms[0], err, errlen)) < 0)
+		return rc;
+	h->ncomm = 1;
+	return 0;
+}
+
+int coll_hosted_run(struct coll_hosted *h, int (*fn)(void *), void *arg)
+{
+	ZB_ASSERT(h != NULL && h->ncomm >= 1 && fn != NULL);
+	return h->host ? h->host->run(h->hh, fn, arg) : fn(arg);
+}
+
+void coll_hosted_close(struct coll_hosted *h)
+{
+	if (h->host)
+		h->host->close(h->hh);
+	else if (h->comms[0])
+		coll_comm_destroy(h->comms[0]);
+	memset(h, 0, sizeof(*h));
+}

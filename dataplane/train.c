@@ -405,7 +405,7 @@ int dp_cmd_train(int argc, char **argv)
 	if (T.rank == 0) {
 		const struct gpu_device_info *di = gpu_ctx_device(T.g);
 		printf("# zbmd train: cluster %u, nodes %u, transport %s, GPU backend %s (%s)\n",
-		       cfg->cluster.id, T.n, tr_node.provider, gpu_backend_name(gpu_ctx_backend(T.g)),
+		       cfg->cluster.id, T.n, coll_provider(tr_node.comm), gpu_backend_name(gpu_ctx_backend(T.g)),
 		       di ? di->name : "?");
 		printf("# linear model, least squares: %u features, %u samples per node (%llu "
 		       "in all), lr %g, %u steps; gradient all-reduce (avg) by message\n",

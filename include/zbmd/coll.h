@@ -343,6 +343,22 @@ int coll_host_register(const struct coll_host_ops *ops);
  * thread: tcp, rdma). */
 const struct coll_host_ops *coll_host_find(const char *name);
 
+/* The communicators of a run: through the provider's host when it has one
+ * (and does not decline with -EOPNOTSUPP), one per lane; else one made on
+ * the caller's thread (coll_comm_create). open: 0, or an error with err
+ * filled (a->provider NULL: coll_default_provider). run: fn where it may
+ * own the communicators. close: what open made. */
+struct coll_hosted {
+	const struct coll_host_ops *host;   /* NULL: on the caller's thread */
+	void *hh;                           /* the host's handle */
+	struct coll_comm *comms[COLL_HOST_MAX_LANES];
+	unsigned ncomm;                     /* >= 1 once open */
+};
+int coll_hosted_open(const struct coll_comm_args *a, struct coll_hosted *h,
+		     char *err, size_t errlen);
+int coll_hosted_run(struct coll_hosted *h, int (*fn)(void *), void *arg);
+void coll_hosted_close(struct coll_hosted *h);
+
 /* ---- actors: collectives by message (dataplane/actor_coll.c) -------------
  * A training actor hands its gradient buffer to the communicator and gets a
  * completion message. The service belongs to the communicator's owner
@@ -413,11 +429,9 @@ void coll_svc_destroy(struct coll_svc *s);
  * communicator; any part that was opened. */
 struct coll_actor_node {
 	struct act_runtime *rt;
-	struct coll_comm *comm;
+	struct coll_hosted h;           /* the communicator(s); the first serves */
+	struct coll_comm *comm;         /* h.comms[0] */
 	struct coll_svc *svc;
-	const char *provider;           /* "dpdk", "tcp", "rdma" */
-	const struct coll_host_ops *host;
-	void *hh;
 };
 int coll_actor_node_open(const struct zb_config *cfg, unsigned workers,
 			 struct coll_actor_node *n, char *err, size_t errlen);
