@@ -355,7 +355,17 @@ int act_start_threads(struct act_runtime *rt)
 	atomic_store(&rt->stop, false);
 	for (uint32_t i = 0; i < rt->nworkers; i++) {
 		struct act_worker *w = &rt->workers[i];
-		int rc = pthread_create(&w->thread, NULL, worker_main, w);
+		pthread_attr_t attr;
+		bool cpus = !rt->p.pin && rt->p.cpus && CPU_COUNT(rt->p.cpus) > 0 &&
+			    pthread_attr_init(&attr) == 0;
+		if (cpus && pthread_attr_setaffinity_np(&attr, sizeof(cpu_set_t),
+							rt->p.cpus) != 0) {
+			pthread_attr_destroy(&attr);
+			cpus = false;   /* then the creator's CPUs */
+		}
+		int rc = pthread_create(&w->thread, cpus ? &attr : NULL, worker_main, w);
+		if (cpus)
+			pthread_attr_destroy(&attr);
 		if (rc) {
 			act_stop_threads(rt);
 			return -rc;

@@ -40,6 +40,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,6 +68,10 @@ struct cd_lane {
 	_Atomic uint64_t msgs_delivered, msgs_placed;
 	uint64_t last_tsc, last_idle;
 	uint64_t seen;                  /* nodes in any view applied (lane-only) */
+	/* own(): the communicator's owner polled by this lane's loop, and
+	 * whether the loop is inside that poll (cd_own's hand-back waits) */
+	_Atomic(const struct coll_lane_owner *) owner;
+	_Atomic int owner_busy;
 } __attribute__((aligned(64)));
 
 struct cd_host {
@@ -149,6 +154,18 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		return 0;
 	uint64_t t0 = rte_rdtsc(), cp0, rd0, cp1, rd1;
 	dp__net_cycles(ln->index, &cp0, &rd0);
+	if (atomic_load_explicit(&ln->owner, memory_order_relaxed)) {
+		/* store busy, then load owner (both seq_cst): cd_own's
+		 * hand-back either sees busy or this sees NULL */
+		atomic_store(&ln->owner_busy, 1);
+		const struct coll_lane_owner *o = atomic_load(&ln->owner);
+		if (o) {
+			int rc = o->poll(o->arg);
+			if (rc > 0)
+				ev += (unsigned)rc;
+		}
+		atomic_store_explicit(&ln->owner_busy, 0, memory_order_release);
+	}
 	for (uint16_t ch = 0; ch < ln->channels; ch++) {
 		int rc = coll_progress_channel(ln->comm, ch);
 		if (rc > 0)
@@ -258,12 +275,16 @@ static void cd_linger(const struct cd_host *H)
 	}
 }
 
+static int cd_own(void *h, unsigned lane, const struct coll_lane_owner *o);
+
 static void cd_close(void *h)
 {
 	struct cd_host *H = h;
 
 	if (!H)
 		return;
+	for (unsigned i = 0; H->launched && i < H->nlanes; i++)
+		(void)cd_own(H, i, NULL);   /* this thread owns them all again */
 	if (H->launched && H->lane[0].comm && !coll_error(H->lane[0].comm)[0] &&
 	    coll_nranks(H->lane[0].comm) > 1) {
 		/* Nodes that finished together would close their memif links at
@@ -500,6 +521,39 @@ static int cd_run(void *h, int (*fn)(void *), void *arg)
 	return t.rc;
 }
 
+/* coll_host_ops.own: lane `lane`'s loop owns its communicator while o is
+ * set (it polls o first on every iteration); NULL takes it back, returning
+ * once the loop is out of o->poll and will not call it again. */
+static int cd_own(void *h, unsigned lane, const struct coll_lane_owner *o)
+{
+	struct cd_host *H = h;
+
+	if (!H || lane >= H->nlanes || !H->launched)
+		return -EINVAL;
+	struct cd_lane *ln = &H->lane[lane];
+	if (o) {
+		if (!o->poll)
+			return -EINVAL;
+		const struct coll_lane_owner *none = NULL;
+		if (!atomic_compare_exchange_strong(&ln->owner, &none, o))
+			return -EBUSY;
+		dp_lcore_kick(ln->index);
+		return 0;
+	}
+	atomic_store(&ln->owner, NULL);   /* seq_cst, then load busy */
+	while (atomic_load(&ln->owner_busy))
+		sched_yield();
+	return 0;
+}
+
+static void cd_wake(void *h, unsigned lane)
+{
+	struct cd_host *H = h;
+
+	if (H && lane < H->nlanes)
+		dp_lcore_kick(H->lane[lane].index);
+}
+
 static void cd_stats(void *h, struct coll_host_stats *out)
 {
 	struct cd_host *H = h;
@@ -559,6 +613,8 @@ static const struct coll_host_ops cd_host_ops = {
 	.stats = cd_stats,
 	.describe = cd_describe,
 	.close = cd_close,
+	.own = cd_own,
+	.wake = cd_wake,
 };
 
 __attribute__((constructor)) static void cd_register(void)

@@ -512,6 +512,17 @@ unsigned dp_lcore_id_of(unsigned index)
 	return dp__node.lcore_ids[index];
 }
 
+int dp_lcores_cpus(cpu_set_t *out)
+{
+	ZB_ASSERT(out != NULL);
+	CPU_ZERO(out);
+	for (unsigned i = 0; i < dp__node.nb_lcores; i++) {
+		rte_cpuset_t c = rte_lcore_cpuset(dp__node.lcore_ids[i]);
+		CPU_OR(out, out, &c);
+	}
+	return CPU_COUNT(out);
+}
+
 int dp_register_poller(unsigned index, dp_poll_fn fn, void *arg)
 {
 	struct dp_node *n = &dp__node;

@@ -311,7 +311,7 @@ static int tr_owner(void *arg)
 		return ZB_EXIT_FAIL;
 	}
 	uint64_t t0 = zb_now_ns();
-	(void)coll_svc_poll_until(tr_node.svc, &T.finished, 0);
+	(void)coll_actor_node_serve(&tr_node, &T.finished, 0);
 	double secs = (double)(zb_now_ns() - t0) / 1e9;
 	if (T.err) {
 		fprintf(stderr, "zbmd train: node rank %u: step %u: %s%s%s\n", T.rank,

@@ -27,6 +27,7 @@
 
 #include "zbmd/common.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,6 +58,9 @@ struct act_params {
 	uint32_t timers;           /* timer slots per worker */
 	uint32_t max_names;        /* registry capacity */
 	bool pin;                  /* pin worker threads to CPUs (i % ncpu) */
+	const cpu_set_t *cpus;     /* not pinned: the workers' CPUs (NULL:
+				    * the creating thread's); read by
+				    * act_start_threads() only */
 	bool timestamps;           /* fill act_msg.ts_ns on every send */
 };
 

@@ -322,6 +322,13 @@ struct coll_host_stats {
 	uint64_t msgs_delivered, msgs_placed;
 };
 
+/* What a lane's loop calls as its communicator's owner (coll_host_ops.own):
+ * events (0 idle), never blocking. */
+struct coll_lane_owner {
+	int (*poll)(void *arg);
+	void *arg;
+};
+
 struct coll_host_ops {
 	const char *provider;   /* the net provider this host drives ("dpdk") */
 	int (*open)(const struct coll_comm_args *a, void **host, char *err,
@@ -334,6 +341,15 @@ struct coll_host_ops {
 	/* One line naming the node ("lcores 2, lanes 1, ports 3 (net_memif)"). */
 	void (*describe)(void *host, char *buf, size_t len);
 	void (*close)(void *host);
+	/* Optional: hand the ownership of lane `lane`'s communicator to that
+	 * lane's loop, which then calls o->poll(o->arg) on every iteration
+	 * (its events count as the loop's work) until own(host, lane, NULL)
+	 * takes it back: that call returns once the loop no longer calls it,
+	 * and the caller owns the communicator again. From run()'s fn only.
+	 * 0, -EINVAL (bad lane), -EBUSY (the lane has an owner already). */
+	int (*own)(void *host, unsigned lane, const struct coll_lane_owner *o);
+	/* Optional: wake lane `lane`'s loop if it sleeps (any thread). */
+	void (*wake)(void *host, unsigned lane);
 };
 
 /* Register a host (before main, or before the first coll_host_find()).
@@ -388,6 +404,7 @@ struct coll_svc_stats {
 	uint64_t told;          /* completion messages sent */
 	uint64_t deferred;      /* sends retried later (no message/mailbox space) */
 	uint64_t orphaned;      /* completions whose actor had gone */
+	uint64_t lcore_polls;   /* polls made by a dataplane lcore's loop */
 };
 
 /* 0 and *out, -EINVAL, -ENOMEM. The service holds no reference on c. */
@@ -424,9 +441,13 @@ void coll_svc_destroy(struct coll_svc *s);
  * the config's transport — on the node's dataplane through its host (dpdk:
  * the lanes' lcores progress the channels), or on the calling thread
  * (tcp) — and its service. open: 0, or an error with err filled. run: fn
- * where it may own the communicator (it polls the service there). close:
- * stops the service (failing what is in flight), the workers, the
- * communicator; any part that was opened. */
+ * where it may own the communicator. serve (from fn): the service runs until
+ * *done is set and every completion message has gone — on lane 0's loop
+ * when the host lets a lane own its communicator (dpdk: no thread of its
+ * own; the caller sleeps meanwhile), else polled on the calling thread
+ * (tcp); 0, or -ETIMEDOUT after limit_ns (0: none). close: stops the
+ * service (failing what is in flight), the workers, the communicator; any
+ * part that was opened. */
 struct coll_actor_node {
 	struct act_runtime *rt;
 	struct coll_hosted h;           /* the communicator(s); the first serves */
@@ -436,6 +457,8 @@ struct coll_actor_node {
 int coll_actor_node_open(const struct zb_config *cfg, unsigned workers,
 			 struct coll_actor_node *n, char *err, size_t errlen);
 int coll_actor_node_run(struct coll_actor_node *n, int (*fn)(void *), void *arg);
+int coll_actor_node_serve(struct coll_actor_node *n, const _Atomic bool *done,
+			  uint64_t limit_ns);
 void coll_actor_node_close(struct coll_actor_node *n);
 
 /* ---- commands (cli/main.c) ------------------------------------------------ */

@@ -22,6 +22,7 @@
 #ifndef ZBMD_DATAPLANE_H
 #define ZBMD_DATAPLANE_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -105,6 +106,8 @@ void dp_node_describe(FILE *out);
 unsigned dp_lcore_count(void);           /* dataplane lcores (0 before init) */
 int dp_lcore_index(void);                /* calling thread's index, or -1 */
 unsigned dp_lcore_id_of(unsigned index); /* EAL lcore id of an index */
+/* The CPUs the dataplane lcores run on (their EAL cpusets); how many. */
+int dp_lcores_cpus(cpu_set_t *out);
 
 /* A completion source polled every iteration on lcore `index`. Returns the
  * number of events it handled (0 = nothing to do; drives the idle policy).

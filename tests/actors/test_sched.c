@@ -1,7 +1,8 @@
 /* Scheduling: reductions preemption (a flooding actor does not starve a
  * second actor on the same worker), the LIFO chain is bounded too, stealing
  * moves work to an idle worker (poll mode, deterministic; then threads),
- * idle worker threads park instead of spinning. */
+ * idle worker threads park instead of spinning, and unpinned workers keep to
+ * the CPUs act_params.cpus names. */
 #include "util.h"
 
 #include <sys/resource.h>
@@ -69,6 +70,22 @@ static int work_handle(struct act_ctx *ctx, struct act_msg *m)
 }
 static const struct act_behaviour work = {.name = "work", .handle = work_handle};
 
+/* where a worker thread may run: its affinity, seen from an actor */
+static _Atomic int aff_runs, aff_other;
+static int aff_cpu;
+static int aff_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	(void)ctx;
+	(void)m;
+	cpu_set_t set;
+	if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0 ||
+	    CPU_COUNT(&set) != 1 || !CPU_ISSET(aff_cpu, &set))
+		atomic_fetch_add(&aff_other, 1);
+	atomic_fetch_add(&aff_runs, 1);
+	return 0;
+}
+static const struct act_behaviour affb = {.name = "aff", .handle = aff_handle};
+
 #define NWORK 16
 static act_id workers_ids[NWORK];
 static int fan_handle(struct act_ctx *ctx, struct act_msg *m)
@@ -81,7 +98,7 @@ static const struct act_behaviour fan = {.name = "fan", .handle = fan_handle};
 
 int main(void)
 {
-	tap_plan(10);
+	tap_plan(11);
 	struct act_runtime *rt = mk_rt(1, 0);
 	act_id f, b;
 	/* 1. preemption */
@@ -167,5 +184,38 @@ int main(void)
 	ok(atomic_load(&ran_on[0]) + atomic_load(&ran_on[1]) == before + 1,
 	   "a sender wakes a parked worker");
 	act_runtime_destroy(rt);
+
+	/* 6. act_params.cpus: both (unpinned) workers run on the one CPU named */
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 2) {
+		tap_skip(1, "one CPU online: a set of one CPU is every CPU");
+	} else {
+		struct act_params p;
+		cpu_set_t one;
+		act_params_default(&p);
+		p.workers = 2;
+		p.max_actors = 64;
+		p.message_pool = 256;
+		p.pin = false;
+		aff_cpu = (int)ncpu - 1;
+		CPU_ZERO(&one);
+		CPU_SET(aff_cpu, &one);
+		p.cpus = &one;
+		if (act_runtime_create(&p, &rt) || act_start_threads(rt)) {
+			printf("Bail out! a runtime on CPU %d\n", aff_cpu);
+			return 1;
+		}
+		act_id a[4];
+		for (int i = 0; i < 4; i++) {
+			struct act_spawn_opts on = {.home = 1 + (uint32_t)i % 2};
+			act_spawn_opt(rt, &affb, NULL, &on, &a[i]);
+			act_tell(rt, a[i], 1, NULL, 0);
+		}
+		WAIT_UNTIL(atomic_load(&aff_runs) == 4, 5000);
+		ok(atomic_load(&aff_runs) == 4 && atomic_load(&aff_other) == 0,
+		   "cpus = {%d}: %d actor runs on 2 workers, %d on a thread allowed elsewhere",
+		   aff_cpu, atomic_load(&aff_runs), atomic_load(&aff_other));
+		act_runtime_destroy(rt);
+	}
 	return tap_done();
 }

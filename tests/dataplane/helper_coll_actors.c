@@ -195,7 +195,7 @@ static int owner(void *arg)
 		printf("helper: the trainer: %s\n", zb_strerror(rc));
 		return 1;
 	}
-	if (coll_svc_poll_until(nd.svc, &tr.finished, 120ull * 1000000000ull) < 0) {
+	if (coll_actor_node_serve(&nd, &tr.finished, 120ull * 1000000000ull) < 0) {
 		printf("helper: no end after 120 s (round %u, %u pending)\n",
 		       tr.round, coll_svc_pending(nd.svc));
 		return 1;
@@ -223,6 +223,13 @@ static int owner(void *arg)
 	       "the service's counters: %llu started, %llu messages, %llu orphaned",
 	       (unsigned long long)st.started, (unsigned long long)st.told,
 	       (unsigned long long)st.orphaned);
+	/* over dpdk lane 0's loop owns the communicator while the trainer
+	 * runs (no owner thread); over tcp this thread polls */
+	bool on_lane = nd.h.host && nd.h.host->own;
+	report(on_lane ? st.lcore_polls == 0 : st.lcore_polls != 0,
+	       "the service was polled by %s (%llu polls on a dataplane lcore)",
+	       on_lane ? "lane 0's loop" : "the owner thread",
+	       (unsigned long long)st.lcore_polls);
 	return failed;
 }
 

@@ -17,7 +17,7 @@ T=$(mktemp -d /tmp/zbcoll-actors.XXXXXX)
 trap 'drop_kept "$T"/*.out; rm -rf "$T"' EXIT
 plan 8
 
-# run NAME ARGS...: zbmd local ARGS -- helper; 4 agreed "ok" lines, exit 0
+# run NAME ARGS...: zbmd local ARGS -- helper; 5 agreed "ok" lines, exit 0
 run() {
 	local name=$1; shift
 	"$Z" local "$@" -- "$H" --rounds 4 >"$T/$name.out" 2>&1
@@ -25,8 +25,8 @@ run() {
 	grep '^not ok' "$T/$name.out" | sed 's/^/# /'
 	local good
 	good=$(grep -c '^ok - ' "$T/$name.out")
-	[ $rc = 0 ] && [ "$good" = 4 ]
-	ok $? "$name: exit $rc, $good of 4 checks agreed by every node" ||
+	[ $rc = 0 ] && [ "$good" = 5 ]
+	ok $? "$name: exit $rc, $good of 5 checks agreed by every node" ||
 		diag "$(grep -v 'control: on' "$T/$name.out" | tail -5)"
 }
 
