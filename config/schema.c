@@ -273,6 +273,9 @@ const struct cfg__key cfg__keys[] = {
 	UINT(S_GPU, "device", 0, 255, "0", gpu.device, "Device index."),
 	UINT(S_GPU, "pool_mb", 0, 1048576, "256", gpu.pool_mb,
 	     "Device memory preallocated for tensors and buffers, MiB."),
+	UINT(S_GPU, "cpu_threads", 0, 1024, "0", gpu.cpu_threads,
+	     "cpu backend: BLAS threads (OpenBLAS, for the whole process); "
+	     "0 = its default, one per CPU."),
 
 	/* [cluster] */
 	KEY(S_CLUSTER, "id", CFG__UINT, 0, U32, "0", cluster.id, CFG__REQUIRED,

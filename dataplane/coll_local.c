@@ -110,7 +110,7 @@ struct local_opts {
 	const char *link, *netem, *qdisc;
 	char qdisc_buf[256];
 	bool ns, keep;
-	struct local_kv kv[ZB_ARRAY_LEN(local_defaults) + LOCAL_MAX_SETS];
+	struct local_kv kv[ZB_ARRAY_LEN(local_defaults) + LOCAL_MAX_SETS + 1];
 	int nkv;
 	struct local_kv dkv[ZB_ARRAY_LEN(local_dpdk_defaults) + LOCAL_MAX_SETS + 8];
 	int ndkv;
@@ -384,6 +384,21 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 	if ((o->kill_node >= o->nodes) || (o->linkdown_node >= o->nodes)) {
 		fprintf(stderr, "zbmd local: --kill/--linkdown node out of range\n");
 		return -EINVAL;
+	}
+	/* The nodes share this machine's CPUs: each node's BLAS (the cpu GPU
+	 * backend, zbmd train) gets its share of them instead of one thread
+	 * per CPU in every node (4 nodes on 2 CPUs: a gradient took ~2x as
+	 * long, docs/collectives.md). --set gpu.cpu_threads=N wins. */
+	if (local_kv_find(o->kv, o->nkv, "gpu", "cpu_threads") < 0) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		struct local_kv kv = {.sec = "gpu", .key = "cpu_threads"};
+		snprintf(kv.val, sizeof(kv.val), "%ld",
+			 ncpu > o->nodes ? ncpu / o->nodes : 1);
+		if (local_kv_put(o->dkv, &o->ndkv, (int)ZB_ARRAY_LEN(o->dkv), &kv) < 0 ||
+		    local_kv_put(o->kv, &o->nkv, (int)ZB_ARRAY_LEN(o->kv), &kv) < 0) {
+			fprintf(stderr, "zbmd local: too many --set\n");
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 /* OpenBLAS extension (declared in its cblas.h on Debian, but not in every
  * cblas.h): the build configuration string. */
 char *openblas_get_config(void);
+void openblas_set_num_threads(int n);
 
 struct cpu_chunk {
 	void *p;
@@ -81,6 +82,10 @@ static int cpu_open(struct gpu_ctx *ctx, int index)
 	if (ctx->opt.numa_node >= 0 &&
 	    (numa_available() < 0 || ctx->opt.numa_node > numa_max_node()))
 		return -EINVAL;
+	if (ctx->opt.cpu_threads < 0)
+		return -EINVAL;
+	if (ctx->opt.cpu_threads > 0)   /* process-wide in OpenBLAS */
+		openblas_set_num_threads(ctx->opt.cpu_threads);
 	return 0;
 }
 

@@ -138,6 +138,7 @@ struct zb_config {
 		enum cfg_gpu_backend backend;
 		uint16_t device;
 		uint32_t pool_mb;
+		uint32_t cpu_threads;
 	} gpu;
 
 	struct {                  /* [cluster] */

@@ -67,6 +67,8 @@ struct gpu_options {
 	size_t pool_bytes;        /* device memory reserved at open (default 64 MiB) */
 	size_t pool_max_bytes;    /* the pool may grow up to this; 0 = no growth */
 	int numa_node;            /* cpu backend: node to allocate on; -1 = local */
+	int cpu_threads;          /* cpu backend: BLAS threads of the process
+				   * (OpenBLAS: process-wide); 0 = its default */
 };
 void gpu_options_default(struct gpu_options *o);
 
@@ -85,6 +87,7 @@ static inline void gpu_options_from_config(const struct zb_config *c,
 	o->device = c->gpu.device;
 	if (c->gpu.pool_mb)
 		o->pool_bytes = (size_t)c->gpu.pool_mb << 20;
+	o->cpu_threads = (int)c->gpu.cpu_threads;
 }
 #endif
 

@@ -1,8 +1,11 @@
 /* The device memory pool on the cpu backend (real memory): size-class
  * slabs, best fit, coalescing, growth limits, bookkeeping exhaustion, bad
- * frees, and a random stress run that checks blocks never overlap. */
+ * frees, and a random stress run that checks blocks never overlap. Also the
+ * cpu backend's BLAS threads (gpu_options.cpu_threads). */
 #include "zbmd/gpu.h"
 #include "tap.h"
+
+int openblas_get_num_threads(void);
 
 static struct gpu_ctx *open_cpu(size_t reserve, size_t max)
 {
@@ -30,7 +33,7 @@ static struct gpu_pool_stats stats(struct gpu_ctx *ctx)
 
 int main(void)
 {
-	tap_plan(19);
+	tap_plan(21);
 	struct gpu_ctx *ctx = open_cpu(8 * MIB, 0);
 	ok(ctx != NULL, "cpu context with an 8 MiB pool");
 	if (!ctx)
@@ -150,5 +153,30 @@ int main(void)
 		tap_skip(1, "no context");
 	}
 	gpu_close(ctx);
+
+	/* [gpu] cpu_threads: OpenBLAS's threads for the process (two opens,
+	 * so that a default equal to one of them cannot pass both) */
+	int got[2] = {0, 0};
+	for (int t = 1; t <= 2; t++) {
+		struct gpu_options o;
+		char why[256];
+		gpu_options_default(&o);
+		o.backend = GPU_CPU;
+		o.pool_bytes = MIB;
+		o.cpu_threads = t;
+		if (gpu_open(&o, &ctx, why, sizeof(why)) == 0) {
+			got[t - 1] = openblas_get_num_threads();
+			gpu_close(ctx);
+		}
+	}
+	ok(got[0] == 1 && got[1] == 2, "cpu_threads 1 then 2: OpenBLAS runs %d, then %d thread(s)",
+	   got[0], got[1]);
+	struct gpu_options o;
+	char why[256];
+	gpu_options_default(&o);
+	o.backend = GPU_CPU;
+	o.cpu_threads = -1;
+	ctx = NULL;
+	is_int(gpu_open(&o, &ctx, why, sizeof(why)), -EINVAL, "cpu_threads -1 refused");
 	return tap_done();
 }
