@@ -32,8 +32,8 @@ ok $? "jumbo frames: one 9 KB buffer per slot, 256-slot rings" || diag "$(grep v
 show ZBN_MTU=1500
 grep -qx 'mtu = 1500' "$T/out" && grep -qx 'memory_mb = 256' "$T/out"
 ok $? "ZBN_MTU=1500: 1500-byte frames, the scripts' 256 MB"
-grep -q '^vdev = net_memif0,.*,bsize=2048$' "$T/out"
-ok $? "1500-byte frames: 2 KB buffers, the PMD's ring size" || diag "$(grep vdev "$T/out")"
+grep -q '^vdev = net_memif0,.*,bsize=2048,rsize=8$' "$T/out"
+ok $? "1500-byte frames: 2 KB buffers, 256-slot rings" || diag "$(grep vdev "$T/out")"
 
 show ZBN_MEMIF_RSIZE=9 ZBN_MEMORY_MB=900
 grep -q '^vdev = net_memif0,.*,rsize=9$' "$T/out"; ok $? "ZBN_MEMIF_RSIZE overrides the ring size"
