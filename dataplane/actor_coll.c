@@ -129,7 +129,6 @@ int coll_svc_submit(struct coll_svc *s, const struct coll_args *a,
 	return 0;
 }
 
-
 /* The completion of op o (coll_progress's callback, or a refused start). */
 static void svc_done(void *arg, int status)
 {
@@ -226,18 +225,34 @@ unsigned coll_svc_pending(const struct coll_svc *s)
 	return atomic_load_explicit(&s->inflight, memory_order_acquire);
 }
 
-int coll_svc_poll_until(struct coll_svc *s, const _Atomic bool *done,
-			uint64_t limit_ns)
+/* Until *done is set and every completion message has gone: 0, or
+ * -ETIMEDOUT after limit_ns (0: none). poll: this thread owns the service
+ * and polls it, yielding when idle (nodes may share the cores); else
+ * another (a lane's loop) polls it and this thread only watches for the
+ * end — not often: a sleeper that wakes every 200 us gets the CPU ahead of
+ * the actors' compute (the scheduler favours it on each wake-up), and
+ * zbmd train on 4 local nodes took 50 % longer per gradient that way. */
+static int svc_until(struct coll_svc *s, const _Atomic bool *done,
+		     uint64_t limit_ns, bool poll)
 {
+	const struct timespec nap = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
 	uint64_t t0 = zb_now_ns();
 
 	while (!atomic_load(done) || coll_svc_pending(s) > 0) {
-		if (coll_svc_poll(s) <= 0)
-			sched_yield();   /* idle: nodes may share the cores */
+		if (!poll)
+			nanosleep(&nap, NULL);
+		else if (coll_svc_poll(s) <= 0)
+			sched_yield();
 		if (limit_ns && zb_now_ns() - t0 > limit_ns)
 			return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+int coll_svc_poll_until(struct coll_svc *s, const _Atomic bool *done,
+			uint64_t limit_ns)
+{
+	return svc_until(s, done, limit_ns, true);
 }
 
 void coll_svc_stats_get(const struct coll_svc *s, struct coll_svc_stats *out)
@@ -347,28 +362,14 @@ int coll_actor_node_serve(struct coll_actor_node *n, const _Atomic bool *done,
 			  uint64_t limit_ns)
 {
 	ZB_ASSERT(n != NULL && n->svc != NULL && done != NULL);
+	/* open() set the service's wake where the host lets a lane own it */
 	const struct coll_host_ops *H = n->h.host;
-	if (!H || !H->own || !H->wake)
+	struct coll_lane_owner o = {.poll = svc_lane_poll, .arg = n->svc};
+	if (!n->svc->wake || H->own(n->h.hh, 0, &o) < 0)
 		return coll_svc_poll_until(n->svc, done, limit_ns);
 	/* lane 0's loop owns the communicator and polls the service: submits
 	 * wake it, and its adaptive idle sleeps when nothing is in flight */
-	struct coll_lane_owner o = {.poll = svc_lane_poll, .arg = n->svc};
-	int rc = H->own(n->h.hh, 0, &o);
-	if (rc < 0)
-		return coll_svc_poll_until(n->svc, done, limit_ns);
-	/* This thread only watches for the end. Not often: a sleeper that
-	 * wakes every 200 us gets the CPU ahead of the actors' compute (the
-	 * scheduler favours it on each wake-up): zbmd train on 4 local nodes
-	 * took 50 % longer per gradient that way. */
-	uint64_t t0 = zb_now_ns();
-	const struct timespec nap = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
-	while (!atomic_load(done) || coll_svc_pending(n->svc) > 0) {
-		if (limit_ns && zb_now_ns() - t0 > limit_ns) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		nanosleep(&nap, NULL);
-	}
+	int rc = svc_until(n->svc, done, limit_ns, false);
 	(void)H->own(n->h.hh, 0, NULL);   /* this thread owns it again */
 	return rc;
 }
