@@ -1,8 +1,10 @@
 /* Shared helpers: error strings, dtype/op tables, half-precision conversion. */
 #include "zbmd/common.h"
 
-#include <string.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 void zb__assert_fail(const char *expr, const char *file, int line,
 		     const char *func)
@@ -200,3 +202,68 @@ void zb_copy_stream_fence(void)
 	atomic_thread_fence(memory_order_release);
 }
 #endif
+
+/* ---- the last-level cache ------------------------------------------------ */
+
+/* One sysfs cache attribute of cpu0's cache index i: its first line. */
+static int cache_attr(unsigned i, const char *name, char *out, size_t len)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%u/%s",
+		 i, name);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char *r = fgets(out, (int)len, f);
+	fclose(f);
+	if (!r)
+		return -1;
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
+size_t zb_llc_bytes(void)
+{
+	size_t best = 0;
+	unsigned best_level = 0;
+	char v[64];
+
+	for (unsigned i = 0; i < 16; i++) {
+		if (cache_attr(i, "level", v, sizeof(v)) != 0)
+			break;
+		unsigned level = (unsigned)strtoul(v, NULL, 10);
+		if (cache_attr(i, "type", v, sizeof(v)) != 0 ||
+		    strcmp(v, "Instruction") == 0)
+			continue;
+		if (cache_attr(i, "size", v, sizeof(v)) != 0)
+			continue;
+		char *end;
+		unsigned long long sz = strtoull(v, &end, 10);
+		if (*end == 'K')
+			sz <<= 10;
+		else if (*end == 'M')
+			sz <<= 20;
+		else if (*end == 'G')
+			sz <<= 30;
+		if (level > best_level || (level == best_level && sz > best)) {
+			best_level = level;
+			best = (size_t)sz;
+		}
+	}
+#ifdef _SC_LEVEL3_CACHE_SIZE
+	if (best == 0) {
+		long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+		long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+		best = l3 > 0 ? (size_t)l3 : l2 > 0 ? (size_t)l2 : 0;
+	}
+#endif
+	return best;
+}
+
+uint64_t zb_stream_min_for_llc(size_t llc)
+{
+	if (llc == 0)
+		return 4u << 20;
+	uint64_t m = ((uint64_t)llc / 8) & ~(uint64_t)1023;
+	return m < (1u << 20) ? 1u << 20 : m;
+}

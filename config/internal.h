@@ -39,6 +39,7 @@ enum cfg__type {
 #define CFG__EMPTY_OK   0x04u  /* string/hostport/pci/vdev: "" allowed */
 #define CFG__HAS_AUX    0x08u  /* aux is meaningful */
 #define CFG__NAME_CHARS 0x10u  /* string: only [A-Za-z0-9_.-] */
+#define CFG__AUTO       0x20u  /* uint (4 bytes): `auto` too, stored as CFG_AUTO */
 
 /* Section indices, in the order they are dumped and documented. */
 enum {

@@ -485,10 +485,10 @@ void cfg__expect(const struct cfg__key *k, char *out, size_t len)
 	ZB_ASSERT(k != NULL && out != NULL);
 	switch (k->type) {
 	case CFG__UINT:
-		snprintf(out, len, "%s %.0f..%.0f",
+		snprintf(out, len, "%s %.0f..%.0f%s",
 			 k->flags & CFG__POW2 ? "a power of two"
 					      : "an integer",
-			 k->min, k->max);
+			 k->min, k->max, k->flags & CFG__AUTO ? " or auto" : "");
 		break;
 	case CFG__DOUBLE:
 		snprintf(out, len, "a number %g..%g", k->min, k->max);
@@ -586,6 +586,10 @@ static int st_uint(const struct store_args *a)
 {
 	uint64_t x;
 
+	if ((a->k->flags & CFG__AUTO) && strcmp(a->v, "auto") == 0) {
+		store_uint(a->field, a->k->size, CFG_AUTO);
+		return 0;
+	}
 	if (cfg__parse_u64(a->v, &x) != 0)
 		return bad(a, "is not an unsigned integer");
 	if ((double)x < a->k->min || (double)x > a->k->max) {
@@ -775,8 +779,11 @@ void cfg__format(const struct cfg__key *k, const void *base, char *out,
 	ZB_ASSERT(len >= 32);
 	switch (k->type) {
 	case CFG__UINT:
-		snprintf(out, len, "%llu",
-			 (unsigned long long)load_uint(field, k->size));
+		if ((k->flags & CFG__AUTO) && load_uint(field, k->size) == CFG_AUTO)
+			snprintf(out, len, "auto");
+		else
+			snprintf(out, len, "%llu",
+				 (unsigned long long)load_uint(field, k->size));
 		break;
 	case CFG__DOUBLE:
 		snprintf(out, len, "%.17g", *(const double *)field);

@@ -214,9 +214,9 @@ const struct cfg__key cfg__keys[] = {
 	UINT(S_TRANSPORT, "connect_timeout_ms", 10, 3600000, "60000",
 	     transport.connect_timeout_ms,
 	     "Messages for a peer never heard from (not started yet) wait this long before they fail and it is down, ms."),
-	UINT(S_TRANSPORT, "stream_min_kb", 0, 4194304, "4096",
-	     transport.stream_min_kb,
-	     "Messages of at least this many KiB travel in fragments of whole 64-byte cache lines and are reassembled with streaming (non-temporal) stores: they neither evict the working set from the caches nor read their destination first; their sender prefetches them a few fragments ahead when fragments are under 4 KB. 0: never."),
+	KEY(S_TRANSPORT, "stream_min_kb", CFG__UINT, 0, 4194304, "auto",
+	    transport.stream_min_kb, CFG__AUTO,
+	    "Messages of at least this many KiB travel in fragments of whole 64-byte cache lines and are reassembled with streaming (non-temporal) stores, never received as their frames: they neither evict the working set from the caches nor read their destination first; their sender prefetches them a few fragments ahead when fragments are under 4 KB. 0: never. `auto`: an eighth of this machine's last-level cache, at least 1024 (4096 where the machine does not report its caches); smaller messages stay in the cache, where streaming them would send them to memory and back."),
 
 	/* [fault] */
 	KEY(S_FAULT, "drop_rate", CFG__DOUBLE, 0, 1, "0", fault.drop_rate, 0,
@@ -241,12 +241,13 @@ const struct cfg__key cfg__keys[] = {
 	     "the whole vectors and a reduction in rank order (n-1 steps "
 	     "instead of 2(n-1): latency-bound sizes); 0: always the ring. "
 	     "The same on every node."),
-	UINT(S_COLL, "stream_min_kb", 0, 4194304, "4096", coll.stream_min_kb,
-	     "A collective whose receive buffer is at least this many KiB has "
-	     "the blocks it receives into that buffer (all-gather steps, "
-	     "broadcast) written past the caches where the provider copies "
-	     "them (dpdk: streaming stores, no read for ownership of the "
-	     "buffer); 0: never."),
+	KEY(S_COLL, "stream_min_kb", CFG__UINT, 0, 4194304, "auto",
+	    coll.stream_min_kb, CFG__AUTO,
+	    "A collective whose receive buffer is at least this many KiB has "
+	    "the blocks it receives into that buffer (all-gather steps, "
+	    "broadcast) written past the caches where the provider copies "
+	    "them (dpdk: streaming stores, no read for ownership of the "
+	    "buffer); 0: never. `auto`: as [transport] stream_min_kb."),
 
 	/* [rdma] */
 	KEY(S_RDMA, "enabled", CFG__BOOL, 0, 0, "false", rdma.enabled, 0,

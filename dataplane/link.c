@@ -303,6 +303,16 @@ static uint32_t epoch_now(void)
 	return e ? e : 1;
 }
 
+/* [transport] stream_min_kb in bytes (tp_params.stream_min), `auto`
+ * worked out from this machine's last-level cache */
+static uint32_t stream_min(const struct zb_config *cfg)
+{
+	uint64_t b = cfg->transport.stream_min_kb == CFG_AUTO
+			     ? zb_stream_min_for_llc(zb_llc_bytes())
+			     : (uint64_t)cfg->transport.stream_min_kb << 10;
+	return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+}
+
 static void fill_params(struct tp_params *tpp, const struct dp_node *n,
 			unsigned lane, uint32_t epoch)
 {
@@ -345,8 +355,7 @@ static void fill_params(struct tp_params *tpp, const struct dp_node *n,
 		tpp->max_message = cfg->transport.max_message_mb > 4095
 					   ? UINT32_MAX
 					   : cfg->transport.max_message_mb << 20;
-	tpp->stream_min = cfg->transport.stream_min_kb >= 4194304
-				  ? UINT32_MAX : cfg->transport.stream_min_kb << 10;
+	tpp->stream_min = stream_min(cfg);
 	/* frames a consumer may keep (dp_msg_ops.rx_keep): a quarter of
 	 * this lane's share of the smallest pool's spare mbufs, so RX rings
 	 * still refill while messages are held */
@@ -443,9 +452,12 @@ void dp__link_describe(FILE *out)
 	unsigned peers = 0;
 	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
 		peers += n->cfg->peers[id].present && id != n->cfg->node.id;
-	fprintf(out, "transport: lanes=%u udp_ports=%u..%u peers=%u zero-copy=%s\n",
+	uint32_t smin = stream_min(n->cfg);
+	fprintf(out, "transport: lanes=%u udp_ports=%u..%u peers=%u zero-copy=%s "
+		"stream_min_kb=%u%s\n",
 		nb_links, n->cfg->dp.udp_port, n->cfg->dp.udp_port + nb_links - 1,
-		peers, n->iova_va ? "attached mbufs" : "off (IOVA is PA: copies)");
+		peers, n->iova_va ? "attached mbufs" : "off (IOVA is PA: copies)",
+		smin >> 10, n->cfg->transport.stream_min_kb == CFG_AUTO ? " (auto)" : "");
 }
 
 /* Racy snapshot of each lane's counters (torn values possible; tp_stats'

@@ -110,6 +110,20 @@ static inline uint64_t zb_now_ns(void)
 void zb_copy_stream(void *dst, const void *src, size_t n);
 void zb_copy_stream_fence(void);
 
+/* The last-level cache: the largest cache that CPU 0 reports (sysfs
+ * /sys/devices/system/cpu/cpu0/cache, else sysconf), in bytes; 0 when the
+ * machine does not say. Read from files: call it at start-up, not on a fast
+ * path. */
+size_t zb_llc_bytes(void);
+
+/* Where "large, cold" messages start for a last-level cache of llc bytes
+ * (the `auto` of [transport] and [coll] stream_min_kb): an eighth of it,
+ * at least 1 MiB, in whole KiB; 4 MiB where llc is 0 (unknown). Below
+ * that, a message and its neighbours' (the other ranks on the machine, the
+ * sender's source) stay in the cache, and streaming stores or copying
+ * frames out of the mbufs would only send them to memory and back. */
+uint64_t zb_stream_min_for_llc(size_t llc);
+
 /* Half-precision helpers (IEEE binary16 and bfloat16), round-to-nearest-even. */
 float zb_f16_to_f32(uint16_t h);
 uint16_t zb_f32_to_f16(float f);

@@ -20,6 +20,9 @@
 #define CFG_MAX_LCORES  128
 #define CFG_MAX_SEEDS   16
 #define CFG_STR         256
+/* An integer key written `auto` (the row says which may be): the consumer
+ * works the value out on the machine it runs on. */
+#define CFG_AUTO        UINT32_MAX
 
 enum cfg_idle_policy { CFG_IDLE_POLL = 0, CFG_IDLE_ADAPTIVE };
 /* [dataplane] mbuf_pool: how a port's mempool keeps its free mbufs. */
@@ -107,7 +110,8 @@ struct zb_config {
 		uint32_t max_message_mb;       /* reassembly limit */
 		uint32_t peer_timeout_ms;      /* unacked this long: peer down */
 		uint32_t connect_timeout_ms;   /* never heard from this long: down */
-		uint32_t stream_min_kb;        /* streaming stores from here; 0: never */
+		uint32_t stream_min_kb;        /* streaming stores from here; 0: never;
+					* CFG_AUTO: zb_stream_min_for_llc() */
 	} transport;
 
 	struct {                  /* [fault] deterministic injection (tests) */
@@ -120,7 +124,8 @@ struct zb_config {
 		uint32_t chunk_kb;
 		uint32_t timeout_ms;           /* peer lost: fail within this */
 		uint32_t small_max_kb;         /* all-gather + local reduce up to this */
-		uint32_t stream_min_kb;        /* receives past the caches from here; 0: never */
+		uint32_t stream_min_kb;        /* receives past the caches from here;
+					* 0: never; CFG_AUTO as above */
 	} coll;
 
 	struct {                  /* [rdma] */

@@ -5,13 +5,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(void)
 {
 	enum zb_dtype t;
 	enum zb_redop op;
 
-	tap_plan(16);
+	tap_plan(21);
 	is_str(zb_strerror(ZB_ERR_MAILBOX_FULL), "mailbox full (backpressure)", "project code named");
 	is_str(zb_strerror(-ENOMEM), "Cannot allocate memory", "errno named");
 	ok(strncmp(zb_strerror(-(ZB_ERR_BASE + 999)), "unknown", 7) == 0, "unknown code named");
@@ -63,5 +64,20 @@ int main(void)
 	is_int(guard, 0, "streaming copy: no byte written outside the destination");
 	free(src);
 	free(dst);
+
+	/* The `auto` of stream_min_kb: an eighth of the last-level cache */
+	is_int((long long)zb_stream_min_for_llc(32u << 20), 4 << 20,
+	       "stream_min for a 32 MiB L3: 4 MiB");
+	is_int((long long)zb_stream_min_for_llc((size_t)480 << 20), 60 << 20,
+	       "stream_min for a 480 MiB L3: 60 MiB");
+	is_int((long long)zb_stream_min_for_llc(2u << 20), 1 << 20,
+	       "stream_min at least 1 MiB (a 2 MiB cache)");
+	is_int((long long)zb_stream_min_for_llc(0), 4 << 20,
+	       "stream_min 4 MiB where the cache is unknown");
+	size_t llc = zb_llc_bytes();
+	long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+	tap_diag("last-level cache %zu KiB (L1d %ld)", llc >> 10, l1);
+	ok(llc > 0 && llc % 1024 == 0 && (l1 <= 0 || llc >= (size_t)l1),
+	   "zb_llc_bytes: %zu KiB, whole KiB, not below L1d", llc >> 10);
 	return tap_done();
 }

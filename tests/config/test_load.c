@@ -270,6 +270,27 @@ static void test_errors(void)
 	snprintf(text, sizeof(text), "%s[actors]\ncarrier = tcp\n", REQUIRED);
 	rc = load(text);
 	ok(rc == 0 && a.actors.carrier == CFG_CARRIER_TCP, "actors.carrier = tcp loads");
+	/* `auto`: only where the row allows it; a number still a number */
+	cfg_set_defaults(&b);
+	ok(b.transport.stream_min_kb == CFG_AUTO && b.coll.stream_min_kb == CFG_AUTO,
+	   "stream_min_kb defaults to auto in [transport] and [coll]");
+	snprintf(text, sizeof(text), "%s[transport]\nstream_min_kb = 2048\n"
+		 "[coll]\nstream_min_kb = auto\n", REQUIRED);
+	rc = load(text);
+	ok(rc == 0 && a.transport.stream_min_kb == 2048 &&
+		   a.coll.stream_min_kb == CFG_AUTO && round_trip(&a, "auto"),
+	   "stream_min_kb = 2048 and = auto load and round-trip through the dump");
+	snprintf(text, sizeof(text), "%s[transport]\nstream_min_kb = autom\n", REQUIRED);
+	rc = load(text);
+	ok(rc == ZB_ERR_CONFIG &&
+		   strstr(err.msg, "t.ini:6: transport.stream_min_kb: 'autom' is not an "
+				   "unsigned integer (expected an integer 0..4194304 or "
+				   "auto)") != NULL,
+	   "a misspelt auto: file:line and what was expected: %s", err.msg);
+	snprintf(text, sizeof(text), "%s[transport]\nwindow = auto\n", REQUIRED);
+	rc = load(text);
+	ok(rc == ZB_ERR_CONFIG && strstr(err.msg, "window: 'auto' is not") != NULL,
+	   "auto refused for a key that has no automatic value: %s", err.msg);
 	rc = load(REQUIRED);
 	ok(rc == 0 && err.count == 0 && err.msg[0] == '\0' &&
 		   err.list[0] == '\0',
@@ -311,7 +332,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(52);
+	tap_plan(56);
 	test_defaults();
 	test_values();
 	test_syntax();
