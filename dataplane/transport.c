@@ -475,6 +475,12 @@ uint16_t tp_streams(const struct tp *tp)
 	return tp->p.streams;
 }
 
+uint32_t tp_stream_min(const struct tp *tp)
+{
+	ZB_ASSERT(tp != NULL);
+	return tp->p.stream_min;
+}
+
 const struct tp_stats *tp_stats(const struct tp *tp)
 {
 	ZB_ASSERT(tp != NULL);

@@ -87,6 +87,7 @@ run_zbmd() {
 	R[$path.best16]=$(val 'bulk_size=16777216 ' "$d/b1" best_Gbps)
 	R[$path.rtx]=$(val '^STATS node=1' "$d/b1" retransmits)
 	R[$path.kept]="$(val '^STATS node=2' "$d/b2" bulk_kept)/$(val '^STATS node=2' "$d/b2" bulk_msgs)"
+	R[smin]=$(val '^STATS node=2' "$d/b2" stream_min_kb)
 	grep -q 'BENCH DONE failures=0' "$d/b1" || log "$path: checks failed: $(grep -h FAIL "$d/b1" "$d/b2" | head -3)"
 }
 
@@ -307,8 +308,9 @@ row "retransmissions (sender)" "$(g memif.rtx)" "$(g memif1500.rtx)" "$(g veth.r
 row "bulk msgs kept as frames" "$(g memif.kept)" "$(g memif1500.kept)" "$(g veth.kept)" "" ""
 row "  1 MiB, copied (--copy)" "$(g memif.bulk1c)" "" "" "" ""
 row "  16 MiB, copied (--copy)" "$(g memif.bulk16c)" "" "" "" ""
-echo "   (the receiver takes bulk messages under 4 MiB as their frames, not copied (stack mbuf pools: any MTU; ring pools: MTU >= 4000);"
-echo "    others are copied once into its reassembly arena: docs/wire.md, \"Receive without copying\")"
+echo "   (the receiver takes bulk messages under [transport] stream_min_kb ($(g smin) KiB here) as their frames, not copied, while its"
+echo "    mbuf pool has room (stack pools: any MTU; ring pools: MTU >= 4000); others are copied once into its reassembly arena:"
+echo "    docs/wire.md, \"Receive without copying\")"
 echo
 echo "dpdk-testpmd raw memif (rxonly receiver, best second, M pkt/s; the better of before / after zbmd's runs):"
 unsteady=""

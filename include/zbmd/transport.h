@@ -392,6 +392,10 @@ int tp_rx_detach(struct tp *tp, uint16_t peer, uint16_t stream,
  * tp_send are 0..tp_streams(tp)-1. */
 uint16_t tp_streams(const struct tp *tp);
 
+/* Where this instance's "large" messages start (params.stream_min, bytes;
+ * 0: none). */
+uint32_t tp_stream_min(const struct tp *tp);
+
 /* Counters of this instance. */
 const struct tp_stats *tp_stats(const struct tp *tp);
 

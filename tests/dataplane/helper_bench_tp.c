@@ -474,12 +474,13 @@ int main(int argc, char **argv)
 	if (getenv("ZBPERF_STATS"))
 		dp_stats_dump(stdout);
 	const struct tp_stats *ts = tp_stats(dp_transport(0));
-	printf("STATS node=%u frames_tx=%lu frames_rx=%lu retransmits=%lu rto_timeouts=%lu acks_tx=%lu window_stalls=%lu tx_busy=%lu bulk_msgs=%lu bulk_kept=%lu keep_no_room=%lu\n",
+	printf("STATS node=%u frames_tx=%lu frames_rx=%lu retransmits=%lu rto_timeouts=%lu acks_tx=%lu window_stalls=%lu tx_busy=%lu bulk_msgs=%lu bulk_kept=%lu keep_no_room=%lu stream_min_kb=%u\n",
 	       self, (unsigned long)ts->frames_tx, (unsigned long)ts->frames_rx,
 	       (unsigned long)ts->retransmits, (unsigned long)ts->rto_timeouts,
 	       (unsigned long)ts->acks_tx, (unsigned long)ts->window_stalls,
 	       (unsigned long)ts->tx_busy, (unsigned long)srv_bulk,
-	       (unsigned long)srv_kept, (unsigned long)ts->keep_no_room);
+	       (unsigned long)srv_kept, (unsigned long)ts->keep_no_room,
+	       tp_stream_min(dp_transport(0)) >> 10);
 	fflush(stdout);
 	dp_node_fini();
 	for (int s = 0; s < BULK_SLOTS; s++)
