@@ -587,6 +587,7 @@ static int st_uint(const struct store_args *a)
 	uint64_t x;
 
 	if ((a->k->flags & CFG__AUTO) && strcmp(a->v, "auto") == 0) {
+		ZB_ASSERT(a->k->size == sizeof(uint32_t) && a->k->max < CFG_AUTO);
 		store_uint(a->field, a->k->size, CFG_AUTO);
 		return 0;
 	}
