@@ -222,7 +222,7 @@ static int cache_attr(unsigned i, const char *name, char *out, size_t len)
 	return 0;
 }
 
-size_t zb_llc_bytes(void)
+static size_t llc_read(void)
 {
 	size_t best = 0;
 	unsigned best_level = 0;
@@ -258,6 +258,19 @@ size_t zb_llc_bytes(void)
 	}
 #endif
 	return best;
+}
+
+size_t zb_llc_bytes(void)
+{
+	/* read once: every lane and communicator asks at start-up (a race
+	 * only reads the same files twice) */
+	static _Atomic size_t cached;   /* the size + 1; 0: not read yet */
+	size_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+	if (v == 0) {
+		v = llc_read() + 1;
+		atomic_store_explicit(&cached, v, memory_order_relaxed);
+	}
+	return v - 1;
 }
 
 uint64_t zb_stream_min_for_llc(size_t llc)

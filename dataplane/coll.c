@@ -477,9 +477,7 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 		c->chunk_bytes = 64;
 	c->chunk_bytes &= ~63u;   /* a multiple of every element size */
 	c->small_max = cfg->coll.small_max_kb * 1024u;
-	c->stream_min = cfg->coll.stream_min_kb == CFG_AUTO
-				? zb_stream_min_for_llc(zb_llc_bytes())
-				: (uint64_t)cfg->coll.stream_min_kb * 1024u;
+	c->stream_min = cfg_stream_min_bytes(cfg->coll.stream_min_kb);
 	uint32_t tmo = a->timeout_ms ? a->timeout_ms
 		       : (cfg->coll.timeout_ms ? cfg->coll.timeout_ms : 5000);
 	c->timeout_ns = (uint64_t)tmo * 1000000ull;

@@ -307,9 +307,7 @@ static uint32_t epoch_now(void)
  * worked out from this machine's last-level cache */
 static uint32_t stream_min(const struct zb_config *cfg)
 {
-	uint64_t b = cfg->transport.stream_min_kb == CFG_AUTO
-			     ? zb_stream_min_for_llc(zb_llc_bytes())
-			     : (uint64_t)cfg->transport.stream_min_kb << 10;
+	uint64_t b = cfg_stream_min_bytes(cfg->transport.stream_min_kb);
 	return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
 }
 

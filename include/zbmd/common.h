@@ -112,8 +112,8 @@ void zb_copy_stream_fence(void);
 
 /* The last-level cache: the largest cache that CPU 0 reports (sysfs
  * /sys/devices/system/cpu/cpu0/cache, else sysconf), in bytes; 0 when the
- * machine does not say. Read from files: call it at start-up, not on a fast
- * path. */
+ * machine does not say. Read from files on the first call (then kept): call
+ * it at start-up, not on a fast path. */
 size_t zb_llc_bytes(void);
 
 /* Where "large, cold" messages start for a last-level cache of llc bytes

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "zbmd/common.h"
+
 #define CFG_MAX_PORTS   8
 #define CFG_MAX_NODES   64     /* peers per cluster, node ids 0..CFG_MAX_NODES-1 */
 #define CFG_MAX_LCORES  128
@@ -199,6 +201,14 @@ int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 
 /* Print the effective configuration (defaults included) as INI. */
 void cfg_dump(const struct zb_config *cfg, FILE *out);
+
+/* A stream_min_kb key ([transport], [coll]) in bytes: CFG_AUTO worked out
+ * from this machine's last-level cache (zb_stream_min_for_llc). */
+static inline uint64_t cfg_stream_min_bytes(uint32_t kb)
+{
+	return kb == CFG_AUTO ? zb_stream_min_for_llc(zb_llc_bytes())
+			      : (uint64_t)kb << 10;
+}
 
 /* Parsers shared with the CLI and tests: 0 or -EINVAL; outputs are written
  * only on success.
