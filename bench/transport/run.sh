@@ -265,6 +265,13 @@ log "one core's copy rate over the bulk test's data (kbench copy)"
 for pl in 1400 $((MMTU - 100)); do
 	R[copy.$pl]=$(val RESULT <("$K" copy "$pl" 1 2>&1) copy_Gbps)
 done
+log "a memif hop's two copies between the CPUs (kbench ring-copy)"
+for sz in $(printf '%s\n' 1500 "$MMTU" | sort -un); do
+	"$K" ring-copy "$sz" 2 >"$W/rc.$sz" 2>&1
+	R[rc.$sz.n]=$(val RESULT "$W/rc.$sz" narrow_Gbps)
+	R[rc.$sz.w]=$(val RESULT "$W/rc.$sz" wide_Gbps)
+	R[rc.wb]=$(val RESULT "$W/rc.$sz" wide_bytes)
+done
 
 # ---- the table --------------------------------------------------------------
 g() { local v=${R[$1]:-}; echo "${v:-n/a}"; }
@@ -326,6 +333,12 @@ echo "  = raw payload ceiling at 1500-byte frames: $raw_gbps Gbit/s (1400 zbmd p
 echo "one core copying the bulk test's 2 x 16 MiB messages piece by piece into a 1024-slot ring"
 echo "  (what a copying memif sender must do at least once per byte): $(g copy.1400) Gbit/s in"
 echo "  1400-byte pieces, $(g copy.$((MMTU - 100))) Gbit/s in $((MMTU - 100))-byte pieces"
+echo "a memif hop's two copies between the CPUs (kbench ring-copy: CPU 0 copies frames into a 256-slot ring, as"
+echo "  zbmd's memif ports have (testpmd's runs above keep DPDK's 1024), in bursts of 32; CPU 1 copies them out),"
+echo "  Gbit/s of frames: with 16-byte moves (the memif PMD's rte_memcpy in Debian's DPDK 22.11) / $(g rc.wb)-byte moves:"
+for sz in $(printf '%s\n' 1500 "$MMTU" | sort -un); do
+	echo "  $sz B: $(g rc.$sz.n) / $(g rc.$sz.w); raw memif (testpmd) / 16-byte ring: $(ratio "$(awk -v p="$(g tp.$sz)" -v z="$sz" 'BEGIN { if (p == "n/a") print "n/a"; else printf "%.2f", p * z * 8 / 1000 }')" "$(g rc.$sz.n)")"
+done
 echo
 echo "ratios"
 echo "  memif actor rate / kernel UDP lo:     $(ratio "$(g memif.arate)" "$(g lo.krate)")    veth actor rate / kernel UDP veth: $(ratio "$(g veth.arate)" "$(g veth.krate)")"
