@@ -351,7 +351,7 @@ static int nd_isend(void *comm, const void *data, size_t size, uint32_t tag,
 			 (uint64_t)(uintptr_t)r, tsc_now_ns());
 	if (rc) {
 		req_put(c, r);
-		return rc == ZB_ERR_PEER_DOWN || rc == -EAGAIN ? rc : rc;
+		return rc;   /* tp_send's: -EAGAIN (no free message slot), ZB_ERR_PEER_DOWN, ... */
 	}
 	if (post_payload(c, r) == -EAGAIN)
 		cm->stalled = r;   /* header out: the payload follows first thing */
