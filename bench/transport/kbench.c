@@ -271,6 +271,18 @@ static int pin_cpu(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* 0 when this process may run on CPUs 0 and 1 and the calling thread is now
+ * pinned to CPU 0 (the second thread then pins itself to CPU 1): two threads
+ * spinning on each other's cache lines must each own a CPU. */
+static int pin_cpu0_of_two(void)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) || !CPU_ISSET(0, &allowed) ||
+	    !CPU_ISSET(1, &allowed))
+		return -1;
+	return pin_cpu(0);
+}
+
 static void *rtt_echo(void *arg)
 {
 	/* echo even if CPU 1 is refused (the main thread would wait forever) */
@@ -289,12 +301,8 @@ static int cpu_rtt(void)
 	uint64_t ns[RTT_BATCHES];   /* per batch of RTT_ROUNDS round trips */
 	void *rc = NULL;
 
-	cpu_set_t allowed;
-	/* both threads must own a CPU: a spin-wait ping-pong on one CPU would
-	 * advance once per scheduler tick */
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) || !CPU_ISSET(0, &allowed) ||
-	    !CPU_ISSET(1, &allowed) || pin_cpu(0) ||
-	    pthread_create(&t, NULL, rtt_echo, (void *)1)) {
+	/* a spin-wait ping-pong on one CPU would advance once per scheduler tick */
+	if (pin_cpu0_of_two() || pthread_create(&t, NULL, rtt_echo, (void *)1)) {
 		fprintf(stderr, "kbench cpu-rtt: needs CPUs 0 and 1\n");
 		return 1;
 	}
@@ -449,9 +457,7 @@ static int ring_copy(long payload, double secs)
 	r->ring = aligned_alloc(64, RC_SLOTS * r->slot);
 	r->src = aligned_alloc(64, r->slot);
 	r->dst = aligned_alloc(64, r->slot);
-	cpu_set_t allowed;
-	if (!r->ring || !r->src || !r->dst || sched_getaffinity(0, sizeof(allowed), &allowed) ||
-	    !CPU_ISSET(0, &allowed) || !CPU_ISSET(1, &allowed) || pin_cpu(0)) {
+	if (!r->ring || !r->src || !r->dst || pin_cpu0_of_two()) {
 		fprintf(stderr, "kbench ring-copy: needs CPUs 0 and 1 and memory\n");
 		ring_copy_free(r);
 		return 1;
