@@ -1110,10 +1110,17 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 		wrap_release_now(p[i]);
 	work += n;
 	if (l->index == 0 && ZB_UNLIKELY(now >= l->tick_at)) {
-		/* ticks towards nodes we hold links / monitors with */
+		/* ticks towards nodes we hold links / monitors with. Not on a
+		 * stream whose two-part message waits for its payload: the
+		 * receiver takes whatever follows the header there as the
+		 * payload (zbra_deliver), so a tick in between would cost both
+		 * the message and the tick. That peer's tick comes next time. */
+		const struct zbra_slot *cur = l->cur;
 		l->tick_at = now + Z.tick_ns;
 		for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
 			struct zbra_rtab *t = &Z.rtab[i];
+			if (cur && cur->peer == i && cur->stream == Z.first_stream)
+				continue;
 			if (t->e && atomic_load_explicit(&t->n, memory_order_relaxed) &&
 			    !atomic_load_explicit(&Z.down_lanes[i], memory_order_relaxed))
 				(void)car_send(l, (uint16_t)i, Z.first_stream, t->tick,
