@@ -159,6 +159,9 @@ int dp__eal_start(const struct zb_config *cfg, struct dp_err *err);
 int dp__ports_init(struct dp_node *n, struct dp_err *err);
 /* Stop and close every port, free the pools. Returns true when memif ports
  * were among them (see dp_node_fini). */
+/* Cancels the memif watch (the link watcher and its reconnects), waiting
+ * for a run in progress; the first step of a stop. */
+void dp__ports_watch_stop(struct dp_node *n);
 bool dp__ports_fini(struct dp_node *n);
 
 /* memif_guard.c: absorb the faults of a burst in flight when a memif peer
@@ -183,7 +186,11 @@ int dp__lcore_main(void *arg);
 
 /* link.c: the transport on the ports */
 int dp__link_init(struct dp_node *n, struct dp_err *err);
+/* Stop: destroys the transports (frees the frames they hold). The
+ * zero-copy carriers' pools stay until dp__link_pools_fini, after the
+ * lcores and the ports have freed the frames still chained to them. */
 void dp__link_fini(struct dp_node *n);
+void dp__link_pools_fini(void);
 void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
 		 uint64_t now_tsc);
 unsigned dp__link_poll(unsigned index, uint64_t now_tsc);

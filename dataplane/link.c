@@ -431,15 +431,25 @@ void dp__link_fini(struct dp_node *n)
 	ZB_ASSERT(n != NULL);
 	if (!links)
 		return;
-	for (unsigned i = 0; i < nb_links; i++) {
-		if (links[i].tp)
+	for (unsigned i = 0; i < nb_links; i++)
+		if (links[i].tp) {
 			tp_destroy(links[i].tp);
+			links[i].tp = NULL;
+		}
+	n->has_link = false;
+}
+
+void dp__link_pools_fini(void)
+{
+	if (!links)
+		return;
+	for (unsigned i = 0; i < nb_links; i++) {
+		ZB_ASSERT(links[i].tp == NULL);   /* dp__link_fini came first */
 		rte_mempool_free(links[i].attach_pool);
 	}
 	rte_free(links);
 	links = NULL;
 	nb_links = 0;
-	n->has_link = false;
 }
 
 void dp__link_describe(FILE *out)

@@ -185,9 +185,14 @@ void dp_node_fini(void)
 	if (n->fini_done)
 		return;
 	dp_node_stop();
+	dp__ports_watch_stop(n);   /* its reconnects read the lcores' state */
 	dp__link_fini(n);   /* before the pools: it frees frames it holds */
 	dp__lcores_fini(n);
 	bool memif = dp__ports_fini(n);
+	/* Zero-copy frames still held by the loops' TX buffers or the ports'
+	 * rings were freed just above: each chains a carrier mbuf from a
+	 * link's pool, which is released only now. */
+	dp__link_pools_fini();
 	if (n->timers_up) {
 		rte_timer_subsystem_finalize();
 		n->timers_up = false;

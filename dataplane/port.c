@@ -512,6 +512,18 @@ static void memif_fini_alarm(void *arg)
  * interrupt thread, so memif ports are stopped and closed from an alarm:
  * serialised with the driver's own callbacks. Other ports stop here.
  */
+void dp__ports_watch_stop(struct dp_node *n)
+{
+	ZB_ASSERT(n != NULL);
+	bool any_memif = false;
+	for (uint16_t k = 0; k < n->nb_ports; k++)
+		any_memif |= n->ports[k].memif;
+	/* the watch re-arms itself: cancel (waits while it runs, so a
+	 * reconnect that began before the stop is over when this returns) */
+	if (any_memif && n->eal_up)
+		(void)rte_eal_alarm_cancel(memif_watch_alarm, (void *)-1);
+}
+
 bool dp__ports_fini(struct dp_node *n)
 {
 	ZB_ASSERT(n != NULL);
