@@ -213,10 +213,20 @@ int dp__lock_prefix(const char *prefix, struct dp_err *err)
 	if (rc)
 		return dp__err(err, rc, "cannot create %s: %s", dir, strerror(-rc));
 	snprintf(path, sizeof(path), "%s/zbmd.lock", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* The directory may be shared (/tmp/dpdk/PREFIX for a user without
+	 * XDG_RUNTIME_DIR): never follow a link planted there, and use only a
+	 * plain file of our own, since it is truncated and written below. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return dp__err(err, -errno, "cannot open %s: %s", path,
-			       strerror(errno));
+		return dp__err(err, -errno, "cannot open %s: %s%s", path,
+			       strerror(errno),
+			       errno == ELOOP ? " (a symbolic link: refused)" : "");
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return dp__err(err, -EPERM, "refusing lock file %s: not a regular "
+			       "file owned by this user", path);
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		char pid[32] = "";
 		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
