@@ -92,6 +92,11 @@ static int arp_input(struct dp_lcore *lc, const struct dp_port *p,
 	}
 
 	struct rte_arp_ipv4 *d = &arp->arp_data;
+	/* answer only a unicast asker: a request naming a broadcast or
+	 * multicast sender would turn one frame into one to every host */
+	if (unlikely(!rte_is_unicast_ether_addr(&d->arp_sha) ||
+		     rte_is_zero_ether_addr(&d->arp_sha)))
+		return drop(lc, m);
 	memcpy(&eth->dst_addr, &d->arp_sha, RTE_ETHER_ADDR_LEN);
 	memcpy(&eth->src_addr, &p->mac, RTE_ETHER_ADDR_LEN);
 	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
@@ -116,6 +121,12 @@ static int icmp_input(struct dp_lcore *lc, const struct dp_port *p,
 	    rte_raw_cksum(icmp, icmp_len) != 0xffff)
 		return drop(lc, m);
 
+	/* no echo to a broadcast or multicast source (a smurf amplifier) */
+	uint32_t src = rte_be_to_cpu_32(ip->src_addr);
+	if (unlikely(!rte_is_unicast_ether_addr(&eth->src_addr) ||
+		     rte_is_zero_ether_addr(&eth->src_addr) || src == 0 ||
+		     src == UINT32_MAX || (src >> 28) == 0xe))
+		return drop(lc, m);
 	struct rte_ether_addr tmp;
 	memcpy(&tmp, &eth->src_addr, RTE_ETHER_ADDR_LEN);
 	memcpy(&eth->src_addr, &p->mac, RTE_ETHER_ADDR_LEN);

@@ -8,7 +8,7 @@ need_netns
 TAG=node$$
 CL="$ZBMD_ROOT/scripts/cluster.sh --tag $TAG --dir $T/cl"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 12
+plan 14
 
 ZBN_PEER_MAC=arp $CL up 2 >/dev/null; ok $? "cluster up: 2 namespaces on a bridge"
 grep -A3 '^\[peer.2\]' "$T/cl/node1.ini" | grep -q '^mac'
@@ -59,6 +59,46 @@ rx1=$(stat rx_packets); dr1=$(stat rx_drops)
 [ $((rx1 - rx0)) -ge 800 ] && [ $((dr1 - dr0)) -ge $((rx1 - rx0 - 3)) ]
 ok $? "node 1 dropped and counted every junk frame it got ($((rx1 - rx0)) received, $((dr1 - dr0)) dropped)"
 $CL exec probe ping -c 2 -i 0.2 -W 5 10.77.0.1 >/dev/null; ok $? "node 1 still answers ping after the junk"
+
+# requests naming a broadcast asker (ARP sha, or an echo's Ethernet
+# source) are not answered: no frame to every host for one frame in;
+# the same requests from the probe's own MAC are (the check can fail)
+cat >"$T/bcast.py" <<'PY'
+import socket, struct, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+me = bytes.fromhex(open("/sys/class/net/eth0/address").read().strip().replace(":", ""))
+ask = b"\xff" * 6 if sys.argv[1] == "bcast" else me
+node = bytes.fromhex("027a62000001")
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while t >> 16: t = (t & 0xffff) + (t >> 16)
+    return ~t & 0xffff
+for i in range(5):
+    arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, ask, bytes([10, 77, 0, 254]),
+                      b"\0" * 6, bytes([10, 77, 0, 1]))
+    s.send(b"\xff" * 6 + me + struct.pack("!H", 0x0806) + arp)
+    icmp = struct.pack("!BBHHH", 8, 0, 0, 77, i) + b"x" * 32
+    icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), 0, 0, 64, 1, 0,
+                     bytes([10, 77, 0, 254]), bytes([10, 77, 0, 1]))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    s.send(node + ask + struct.pack("!H", 0x0800) + ip + icmp)
+    time.sleep(0.02)
+PY
+kill -USR1 "$(cat "$T/cl/node1.pid")"; sleep 0.5
+a0=$(stat arp_replies); i0=$(stat icmp_replies)
+$CL exec probe python3 "$T/bcast.py" bcast
+sleep 0.3; kill -USR1 "$(cat "$T/cl/node1.pid")"; sleep 0.5
+a1=$(stat arp_replies); i1=$(stat icmp_replies)
+$CL exec probe python3 "$T/bcast.py" unicast
+sleep 0.3; kill -USR1 "$(cat "$T/cl/node1.pid")"; sleep 0.5
+a2=$(stat arp_replies); i2=$(stat icmp_replies)
+[ "$a1" = "$a0" ] && [ "$i1" = "$i0" ]
+ok $? "no reply to 5 ARP requests and 5 echoes from a broadcast asker (ARP $a0 -> $a1, ICMP $i0 -> $i1)"
+[ $((a2 - a1)) -eq 5 ] && [ $((i2 - i1)) -eq 5 ]
+ok $? "the same from the probe's MAC answered (ARP +$((a2 - a1)), ICMP +$((i2 - i1)))"
 
 $CL stop; ok $? "both nodes exit 0 on SIGTERM"
 grep -q '^zbmd: stopped cleanly' "$T/cl/node1.log" && grep -q '^zbmd: stopped cleanly' "$T/cl/node2.log"
