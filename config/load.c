@@ -325,6 +325,15 @@ static void classify(struct ctx *c, const char *s)
 			break;
 		if (*p == ']') {
 			begin_section(c, s + 1, (size_t)(p - s - 1));
+			/* inih drops whatever follows the ']': a key written
+			 * there would be lost without a word */
+			const char *q = p + 1;
+			while (isspace((unsigned char)*q))
+				q++;
+			if (*q && !comment_at(p + 1, q))
+				add_error(c, c->line, "text after section header '%.*s' "
+					  "(expected [name] alone on its line, or a comment)",
+					  (int)(p - s + 1), s);
 			return;
 		}
 	}

@@ -44,6 +44,8 @@ int cfg__parse_u64(const char *s, uint64_t *v)
 	if (!isxdigit((unsigned char)s[0]) ||
 	    (base == 10 && !isdigit((unsigned char)s[0])))
 		return -EINVAL;
+	if (base == 16 && (s[1] == 'x' || s[1] == 'X'))
+		return -EINVAL;   /* strtoull would take "0x0x10" as 16 */
 	errno = 0;
 	x = strtoull(s, &end, base);
 	if (errno != 0 || *end != '\0')

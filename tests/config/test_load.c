@@ -163,6 +163,19 @@ static void test_syntax(void)
 				   "value on one line)") == 0 &&
 		   strcmp(a.eal.extra_args, "--a") == 0,
 	   "no multi-line continuation: the indented line is an error");
+	rc = load(REQUIRED "[actors] mailbox_capacity = 77\n");
+	ok(rc == ZB_ERR_CONFIG && err.count == 1 &&
+		   strcmp(err.msg, "t.ini:5: text after section header '[actors]' "
+				   "(expected [name] alone on its line, or a comment)") == 0 &&
+		   a.actors.mailbox_capacity == 256,
+	   "a key after a section header on its line is an error, not dropped");
+	rc = load(REQUIRED "[actors]   ; a comment\n[eal] # another\nmemory_mb = 64\n");
+	ok(rc == 0 && a.eal.memory_mb == 64, "a comment after a section header is fine");
+	rc = load(REQUIRED "[eal]\nmemory_mb = 0x0x40\n");
+	ok(rc == ZB_ERR_CONFIG && err.count == 1 && a.eal.memory_mb == 1024,
+	   "0x0x40 is not a number (strtoull alone would read 64)");
+	rc = load(REQUIRED "[eal]\nmemory_mb = 0x40\n");
+	ok(rc == 0 && a.eal.memory_mb == 64, "0x40 is 64");
 	rc = load(REQUIRED "[eal]\n    memory_mb = 256\n");
 	ok(rc == 0 && a.eal.memory_mb == 256, "an indented key line is a key");
 	rc = load("[node]\r\nid = 3\r\n[cluster]\r\nid = 4\r\n[eal]\r\n"
@@ -332,7 +345,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(56);
+	tap_plan(60);
 	test_defaults();
 	test_values();
 	test_syntax();
