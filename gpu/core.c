@@ -411,6 +411,13 @@ int gpu_sgemm(struct gpu_ctx *ctx, struct gpu_stream *s, bool trans_a,
 		return 0;
 	if (!ctx->ops->sgemm)
 		return ZB_ERR_UNSUPPORTED;
+	if (k == 0) {
+		/* C = beta * C: BLAS reads neither A nor B, so callers may pass
+		 * any pointer there, and the checks above did not look at them.
+		 * The backends resolve every operand (Vulkan: its buffer), so
+		 * they get C, which was checked, in their place. */
+		a = b = c;
+	}
 	return ctx->ops->sgemm(ctx, s, trans_a, trans_b, m, n, k, alpha, a,
 			       lda, b, ldb, beta, c, ldc);
 }

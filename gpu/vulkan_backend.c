@@ -390,7 +390,10 @@ static int vk_open(struct gpu_ctx *ctx, int index)
 	ctx->be = be;
 	be->inst = vk_inst;
 	VkResult r = vkEnumeratePhysicalDevices(be->inst, &n, pds);
-	rc = (r == VK_SUCCESS || r == VK_INCOMPLETE) ? ZB_ERR_UNAVAILABLE : vk_err(r);
+	bool listed = r == VK_SUCCESS || r == VK_INCOMPLETE;
+	rc = listed ? ZB_ERR_UNAVAILABLE : vk_err(r);
+	if (!listed)
+		n = 0;   /* failed: pds holds nothing to look at */
 	for (uint32_t i = 0; i < n; i++)
 		if (compute_queue(pds[i], &be->qfam) && (int)seen++ == index) {
 			be->pd = pds[i];

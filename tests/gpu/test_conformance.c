@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 17)
+#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 18)
 #define MAXN 70001
 #define MAXB (MAXN * 8 + 64)
 
@@ -279,6 +279,21 @@ static void suite(enum gpu_backend be)
 	   gpu_memset(ctx, NULL, dd, 0, 0) == 0 &&
 	   gpu_sgemm(ctx, NULL, false, false, 0, 5, 5, 1, dd, 1, ds, 5, 0, dd, 1) == 0,
 	   "%s: zero-length operations are no-ops", bn);
+	{
+		/* k = 0: C = beta * C and A, B are not read (BLAS), so a caller
+		 * may pass any pointer there, 0 included */
+		float c0[6] = {1, 2, 3, 4, 5, 6}, got[6] = {0};
+		int bad = 0;
+		rc = gpu_memcpy_h2d(ctx, NULL, dd, c0, sizeof(c0));
+		if (!rc) rc = gpu_sgemm(ctx, NULL, false, false, 2, 3, 0, 1.0f, 0, 2,
+					0, 1, 0.5f, dd, 2);
+		if (!rc) rc = gpu_memcpy_d2h(ctx, NULL, got, dd, sizeof(got));
+		if (!rc) rc = gpu_stream_sync(ctx, NULL);
+		for (int i = 0; i < 6 && !rc; i++)
+			bad += got[i] != 0.5f * c0[i];
+		ok(rc == 0 && bad == 0, "%s: sgemm with k = 0 scales C by beta, A and B "
+		   "unused (rc %d, %d wrong)", bn, rc, bad);
+	}
 	ok(gpu_reduce(ctx, NULL, dd + 2, ds, 8, ZB_F32, ZB_SUM) == -EINVAL &&
 	   gpu_reduce(ctx, NULL, dd, ds + 4, 8, ZB_F64, ZB_SUM) == -EINVAL,
 	   "%s: misaligned reduce rejected", bn);
