@@ -581,6 +581,7 @@ static int local_scripts(char *out, size_t len)
 static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 			 int i, pid_t pgid)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid != 0) {
@@ -591,6 +592,8 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 	/* child */
 	(void)setpgid(0, pgid);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);   /* the parent died before the line above */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	if (nd->ns[0]) {
