@@ -562,6 +562,16 @@ static int vk_stream_sync(struct gpu_ctx *ctx, struct gpu_stream *s)
 	if (!vs->recording)
 		return 0;
 	vs->recording = false;
+	/* what the commands wrote is read through the mapping once the fence
+	 * signals: make it visible to the host (the fence alone does not) */
+	VkMemoryBarrier hb = {
+		.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+		.dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+	};
+	vkCmdPipelineBarrier(vs->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+			     VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+			     0, 1, &hb, 0, NULL, 0, NULL);
 	r = vkEndCommandBuffer(vs->cb);
 	if (r == VK_SUCCESS) {
 		VkSubmitInfo si = {
