@@ -194,6 +194,9 @@ static unsigned sender(void *arg, uint64_t now)
 	a->arp_hlen = 6;
 	a->arp_plen = 4;
 	a->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+	/* the asker is ourselves (a unicast MAC: a broadcast or zero asker
+	 * gets no reply), so the reply comes back to this port */
+	dp_port_addr(0, a->arp_data.arp_sha.addr_bytes, NULL);
 	a->arp_data.arp_sip = rte_cpu_to_be_32(0x0a090002);
 	a->arp_data.arp_tip = ip_be;
 	dp_tx(0, m);
@@ -232,7 +235,8 @@ int main(void)
 		 "[eal]\nlcores = 0-%d\nmemory_mb = 256\nhugepages = false\n"
 		 "file_prefix = zbmd-node-hooks%d\nlog_level = 3\n"
 		 "[dataplane]\nidle = adaptive\nidle_spin_us = 20\nmbufs = 4095\n"
-		 "[port.0]\nvdev = net_ring0\nip = 10.9.0.1/24\nrx_desc = 256\ntx_desc = 256\n",
+		 "[port.0]\nvdev = net_ring0\nip = 10.9.0.1/24\nmac = 02:7a:62:00:09:01\n"
+		 "rx_desc = 256\ntx_desc = 256\n",
 		 LCORES, (int)getpid());
 	if (cfg_load_string(&cfg, ini, "hooks.ini", &cerr) != 0)
 		tap_skip_all("config: %s", cerr.msg);
