@@ -332,8 +332,13 @@ static int tcp_accept_progress(struct tcp_ctx *x)
 		if (le32toh(p->hello.magic) != TCP_MAGIC_HELLO ||
 		    le16toh(p->hello.version) != TCP_VERSION ||
 		    le32toh(p->hello.cluster) != x->cluster ||
-		    le16toh(p->hello.dst) != x->self || src >= CFG_MAX_NODES ||
-		    ch >= x->channels)
+		    le16toh(p->hello.dst) != x->self || ch >= x->channels)
+			goto drop;
+		/* only a configured peer other than ourselves may park a recv
+		 * comm: anything else would sit there (holding an fd) for an
+		 * accept() that never comes */
+		if (src >= CFG_MAX_NODES || src == x->self ||
+		    !x->cfg->peers[src].present)
 			goto drop;
 		struct tcp_comm *c = tcp_comm_at(x, false, src, ch);
 		if (c->state != CS_IDLE)

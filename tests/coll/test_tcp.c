@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static const struct net_ops *T;
@@ -70,7 +71,7 @@ int main(void)
 	void *s, *r, *mh, *sq, *rq;
 	int rc;
 
-	tap_plan(22);
+	tap_plan(24);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 200);
 
@@ -177,6 +178,29 @@ int main(void)
 	char c;
 	ok(recv(fd, &c, 1, 0) == 0, "... and its socket closed");
 	close(fd);
+
+	/* A hello from a node that is not a configured peer (5), or that
+	 * claims to be the listener itself (1), is refused and its socket
+	 * closed: it must not park a recv comm no accept() will take. */
+	uint16_t bad_src[2] = {5, 1};
+	for (int k = 0; k < 2; k++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		uint32_t h2[4] = {htole32(0x5a42484cu),
+				  htole32(1u | ((uint32_t)bad_src[k] << 16)),
+				  htole32(3u | (1u << 16)), htole32(99)};
+		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		rc = rc ? rc : (int)write(fd, h2, sizeof(h2)) - (int)sizeof(h2);
+		for (int i = 0; i < 50; i++) {
+			T->progress(ctx[1]);
+			usleep(1000);
+		}
+		struct timeval tv = {.tv_sec = 1};
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		ok(rc == 0 && recv(fd, &c, 1, 0) == 0,
+		   "a hello from node %u (%s) is refused and its socket closed",
+		   bad_src[k], k ? "the listener itself" : "not a configured peer");
+		close(fd);
+	}
 	void *s3, *r3;
 	is_int(link_up(3, &s3, &r3), 0, "the channel still connects properly afterwards");
 
