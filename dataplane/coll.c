@@ -596,12 +596,15 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 		return -EINVAL;
 	if (coll_async_check(c))
 		return c->err;
-	if (c->q_len == COLL_MAX_OPS)
-		return -EAGAIN;
+	/* A slot is taken from coll_start until coll_test() reaps it (or the
+	 * callback ran): finished, untested handles hold theirs although they
+	 * left the queue, so q_len < max does not imply a free slot. */
 	uint32_t i;
 	for (i = 0; i < COLL_MAX_OPS && c->ops_pool[i].state != OP_FREE; i++)
 		;
-	ZB_ASSERT(i < COLL_MAX_OPS);   /* q_len < max implies a free op */
+	if (i == COLL_MAX_OPS)
+		return -EAGAIN;
+	ZB_ASSERT(c->q_len < COLL_MAX_OPS);   /* every queued op holds a slot */
 	struct coll_op *op = &c->ops_pool[i];
 	*op = (struct coll_op){.comm = c, .a = *a, .state = OP_QUEUED,
 			       .t0_ns = zb_now_ns()};

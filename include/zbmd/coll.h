@@ -154,7 +154,9 @@ struct coll_args {
  * to nearest with ties away from zero.
  * Returns 0 and *op (NULL allowed when a.done is set), or
  *   -EINVAL    bad kind/dtype/op/root, NULL buffer with count > 0
- *   -EAGAIN    COLL_MAX_OPS collectives already queued
+ *   -EAGAIN    COLL_MAX_OPS handles taken: collectives queued, plus
+ *              finished ones started without a callback and not yet
+ *              reaped by coll_test()
  *   the communicator's error after a failure. */
 int coll_start(struct coll_comm *c, const struct coll_args *a,
 	       struct coll_op **op);
