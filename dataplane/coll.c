@@ -866,6 +866,41 @@ static bool slot_free(const struct coll_chan *ch, uint64_t pos)
 	return px.recv_kind != COLL_RECV_REDUCE_FWD || ch->send_done > q + 1;
 }
 
+/* avg's last step: dst holds the (wrapping) sum of the n contributions.
+ * Floats are scaled by 1/n (gpu_host_scale: one rounding). Integers are
+ * divided in integer arithmetic, round to nearest with ties away from zero
+ * (coll.h): scaling by the double 1.0/n rounds the sum to 53 bits first
+ * (2^60 + 2 over 2 ranks gave 2^59, not 2^59 + 1) and the product once more.
+ * Once per element of the result, not per fragment. */
+static int coll_avg(void *dst, size_t elems, enum zb_dtype dt, uint32_t n)
+{
+	ZB_DASSERT(n >= 1 && n <= CFG_MAX_NODES);
+	switch (dt) {
+	case ZB_I32: {
+		int32_t *p = dst, d = (int32_t)n;
+		for (size_t i = 0; i < elems; i++) {
+			int32_t q = p[i] / d, r = p[i] % d;   /* |r| < n: no overflow */
+			if (2 * (r < 0 ? -r : r) >= d)
+				q += p[i] < 0 ? -1 : 1;
+			p[i] = q;
+		}
+		return 0;
+	}
+	case ZB_I64: {
+		int64_t *p = dst, d = (int64_t)n;
+		for (size_t i = 0; i < elems; i++) {
+			int64_t q = p[i] / d, r = p[i] % d;
+			if (2 * (r < 0 ? -r : r) >= d)
+				q += p[i] < 0 ? -1 : 1;
+			p[i] = q;
+		}
+		return 0;
+	}
+	default:
+		return gpu_host_scale(dst, elems, dt, 1.0 / n);
+	}
+}
+
 static int coll_process(struct coll_comm *c, struct coll_op *op,
 			struct coll_chan *ch, uint64_t pos,
 			const struct coll_xfer *x)
@@ -887,7 +922,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 		/* the provider combined the message as it arrived (chan_post);
 		 * what is left is avg's final scaling */
 		if (x->scale_after && x->recv_kind != COLL_RECV_REDUCE_FWD)
-			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
+			rc = coll_avg(dst, elems, a->dtype, c->n);
 		ch->st.reduce_ns += coll_ticks() - t0;
 		return rc;
 	}
@@ -895,7 +930,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 	case COLL_RECV_REDUCE:
 		rc = gpu_host_reduce(dst, slot, elems, a->dtype, rop);
 		if (rc == 0 && x->scale_after)
-			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
+			rc = coll_avg(dst, elems, a->dtype, c->n);
 		break;
 	case COLL_RECV_REDUCE_FWD:
 		rc = gpu_host_reduce(slot, (const char *)a->sendbuf + x->mine_off,
@@ -905,7 +940,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 		rc = gpu_host_reduce(dst, (const char *)a->sendbuf + x->mine_off,
 				     elems, a->dtype, rop);
 		if (rc == 0 && x->scale_after)
-			rc = gpu_host_scale(dst, elems, a->dtype, 1.0 / c->n);
+			rc = coll_avg(dst, elems, a->dtype, c->n);
 		break;
 	default:
 		return 0;
@@ -1151,7 +1186,7 @@ static int coll_gather_reduce(struct coll_comm *c, struct coll_op *op)
 		rc = gpu_host_reduce(u->recvbuf, c->gather + (size_t)j * cb, u->count,
 				     u->dtype, rop);
 	if (rc == 0 && u->op == ZB_AVG)
-		rc = gpu_host_scale(u->recvbuf, u->count, u->dtype, 1.0 / c->n);
+		rc = coll_avg(u->recvbuf, u->count, u->dtype, c->n);
 	c->st.reduce_ns += zb_now_ns() - t0;   /* the owner's, as copy_ns */
 	return rc;
 }

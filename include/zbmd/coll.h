@@ -150,8 +150,10 @@ struct coll_args {
 
 /* Queue a collective. Buffers stay owned by the caller and must stay valid
  * (and sendbuf unmodified) until completion. ZB_AVG is a sum scaled by
- * 1/nranks at the end (gpu_host_scale): floats round once, integers round
- * to nearest with ties away from zero.
+ * 1/nranks at the end: floats round once (gpu_host_scale); integers are the
+ * integer sum divided by nranks exactly, rounded to nearest with ties away
+ * from zero (the sum wraps as ZB_SUM's does: an i32 sum that overflows
+ * gives the average of the wrapped sum).
  * Returns 0 and *op (NULL allowed when a.done is set), or
  *   -EINVAL    bad kind/dtype/op/root, NULL buffer with count > 0
  *   -EAGAIN    COLL_MAX_OPS handles taken: collectives queued, plus

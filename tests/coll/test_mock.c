@@ -1,5 +1,6 @@
 /* test_mock.c — collectives of n communicators in one thread over an
- * in-memory mock provider (no sockets, no DPDK): the handle pool.
+ * in-memory mock provider (no sockets, no DPDK): the handle pool and
+ * integer avg on every path that finishes an avg.
  *
  * The mock matches a link's sends and receives in posting order when
  * anything is tested or progressed; "mockr" is the same provider with
@@ -314,11 +315,120 @@ static void test_pool(void)
 	destroy(2);
 }
 
+/* ---- integer avg ------------------------------------------------------------ */
+
+/* sum / n, round to nearest, ties away from zero, in 128 bits */
+static __int128 ref_div(__int128 s, int n)
+{
+	__int128 a = s < 0 ? -s : s, q = (2 * a + n) / (2 * n);
+	return s < 0 ? -q : q;
+}
+
+/* Rank r's element i: large values whose sums need more than 53 bits
+ * (i64), plus ties and negative sums; i32 stays clear of wrapping. */
+static int64_t val(int dt, int r, size_t i)
+{
+	int64_t base = dt == ZB_I64 ? ((int64_t)1 << 59) + (int64_t)(i * 7919) : 1000 * (int64_t)i;
+	int64_t v = base + (int64_t)((r * 13 + i) % 5);
+	return (i % 3 == 1) ? -v : v;
+}
+
+static void put(void *b, int dt, size_t i, int64_t v)
+{
+	if (dt == ZB_I64)
+		((int64_t *)b)[i] = v;
+	else
+		((int32_t *)b)[i] = (int32_t)v;
+}
+
+static int64_t get(const void *b, int dt, size_t i)
+{
+	return dt == ZB_I64 ? ((const int64_t *)b)[i] : ((const int32_t *)b)[i];
+}
+
+/* One avg collective of kind on n ranks; count elements per rank (per
+ * block for reduce-scatter). Returns the number of wrong elements, or -1
+ * if it did not complete. */
+static long avg_case(int n, enum coll_kind kind, int dt, size_t count, bool inplace)
+{
+	size_t es = zb_dtype_size(dt), total = kind == COLL_REDUCE_SCATTER ? count * n : count;
+	char *sb[MAXN], *rb[MAXN];
+	struct coll_op *o[MAXN];
+	long bad = 0;
+
+	for (int r = 0; r < n; r++) {
+		sb[r] = malloc(total * es);
+		rb[r] = malloc(total * es);
+		for (size_t i = 0; i < total; i++)
+			put(sb[r], dt, i, val(dt, r, i));
+		memset(rb[r], 0x5a, total * es);
+		char *dst = inplace ? sb[r] + (kind == COLL_REDUCE_SCATTER ? (size_t)r * count * es : 0)
+				    : rb[r];
+		struct coll_args a = {.kind = kind, .dtype = dt, .op = ZB_AVG,
+				      .count = count, .sendbuf = sb[r], .recvbuf = dst};
+		if (coll_start(cc[r], &a, &o[r]) < 0)
+			bad = -1;
+	}
+	if (bad == 0 && run_all(n, o) != 0)
+		bad = -1;
+	for (int r = 0; r < n && bad >= 0; r++) {
+		size_t first = kind == COLL_REDUCE_SCATTER ? (size_t)r * count : 0;
+		const char *dst = inplace ? sb[r] + first * es : rb[r];
+		for (size_t i = 0; i < count; i++) {
+			__int128 s = 0;
+			for (int k = 0; k < n; k++)
+				s += val(dt, k, first + i);
+			int64_t want = (int64_t)ref_div(s, n), got = get(dst, dt, i);
+			if (got != want && bad++ < 3)
+				tap_diag("rank %d elem %zu: got %lld want %lld", r, i,
+					 (long long)got, (long long)want);
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		free(sb[r]);
+		free(rb[r]);
+	}
+	return bad;
+}
+
+static void test_avg(void)
+{
+	static const char *prov[2] = {"mock", "mockr"};
+	static const int dts[2] = {ZB_I64, ZB_I32};
+
+	for (int p = 0; p < 2; p++)
+		for (int n = 2; n <= 3; n++)
+			for (int small = 0; small < 2; small++) {
+				if (make(n, 2, small ? 4 : 0, prov[p])) {
+					ok(0, "%d %s communicators", n, prov[p]);
+					continue;
+				}
+				for (int d = 0; d < 2; d++) {
+					size_t cnt = small ? 37 : 301;
+					for (int ip = 0; ip < 2; ip++) {
+						is_int(avg_case(n, COLL_ALLREDUCE, dts[d], cnt, ip), 0,
+						       "%s n=%d %s all-reduce avg %s, %s",
+						       prov[p], n, dts[d] == ZB_I64 ? "i64" : "i32",
+						       ip ? "in place" : "out of place",
+						       small ? "small (gathered)" : "ring");
+						if (small)
+							continue;
+						is_int(avg_case(n, COLL_REDUCE_SCATTER, dts[d], cnt, ip), 0,
+						       "%s n=%d %s reduce-scatter avg %s",
+						       prov[p], n, dts[d] == ZB_I64 ? "i64" : "i32",
+						       ip ? "in place" : "out of place");
+					}
+				}
+				destroy(n);
+			}
+}
+
 int main(void)
 {
-	tap_plan(5);
+	tap_plan(5 + 2 * 2 * (8 + 4));
 	net_register(&mock_ops);
 	net_register(&mockr_ops);
 	test_pool();
+	test_avg();
 	return tap_done();
 }
