@@ -486,13 +486,52 @@ static int nd_accept(void *ctx, uint16_t peer, uint16_t channel, void **comm)
 	return rc;
 }
 
+/* A send comm closes with requests not finished (a failed collective: the
+ * caller is told its buffers are its own again once close returns). A
+ * header or payload still in the transport would be retransmitted from
+ * the caller's buffer until acked, and a stalled payload posted later by
+ * nd_progress: reset the session with the peer (tp_peer_reset fails every
+ * send to it through send_done and drops the transport's references before
+ * it returns; the peer sees the new epoch and resets its side, as fini
+ * does) and never post the stalled payload. The reset also fails this
+ * lane's other sends to that peer (other channels of the same, failing
+ * communicator; the remote actors' streams 8..15). Frames a NIC already
+ * holds by zero-copy attachment keep their reference until the NIC
+ * completes them: the lcore no longer reads the buffer, the NIC's DMA may
+ * for that long (docs/collectives.md). Not on the fast path: one scan of
+ * the request table per close. */
+static void send_cancel(struct nd_ctx *c, struct nd_comm *cm)
+{
+	bool pending = false;
+
+	for (unsigned i = 0; i < DP_NET_REQS; i++) {
+		struct nd_req *r = &c->reqs[i];
+		if (r->kind != REQ_SEND || r->comm != cm)
+			continue;
+		if (!r->payload_posted) {  /* stalled: its payload never goes */
+			r->payload_posted = 1;
+			r->ref_dropped = 1;
+			r->acks++;         /* the payload's send_done never comes */
+			if (!r->status)
+				r->status = ZB_ERR_EPOCH;
+		}
+		if (r->acks < 2)
+			pending = true;
+	}
+	cm->stalled = NULL;
+	if (pending)   /* send_done for each, now: acks reach 2 */
+		(void)tp_peer_reset(c->tp, cm->peer, tsc_now_ns());
+}
+
 static void nd_close(void *comm)
 {
 	struct nd_comm *cm = comm;
 	if (!cm)
 		return;
-	/* the receives' buffers stop being written now (the caller may free
-	 * them on return) */
+	/* the buffers of its requests stop being read (sends) or written
+	 * (receives) now: the caller may free them on return */
+	if (cm->is_send)
+		send_cancel(cm->ctx, cm);
 	for (struct nd_req *r = cm->is_send ? NULL : cm->head; r; r = r->next)
 		req_unplace(cm->ctx, r);
 	cm->used = false;

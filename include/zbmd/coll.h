@@ -149,7 +149,9 @@ struct coll_args {
 };
 
 /* Queue a collective. Buffers stay owned by the caller and must stay valid
- * (and sendbuf unmodified) until completion. ZB_AVG is a sum scaled by
+ * (and sendbuf unmodified) until completion. A failed completion closed the
+ * comms first: no provider reads or writes them any more (dpdk: except a
+ * port's zero-copy frames until it transmits them, docs/collectives.md). ZB_AVG is a sum scaled by
  * 1/nranks at the end: floats round once (gpu_host_scale); integers are the
  * integer sum divided by nranks exactly, rounded to nearest with ties away
  * from zero (the sum wraps as ZB_SUM's does: an i32 sum that overflows

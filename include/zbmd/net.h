@@ -93,6 +93,11 @@ struct net_ops {
 	 * error (and frees it). */
 	int (*test)(void *request, int *done, size_t *size);
 
+	/* Close a comm, requests still in flight included (abandoned: never
+	 * tested again). On return the provider no longer reads or writes
+	 * their buffers (the collectives hand them back to the caller of a
+	 * failed collective); dpdk: except frames a port holds by zero-copy
+	 * attachment until it frees them (docs/collectives.md). */
 	void (*close_send)(void *send_comm);
 	void (*close_recv)(void *recv_comm);
 

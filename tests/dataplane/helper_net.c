@@ -38,7 +38,8 @@ static uint16_t self, peer;
 static uint32_t rounds = 200, round_no;
 static uint8_t sbuf[CH][MAXSZ], rbuf[CH][MAXSZ], want[MAXSZ];
 static void *sreq[CH], *rreq[CH];
-static int phase;            /* 0 rounds, 1 emsgsize, 2 badtag, 3 reduce, 4 done */
+static int phase;            /* 0 rounds, 1 emsgsize, 2 badtag, 3 reduce,
+				 * 5 extra(), 4 done */
 static uint64_t ok_msgs, bad_msgs, errors, red_ok, red_bad;
 #define RROUNDS 100
 #define RMAX 25000u          /* int32 elements */
@@ -171,10 +172,69 @@ static int poll_round(int *st_send, int *st_recv, size_t *got)
 
 static int posted;
 
+/* After the rounds (phase 5): (a) an isend whose header the transport
+ * accepts and whose payload it refuses (longer than max_message): the
+ * request must stay pending until the header's own send_done (it was
+ * released at once, and that send_done then landed on a free or reused
+ * request); (b) a send closed before it could be acknowledged: close_send
+ * must take it out of the transport (session reset, ZB_ERR_EPOCH) instead
+ * of leaving it to be retransmitted from the caller's buffer. */
+static int xstep, oversize_ok, closed_ok;
+static void *xreq;
+static uint64_t xt0;
+
+static void extra(void)
+{
+	int done = 0, st;
+
+	switch (xstep) {
+	case 0:
+		if (ops->isend(sc[0], sbuf[0], UINT32_MAX, 77, NULL, &xreq) != 0)
+			break;
+		(void)ops->test(xreq, &done, NULL);
+		if (done)        /* the header cannot have been acked yet */
+			printf("FAIL oversize isend released before its header's send_done\n");
+		xstep = done ? 2 : 1;
+		xt0 = zb_now_ns();
+		return;
+	case 1:
+		st = ops->test(xreq, &done, NULL);
+		if (!done)
+			return;
+		oversize_ok = st == -EMSGSIZE;
+		xstep = 2;
+		return;
+	case 2:   /* the last acks of the rounds settle before a reset */
+		if (zb_now_ns() - xt0 < 200000000ull)
+			return;
+		if (ops->isend(sc[1], sbuf[1], 100000, 78, NULL, &xreq) != 0)
+			break;
+		ops->close_send(sc[1]);
+		sc[1] = NULL;
+		xstep = 3;
+		return;
+	case 3:
+		st = ops->test(xreq, &done, NULL);
+		if (!done)
+			return;
+		closed_ok = st == ZB_ERR_EPOCH;
+		if (!closed_ok)
+			printf("FAIL closed send: %d\n", st);
+		phase = 4;
+		return;
+	}
+	errors++;
+	phase = 4;
+}
+
 static unsigned driver(void *arg, uint64_t now)
 {
 	(void)arg;
 	(void)now;
+	if (phase == 5) {
+		extra();
+		return 1;
+	}
 	if (phase == 4) {
 		if (!printed) {
 			printed = 1;
@@ -232,7 +292,7 @@ static unsigned driver(void *arg, uint64_t now)
 	} else {
 		check_reduce();
 		if (++rround == RROUNDS)
-			phase = 4;
+			phase = 5;
 	}
 	return 1;
 }
@@ -303,17 +363,18 @@ int main(int argc, char **argv)
 	const struct tp_stats *ts = dp_transport(0) ? tp_stats(dp_transport(0)) : NULL;
 	printf("RESULT node=%u rounds=%u ok=%lu bad=%lu errors=%lu emsgsize=%d "
 	       "badtag=%d reduced=%lu reduce_bad=%lu fault_dups=%lu "
-	       "fault_drops=%lu placed=%lu\n",
+	       "fault_drops=%lu placed=%lu oversize=%d closed=%d\n",
 	       self, round_no, (unsigned long)ok_msgs, (unsigned long)bad_msgs,
 	       (unsigned long)errors, emsgsize_ok, badtag_ok,
 	       (unsigned long)red_ok, (unsigned long)red_bad,
 	       (unsigned long)(ts ? ts->fault_dups : 0),
 	       (unsigned long)(ts ? ts->fault_drops : 0),
-	       (unsigned long)(ts ? ts->msgs_placed : 0));
+	       (unsigned long)(ts ? ts->msgs_placed : 0), oversize_ok, closed_ok);
 	fflush(stdout);
 	int good = phase == 4 && bad_msgs == 0 && errors == 0 &&
 		   ok_msgs == (uint64_t)rounds * CH && emsgsize_ok && badtag_ok &&
-		   red_bad == 0 && red_ok == (uint64_t)RROUNDS * CH;
+		   red_bad == 0 && red_ok == (uint64_t)RROUNDS * CH &&
+		   oversize_ok && closed_ok;
 	for (unsigned ch = 0; ch < CH; ch++) {
 		ops->close_send(sc[ch]);
 		ops->close_recv(rc_[ch]);
