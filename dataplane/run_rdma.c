@@ -89,10 +89,10 @@ static int rh_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
 	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
 
 	ZB_ASSERT(H != NULL && kind == CTL_BLOB_RDMA_CONN);
-	(void)from;
 	if (!ctx)
 		return -EAGAIN;         /* not up yet: the peer retries */
-	return rdma_conn_deliver(ctx, blob, len);
+	/* the control plane authenticated `from`: the blob must be its own */
+	return rdma_conn_deliver_from(ctx, from, blob, len);
 }
 
 /* connect()/accept(), on the thread creating the communicator: queue it. */
@@ -412,12 +412,12 @@ static int ra_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
 		      size_t len)
 {
 	(void)arg;
-	(void)from;
 	ZB_ASSERT(kind == CTL_BLOB_RDMA_ACT);
 	void *ctx = atomic_load_explicit(&RA.rctx, memory_order_acquire);
 	if (!ctx)
 		return -EAGAIN;         /* not up yet: the peer retries */
-	return rdma_conn_deliver(ctx, blob, len);
+	/* the control plane authenticated `from`: the blob must be its own */
+	return rdma_conn_deliver_from(ctx, from, blob, len);
 }
 
 /* The carrier's connect()/accept() on its lcore: queue it (never blocks). */

@@ -318,9 +318,12 @@ static void peer_recreated(struct rdma_comm *c, const struct rdma_conn *r)
 	rdma__emit(c->ctx, &ev);
 }
 
-int rdma_conn_deliver(void *vctx, const void *blob, size_t len)
+/* from: the node the blob is known to come from (the control plane
+ * authenticated it), or -1 when nothing vouches for the sender (the
+ * bootstrap, our own blob): the blob's src_node is then taken as it is. */
+static int conn_deliver(struct rdma_ctx *ctx, int from, const void *blob,
+			size_t len)
 {
-	struct rdma_ctx *ctx = vctx;
 	struct rdma_conn r;
 	struct rdma_comm *c;
 	enum rdma_side mine;
@@ -333,6 +336,14 @@ int rdma_conn_deliver(void *vctx, const void *blob, size_t len)
 	if (rc) {
 		rdma__set_error("connection blob rejected: %s", why);
 		return rc;
+	}
+	if (from >= 0 && r.src_node != from) {
+		/* a member speaking for another: it would replace (or fail)
+		 * that node's comm with its own QP */
+		atomic_fetch_add(&ctx->blobs_spoofed, 1);
+		rdma__set_error("connection blob from node %d claims to be node %u's: refused",
+				from, r.src_node);
+		return -EPERM;
 	}
 	if (r.dst_node != ctx->self || r.cluster != ctx->cluster || r.channel >= ctx->channels) {
 		rdma__set_error("connection blob for node %u cluster %u channel %u; this is node %u cluster %u with %u channels",
@@ -363,6 +374,16 @@ int rdma_conn_deliver(void *vctx, const void *blob, size_t len)
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return rc;
+}
+
+int rdma_conn_deliver(void *vctx, const void *blob, size_t len)
+{
+	return conn_deliver(vctx, -1, blob, len);
+}
+
+int rdma_conn_deliver_from(void *vctx, uint16_t from, const void *blob, size_t len)
+{
+	return conn_deliver(vctx, from, blob, len);
 }
 
 /* INIT -> RTR -> RTS with the peer's parameters (owner thread). */

@@ -384,6 +384,7 @@ struct rdma_ctx {
 	pthread_mutex_t lock;    /* comm creation/destruction vs async events */
 	uint32_t ncomms;
 	_Atomic uint32_t psn_seed;
+	_Atomic uint64_t blobs_spoofed; /* refused: src_node != the sender */
 	struct rdma_gpu_iface gpu;
 	struct rdma_boot *boot;  /* NULL when the control plane exchanges */
 	uint16_t boot_port;

@@ -122,6 +122,13 @@ int rdma_conn_local(void *ctx, uint16_t peer, uint16_t channel,
  * why in rdma_last_error), -EINVAL (not for this node / cluster). */
 int rdma_conn_deliver(void *ctx, const void *blob, size_t len);
 
+/* rdma_conn_deliver for a blob whose sender is known (the control plane
+ * authenticated node `from`): it must be that node's own blob (src_node ==
+ * from), else -EPERM (counted; why in rdma_last_error), so that one member
+ * cannot replace or fail another member's comms. rdma_conn_deliver trusts
+ * the blob's src_node: only for the unauthenticated bootstrap and tests. */
+int rdma_conn_deliver_from(void *ctx, uint16_t from, const void *blob, size_t len);
+
 /* Completion sources: one per channel. rdma_poll_cq() handles at most a
  * burst of completions and returns how many, or a negative error. Call it
  * only from the lcore that owns the channel. */

@@ -22,7 +22,7 @@ int main(void)
 	size_t n = 0;
 	int rc;
 
-	tap_plan(41);
+	tap_plan(43);
 	setup(4);
 	ok(nstate[0] == 2 && states[0][0] == IBV_QPS_RTR && states[0][1] == IBV_QPS_RTS,
 	   "establish walks INIT -> RTR -> RTS");
@@ -159,7 +159,14 @@ int main(void)
 		struct rdma_conn again = cs.local;
 		again.qpn = 0x99;
 		rdma__conn_encode(&again, blob, sizeof(blob));
-		is_int(rdma_conn_deliver(&ctx, blob, sizeof(blob)), 0, "new blob from the peer accepted");
+		/* another member sending it in the peer's name (the control
+		 * plane vouches for the sender, not for the blob's src_node) */
+		is_int(rdma_conn_deliver_from(&ctx, (uint16_t)(again.src_node + 1), blob, sizeof(blob)),
+		       -EPERM, "a blob naming another node as its source: refused");
+		ok(atomic_load(&cr.fail_err) == 0 && nev == 0 && !ctx.stash[cr.index].valid &&
+		   atomic_load(&ctx.blobs_spoofed) == 1, "... counted; the live comm is untouched");
+		is_int(rdma_conn_deliver_from(&ctx, again.src_node, blob, sizeof(blob)), 0,
+		       "new blob from the peer accepted");
 		is_int(wait_req(rq, &n), ZB_ERR_PEER_DOWN, "the old comm's pending irecv fails: PEER_DOWN");
 		ok(had_event(RDMA_EV_PEER_CLOSED, -1) && ctx.stash[cr.index].valid &&
 		   ctx.stash[cr.index].conn.qpn == 0x99, "peer-closed event; blob kept for the next comm");
