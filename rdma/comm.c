@@ -10,6 +10,7 @@
  * so that the protocol test can run the data path over a simulated RC
  * fabric (tests/rdma/test_protocol.c). Everything else calls verbs. */
 int (*rdma__modify_qp)(struct ibv_qp *, struct ibv_qp_attr *, int) = ibv_modify_qp;
+int (*rdma__destroy_qp)(struct ibv_qp *) = ibv_destroy_qp;
 
 static void *zalloc_pages(size_t len)
 {
@@ -467,7 +468,7 @@ void rdma__comm_destroy(struct rdma_comm *c)
 		return;
 	ZB_ASSERT(c->ctx != NULL);
 	if (c->qp)
-		ibv_destroy_qp(c->qp);
+		rdma__destroy_qp(c->qp);
 	if (c->fifo_mr)
 		ibv_dereg_mr(c->fifo_mr);
 	if (c->bounce_mr)

@@ -405,6 +405,7 @@ int rdma__dmabuf_probe(struct ibv_pd *pd, char *why, size_t cap);
 
 /* comm.c */
 extern int (*rdma__modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+extern int (*rdma__destroy_qp)(struct ibv_qp *qp);   /* seam, as modify_qp */
 int rdma__comm_get(struct rdma_ctx *ctx, uint16_t peer, uint16_t ch,
 		   enum rdma_side side, struct rdma_comm **out);
 int rdma__comm_establish(struct rdma_comm *c);

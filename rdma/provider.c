@@ -303,6 +303,18 @@ int rdma_wait(void *vctx, int timeout_ms)
 	return n;
 }
 
+/* Take comm c out of the context and destroy it (owner thread, control
+ * path): a closed comm, or a failed one never handed out. */
+static void comm_drop(struct rdma_ctx *ctx, struct rdma_comm *c)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->dev)   /* report its events before it goes */
+		(void)rdma__async_drain(ctx);
+	atomic_store(&ctx->comms[c->index], NULL);
+	rdma__comm_destroy(c);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side, void **out)
 {
 	struct rdma_ctx *ctx = vctx;
@@ -315,6 +327,16 @@ static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side
 	if (rc)
 		return rc;
 	st = atomic_load(&c->state);
+	if (st == RDMA_COMM_FAILED && !c->user_open) {
+		/* failed before it was handed out (e.g. the peer re-created
+		 * its end first): nobody holds it to close it, so it would
+		 * answer every later call with this error. Report it once and
+		 * drop it: the next call creates a new comm (new QP, new blob;
+		 * a blob the peer sent meanwhile waits in the stash). */
+		rc = c->err;
+		comm_drop(ctx, c);
+		return rc;
+	}
 	if (st == RDMA_COMM_FAILED)
 		return c->err;
 	if (c->user_open)
@@ -330,7 +352,11 @@ static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side
 	if (st == RDMA_COMM_REMOTE) {
 		rc = rdma__comm_establish(c);
 		if (rc) {
+			/* never handed out: drop it (as above), or every later
+			 * connect/accept of this (peer, channel, side) would
+			 * return this error for good */
 			rdma__comm_fail(c, RDMA_EV_QP_FATAL, rc, -1, 0, "%s", rdma_last_error());
+			comm_drop(ctx, c);
 			return rc;
 		}
 	}
@@ -359,11 +385,7 @@ static void close_comm(void *vc)
 	ctx = c->ctx;
 	ZB_ASSERT(atomic_load(&ctx->comms[c->index]) == c);
 	rdma__comm_close_notify(c);
-	pthread_mutex_lock(&ctx->lock);
-	(void)rdma__async_drain(ctx);   /* report its events before it goes */
-	atomic_store(&ctx->comms[c->index], NULL);
-	rdma__comm_destroy(c);
-	pthread_mutex_unlock(&ctx->lock);
+	comm_drop(ctx, c);
 }
 
 void *rdma_cq_source(void *vctx, uint16_t channel)

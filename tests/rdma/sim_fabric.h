@@ -262,15 +262,28 @@ static int sim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	return k;
 }
 
+static int sim_modify_fail;   /* > 0: that many modify_qp calls fail (EIO) */
+
 static int sim_modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
 	int i = (struct sim_qp *)qp == &sqp[0] ? 0 : 1;
 
 	ZB_ASSERT(mask & IBV_QP_STATE);
+	if (sim_modify_fail > 0) {
+		sim_modify_fail--;
+		return EIO;
+	}
 	states[i][nstate[i]++ & 7] = a->qp_state;
 	qp->state = a->qp_state;
 	if (a->qp_state == IBV_QPS_ERR)
 		to_error((struct sim_qp *)qp);
+	return 0;
+}
+
+/* the sim's QPs are not the library's to destroy */
+static int sim_destroy_qp(struct ibv_qp *qp)
+{
+	(void)qp;
 	return 0;
 }
 
@@ -356,6 +369,8 @@ static void setup_local(uint16_t signal_every)
 	sim_ctx.ops.post_recv = sim_post_recv;
 	sim_ctx.ops.poll_cq = sim_poll_cq;
 	rdma__modify_qp = sim_modify;
+	rdma__destroy_qp = sim_destroy_qp;
+	sim_modify_fail = 0;
 	scq.cq.context = &sim_ctx;
 	for (int i = 0; i < 2; i++) {
 		sqp[i].qp.context = &sim_ctx;
