@@ -181,6 +181,33 @@ void zb_metrics_observe(int id, unsigned slot, double v)
 	__atomic_store_n(&row[ZB_METRICS_BUCKETS_MAX + 2], bits, __ATOMIC_RELAXED);
 }
 
+void zb_metrics_add_shared(int id, uint64_t v)
+{
+	ZB_DASSERT(id >= 0 && id < ZB_METRICS_MAX);
+	__atomic_fetch_add(&counters[ZB_METRICS_SLOT_SHARED][id], v, __ATOMIC_RELAXED);
+}
+
+void zb_metrics_observe_shared(int id, double v)
+{
+	ZB_DASSERT(id >= 0 && id < ZB_METRICS_MAX);
+	const struct zb_series *s = &series[id];
+	uint64_t *row = hists[ZB_METRICS_SLOT_SHARED][s->hist];
+	unsigned b = 0;
+
+	while (b < s->n_bounds && v > s->bounds[b])
+		b++;
+	__atomic_fetch_add(&row[b], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&row[ZB_METRICS_BUCKETS_MAX + 1], 1, __ATOMIC_RELAXED);
+	uint64_t old = __atomic_load_n(&row[ZB_METRICS_BUCKETS_MAX + 2], __ATOMIC_RELAXED), nw;
+	do {   /* the sum is a double: add by compare-and-swap */
+		double sum;
+		memcpy(&sum, &old, sizeof(sum));
+		sum += v;
+		memcpy(&nw, &sum, sizeof(nw));
+	} while (!__atomic_compare_exchange_n(&row[ZB_METRICS_BUCKETS_MAX + 2], &old, nw,
+					      true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
 void zb_metrics_set(int id, double v)
 {
 	uint64_t bits;

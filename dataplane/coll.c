@@ -143,21 +143,20 @@ struct coll_comm {
 	int err;
 	char errmsg[256];
 	uint8_t bar_send, bar_recv[CFG_MAX_NODES];
-	unsigned mslot;                 /* metrics row written by the owner */
 };
 
 /* ---- metrics (Prometheus, via the process registry) ------------------------
  * Per kind: completed collectives, their payload bytes (count x dtype size,
  * per rank), the time from coll_start to completion; failures. Registered
- * once per process; every communicator writes its own row (slot), so the
- * owner thread adds without atomics shared with other communicators. */
+ * once per process. Communicators are progressed by whichever thread owns
+ * them (several at once, none an lcore's metrics row), so they add to the
+ * shared row with atomic adds: once per collective, not per fragment. */
 static struct {
 	int ops[COLL_KIND_COUNT], bytes[COLL_KIND_COUNT], lat[COLL_KIND_COUNT];
 	int failures;
 	bool ok;
 } cm;
 static pthread_once_t cm_once = PTHREAD_ONCE_INIT;
-static atomic_uint cm_next_slot;
 
 static void cm_register(void)
 {
@@ -181,20 +180,20 @@ static void cm_register(void)
 	cm.ok = ok && cm.failures >= 0;
 }
 
-static void cm_record(const struct coll_comm *c, const struct coll_op *op, int status)
+static void cm_record(const struct coll_op *op, int status)
 {
 	if (!cm.ok)
 		return;
 	if (status != 0) {
-		zb_metrics_add(cm.failures, c->mslot, 1);
+		zb_metrics_add_shared(cm.failures, 1);
 		return;
 	}
 	enum coll_kind k = op->a.kind;
-	zb_metrics_add(cm.ops[k], c->mslot, 1);
+	zb_metrics_add_shared(cm.ops[k], 1);
 	if (k != COLL_BARRIER)
-		zb_metrics_add(cm.bytes[k], c->mslot,
+		zb_metrics_add_shared(cm.bytes[k],
 			       (uint64_t)op->a.count * zb_dtype_size(op->a.dtype));
-	zb_metrics_observe(cm.lat[k], c->mslot, (double)(zb_now_ns() - op->t0_ns) / 1e9);
+	zb_metrics_observe_shared(cm.lat[k], (double)(zb_now_ns() - op->t0_ns) / 1e9);
 }
 
 /* ---- small accessors ------------------------------------------------------- */
@@ -325,7 +324,7 @@ static void coll_fail_ops(struct coll_comm *c, int err)
 		struct coll_op *op = &c->ops_pool[c->q[(c->q_head + i) % COLL_MAX_OPS]];
 		op->status = err;
 		op->state = OP_DONE;
-		cm_record(c, op, err);
+		cm_record(op, err);
 		if (op->a.done) {
 			op->a.done(op->a.done_arg, err);
 			op->state = OP_FREE;
@@ -464,7 +463,6 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 	if (!c)
 		return -ENOMEM;
 	pthread_once(&cm_once, cm_register);
-	c->mslot = atomic_fetch_add(&cm_next_slot, 1) % ZB_METRICS_SLOT_OTHER;
 	c->ops = ops;
 	c->cfg = cfg;
 	c->threaded = a->threaded_channels;
@@ -1206,7 +1204,7 @@ static void coll_finish(struct coll_comm *c, struct coll_op *op, int status)
 	op->status = status;
 	op->state = OP_DONE;
 	c->st.collectives++;
-	cm_record(c, op, status);
+	cm_record(op, status);
 	if (op->a.done) {
 		op->a.done(op->a.done_arg, status);
 		op->state = OP_FREE;

@@ -5,7 +5,8 @@
  * updates them without locks and without shared atomic read-modify-writes:
  * counters and histograms keep one row per *slot* (an lcore id, or
  * ZB_METRICS_SLOT_OTHER for threads that are not lcores), each row written by
- * one thread only, and a scrape sums the rows. A slot must be written by one
+ * one thread only, and a scrape sums the rows (one more row,
+ * ZB_METRICS_SLOT_SHARED, takes atomic adds from any thread). A slot must be written by one
  * thread at a time (each lcore owns its slot; ZB_METRICS_SLOT_OTHER belongs to
  * the control thread). Gauges are a single value set by whoever owns them.
  * Collectors are callbacks that emit families computed at scrape time (phi per
@@ -24,7 +25,8 @@
 #define ZB_METRICS_MAX          256  /* counters + gauges + histograms */
 #define ZB_METRICS_HIST_MAX     32   /* histograms */
 #define ZB_METRICS_BUCKETS_MAX  16   /* finite bucket bounds per histogram */
-#define ZB_METRICS_SLOTS        129  /* CFG_MAX_LCORES lcores + 1 */
+#define ZB_METRICS_SLOTS        130  /* CFG_MAX_LCORES lcores + 2 */
+#define ZB_METRICS_SLOT_SHARED  (ZB_METRICS_SLOTS - 2)  /* *_shared only */
 #define ZB_METRICS_SLOT_OTHER   (ZB_METRICS_SLOTS - 1)
 #define ZB_METRICS_COLLECTORS   32
 #define ZB_METRICS_LABELS_MAX   128  /* bytes of one series' label text */
@@ -47,6 +49,12 @@ int zb_metrics_histogram(const char *name, const char *help, const char *labels,
  * debug builds); slot < ZB_METRICS_SLOTS owned by the calling thread. */
 void zb_metrics_add(int id, unsigned slot, uint64_t v);
 void zb_metrics_observe(int id, unsigned slot, double v);
+/* Any thread, for series whose writers are not one thread per slot (e.g. a
+ * collective communicator's owner, whichever thread that is): atomic
+ * read-modify-writes on the row ZB_METRICS_SLOT_SHARED, which nothing else
+ * writes. Not for per-packet paths. */
+void zb_metrics_add_shared(int id, uint64_t v);
+void zb_metrics_observe_shared(int id, double v);
 /* Gauge: any thread; last write wins. */
 void zb_metrics_set(int id, double v);
 

@@ -12,7 +12,19 @@
 #define THREADS 4
 #define ADDS 200000
 
-static int ctr_id;
+static int ctr_id, shared_id, shared_h;
+
+/* every thread on the one shared row: exact only with atomic adds */
+static void *shared_adder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < ADDS; i++) {
+		zb_metrics_add_shared(shared_id, 1);
+		if (i % 16 == 0)
+			zb_metrics_observe_shared(shared_h, 0.5);
+	}
+	return NULL;
+}
 
 static void *adder(void *arg)
 {
@@ -43,7 +55,7 @@ int main(void)
 	pthread_t th[THREADS];
 	int calls = 0;
 
-	tap_plan(28);
+	tap_plan(30);
 	zb_metrics_reset();
 	ctr_id = zb_metrics_counter("zbmd_test_frames_total", "Frames seen", "port=\"0\"");
 	ok(ctr_id >= 0, "counter registered");
@@ -69,6 +81,27 @@ int main(void)
 		pthread_join(th[i], NULL);
 	is_int(zb_metrics_counter_value(ctr_id), THREADS * ADDS,
 	       "per-slot counters from %d threads sum exactly", THREADS);
+	shared_id = zb_metrics_counter("zbmd_test_shared_total", "shared row", NULL);
+	shared_h = zb_metrics_histogram("zbmd_test_shared_seconds", "shared row", NULL,
+					bounds, 4);
+	for (unsigned i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, shared_adder, NULL);
+	for (unsigned i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	is_int(zb_metrics_counter_value(shared_id), THREADS * ADDS,
+	       "the shared row from %d threads sums exactly", THREADS);
+	{
+		char *txt = NULL;
+		size_t tl = 0;
+		FILE *f = open_memstream(&txt, &tl);
+		zb_metrics_write(f);
+		fclose(f);
+		char want[128];
+		snprintf(want, sizeof(want), "zbmd_test_shared_seconds_count %d\n",
+			 THREADS * (ADDS / 16));
+		ok(txt && strstr(txt, want), "shared histogram counted every observation (%s)", want);
+		free(txt);
+	}
 	zb_metrics_add(c2, ZB_METRICS_SLOT_OTHER, 7);
 	is_int(zb_metrics_counter_value(c2), 7, "other-thread slot counted");
 	zb_metrics_set(g, 42.5);
