@@ -385,6 +385,10 @@ int gpu_scale(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t buf,
 	return ctx->ops->scale(ctx, s, buf, count, dtype, factor);
 }
 
+/* Rows / columns of C per backend call (65,535 workgroups of 16); a
+ * variable so that a test can make blocks small. */
+int gpu__sgemm_block = 65535 * 16;
+
 /* Bytes a column-major rows x cols matrix with leading dimension ld spans. */
 static bool mat_ok(struct gpu_ctx *ctx, gpu_ptr_t p, int rows, int cols, int ld)
 {
@@ -418,8 +422,24 @@ int gpu_sgemm(struct gpu_ctx *ctx, struct gpu_stream *s, bool trans_a,
 		 * they get C, which was checked, in their place. */
 		a = b = c;
 	}
-	return ctx->ops->sgemm(ctx, s, trans_a, trans_b, m, n, k, alpha, a,
-			       lda, b, ldb, beta, c, ldc);
+	/* The kernels launch one 16 x 16 workgroup per tile of C; a grid
+	 * dimension may hold 65,535 of them (Vulkan's guaranteed
+	 * maxComputeWorkGroupCount, CUDA's gridDim.y). Larger C goes in row
+	 * and column blocks, each an sgemm of its own on the same stream. */
+	const int blk = gpu__sgemm_block;
+	ZB_ASSERT(blk > 0);
+	for (int i0 = 0; i0 < m; i0 += blk)
+		for (int j0 = 0; j0 < n; j0 += blk) {
+			int mb = m - i0 < blk ? m - i0 : blk, nb = n - j0 < blk ? n - j0 : blk;
+			gpu_ptr_t ab = k ? a + 4 * (size_t)i0 * (trans_a ? (size_t)lda : 1) : a;
+			gpu_ptr_t bb = k ? b + 4 * (size_t)j0 * (trans_b ? 1 : (size_t)ldb) : b;
+			gpu_ptr_t cb = c + 4 * ((size_t)i0 + (size_t)j0 * (size_t)ldc);
+			int rc = ctx->ops->sgemm(ctx, s, trans_a, trans_b, mb, nb, k, alpha,
+						 ab, lda, bb, ldb, beta, cb, ldc);
+			if (rc)
+				return rc;
+		}
+	return 0;
 }
 
 int gpu_kernel_compile(struct gpu_ctx *ctx, const char *src, const char *entry,

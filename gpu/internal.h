@@ -255,4 +255,7 @@ extern const char gpu__rtc_source[];
 int gpu__nvrtc_compile(const char *arch, void **image, size_t *len, char *log,
 		       size_t log_len);
 
+/* gpu_sgemm's block of C rows / columns per backend call (core.c). */
+extern int gpu__sgemm_block;
+
 #endif /* ZBMD_GPU_INTERNAL_H */
