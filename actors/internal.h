@@ -214,13 +214,28 @@ struct act_runtime {
 	size_t footprint;
 };
 
-/* Thread-local view: which runtime/worker/actor this thread is running. */
+/* Thread-local view: which runtime/worker/actor this thread is running.
+ * `handling`: the message the running handler was given, while the runtime
+ * still owns the freeing of it. Whatever moves it (a send, a timer, the
+ * router, act_msg_take, act_msg_free) clears it here, on the handler's own
+ * thread, so handle_user never has to read the message again once the
+ * handler returns: after a forward another worker may already be handling
+ * it, or have freed it. */
 struct act__tls {
 	struct act_runtime *rt;
 	struct act_worker *w;
 	struct act_actor *cur;
+	struct act_msg *handling;
 };
 extern __thread struct act__tls act__tls;
+
+/* m left the running handler's hands (see act__tls.handling). Compares
+ * pointers only: never reads m. */
+static inline void act__msg_moved(struct act_msg *m)
+{
+	if (ZB_UNLIKELY(act__tls.handling == m))
+		act__tls.handling = NULL;
+}
 
 static inline struct act_worker *act__my_worker(struct act_runtime *rt)
 {

@@ -121,6 +121,7 @@ void act__msg_put(struct act_runtime *rt, struct act_msg *m)
 {
 	struct act_worker *w = act__my_worker(rt);
 	m->_priv.state = MS_FREE;
+	act__msg_moved(m); /* a handler freed its own message */
 	if (ZB_LIKELY(w != NULL)) {
 		uint32_t nc = atomic_load_explicit(&w->ncache, RLX);
 		if (ZB_UNLIKELY(nc == CACHE_MAX)) {

@@ -362,6 +362,7 @@ void act_msg_take(struct act_ctx *ctx, struct act_msg *m)
 	ZB_ASSERT(ctx != NULL && m != NULL);
 	ZB_ASSERT(m->_priv.state == MS_HANDLING);
 	m->_priv.state = MS_OWNED;
+	act__msg_moved(m);
 }
 
 const char *act_reason_name(int reason)

@@ -47,6 +47,7 @@ int act__deliver(struct act_runtime *rt, act_id to, struct act_msg *m, bool sys)
 	}
 	m->to = to;
 	m->_priv.state = MS_QUEUED;
+	act__msg_moved(m); /* before the push: from there on m is the receiver's */
 	act__mpsc_push(&a->mb, act__qn(m));
 	if (w_count(w) == 0)
 		act__make_runnable(rt, a);
@@ -70,6 +71,8 @@ int act_send(struct act_runtime *rt, act_id to, struct act_msg *m)
 		rc = rt->router(rt->router_ctx, m);
 		if (rc)
 			m->_priv.state = st;
+		else
+			act__msg_moved(m); /* pointer only: the router may have freed it */
 		return rc;
 	}
 	m->_sys = SYS_NONE;
@@ -138,6 +141,8 @@ static int signal_to(struct act_runtime *rt, act_id to, struct act_msg *m)
 	int rc = rt->router(rt->router_ctx, m);
 	if (rc)
 		m->_priv.state = st;
+	else
+		act__msg_moved(m);
 	return rc;
 }
 
@@ -228,12 +233,20 @@ static void die(struct act_actor *a, int reason)
 	}
 }
 
+/* Runs the handler on m and frees m afterwards unless the handler moved it
+ * (act__tls.handling cleared). m itself is not read after the handler: a
+ * message forwarded to an actor on another worker may be handled (or freed)
+ * there already, and its state would read MS_HANDLING again. */
 static void handle_user(struct act_runtime *rt, struct act_actor *a,
 			struct act_msg *m)
 {
+	struct act_msg *outer = act__tls.handling;
 	m->_priv.state = MS_HANDLING;
+	act__tls.handling = m;
 	int rc = a->beh->handle((struct act_ctx *)a, m);
-	if (m->_priv.state == MS_HANDLING)
+	bool ours = act__tls.handling == m;
+	act__tls.handling = outer;
+	if (ours)
 		act_msg_free(rt, m);
 	if (ZB_UNLIKELY(rc < 0))
 		die(a, rc);

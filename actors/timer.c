@@ -139,6 +139,7 @@ int act_send_after(struct act_runtime *rt, act_id to, uint64_t delay_ns,
 	m->to = to;
 	__atomic_store_n(&m->_priv.aux, deadline, __ATOMIC_RELAXED);
 	m->_priv.state = MS_TIMER;
+	act__msg_moved(m);
 	atomic_store_explicit(&m->_priv.tword, gen << 2 | T_ARMED, REL);
 	if (tref)
 		*tref = (uint64_t)act__msg_index(rt, m) << 32 | (uint32_t)gen;
