@@ -285,6 +285,9 @@ void act__wake_worker(struct act_worker *w);
 int act__deliver(struct act_runtime *rt, act_id to, struct act_msg *m, bool sys);
 void act__dispatch(struct act_runtime *rt, struct act_actor *a, struct act_msg *m);
 void act__terminate(struct act_runtime *rt, struct act_actor *a, uint32_t consumed);
+/* Wakes an act_call caller sleeping on its port's sequence word; touches
+ * only the futex address (the port may be released already). */
+void act__port_wake(_Atomic uint32_t *seq);
 uint64_t act__new_ref(struct act_runtime *rt);
 
 /* timer.c */

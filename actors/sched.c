@@ -146,13 +146,16 @@ static struct act_actor *inject_pop(struct act_worker *w)
 		 : NULL;
 }
 
+void act__port_wake(_Atomic uint32_t *seq)
+{
+	futex(seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+/* Actors only: act_call ports are woken by act__deliver itself, before and
+ * after its push (a port may be released the moment its reply is queued). */
 void act__make_runnable(struct act_runtime *rt, struct act_actor *a)
 {
-	if (ZB_UNLIKELY(a->kind == AK_PORT)) {
-		atomic_fetch_add_explicit(&a->port_seq, 1, REL);
-		futex(&a->port_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
-		return;
-	}
+	ZB_DASSERT(a->kind == AK_ACTOR);
 	struct act_worker *w = act__my_worker(rt);
 	if (ZB_LIKELY(w != NULL)) {
 		struct act_actor *old = w->lifo;

@@ -45,12 +45,26 @@ int act__deliver(struct act_runtime *rt, act_id to, struct act_msg *m, bool sys)
 								    ACR, ACQ)))
 			break;
 	}
+	/* Our claim pins the slot until the push: the owner cannot release it
+	 * while the count holds our message. Once pushed, an act_call port's
+	 * caller may take the reply, close the port and release (or reuse)
+	 * the slot at once, so a is not read after the push; a port is only
+	 * woken through its futex address (the slot memory stays mapped; a
+	 * wake-up there is at worst spurious). */
+	bool port = a->kind == AK_PORT;
+	bool first = w_count(w) == 0;
+	if (ZB_UNLIKELY(port && first))
+		atomic_fetch_add_explicit(&a->port_seq, 1, REL);
 	m->to = to;
 	m->_priv.state = MS_QUEUED;
 	act__msg_moved(m); /* before the push: from there on m is the receiver's */
 	act__mpsc_push(&a->mb, act__qn(m));
-	if (w_count(w) == 0)
+	if (ZB_UNLIKELY(port)) {
+		if (first)
+			act__port_wake(&a->port_seq);
+	} else if (first) {
 		act__make_runnable(rt, a);
+	}
 	return 0;
 }
 
