@@ -25,12 +25,20 @@ static int find(struct act_runtime *rt, const char *name)
 	return -1;
 }
 
+/* The entry is made under the lock with the actor's `named` flag set first
+ * and its liveness checked after, both seq_cst, against act__terminate's
+ * seq_cst CLOSED CAS and later `named` load (a Dekker pair): either we see
+ * the actor closed and insert nothing, or its exit sees `named` and its
+ * act__unregister_id, which takes this lock, removes our entry. Checking
+ * liveness before the lock, or setting `named` after the insert, let a name
+ * outlive its actor. */
 int act_register(struct act_runtime *rt, const char *name, act_id id)
 {
 	ZB_ASSERT(rt != NULL);
 	if (!name || !name[0] || strlen(name) > ACT_NAME_MAX)
 		return -EINVAL;
-	if (!act_alive(rt, id))
+	struct act_actor *a = act__slot(rt, id);
+	if (!a || act_id_node(id) != rt->p.node)
 		return ZB_ERR_STALE_ID;
 	int rc = -ENOSPC;
 	pthread_mutex_lock(&rt->names_lock);
@@ -41,14 +49,20 @@ int act_register(struct act_runtime *rt, const char *name, act_id id)
 	uint32_t n = rt->p.max_names, h = name_hash(name) % n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct act_name *e = &rt->names[(h + i) % n];
-		if (!e->name[0]) {
-			strcpy(e->name, name);
-			e->id = id;
-			struct act_actor *a = act__slot(rt, id);
-			atomic_store_explicit(&a->named, 1, RLX);
-			rc = 0;
+		if (e->name[0])
+			continue;
+		/* A stale id leaves `named` set on the slot's next actor: that
+		 * costs it one needless scan at exit, nothing else. */
+		atomic_store_explicit(&a->named, 1, SEQ);
+		uint64_t w = atomic_load_explicit(&a->word, SEQ);
+		if (w_gen(w) != act_id_gen(id) || (w & W_CLOSED)) {
+			rc = ZB_ERR_STALE_ID;
 			break;
 		}
+		strcpy(e->name, name);
+		e->id = id;
+		rc = 0;
+		break;
 	}
 out:
 	pthread_mutex_unlock(&rt->names_lock);

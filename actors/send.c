@@ -408,8 +408,9 @@ static void drain_one(struct act_runtime *rt, struct act_actor *a,
 void act__terminate(struct act_runtime *rt, struct act_actor *a, uint32_t consumed)
 {
 	uint64_t w = atomic_load_explicit(&a->word, ACQ);
+	/* seq_cst: pairs with act_register's `named` store and liveness load */
 	while (!atomic_compare_exchange_weak_explicit(&a->word, &w, w | W_CLOSED,
-						      ACR, ACQ))
+						      SEQ, ACQ))
 		;
 	ZB_ASSERT(w_count(w) >= consumed);
 	uint32_t inflight = w_count(w) - consumed;
@@ -421,7 +422,7 @@ void act__terminate(struct act_runtime *rt, struct act_actor *a, uint32_t consum
 		a->beh->terminate((struct act_ctx *)a, reason);
 		act__tls = saved;
 	}
-	if (atomic_load_explicit(&a->named, RLX))
+	if (atomic_load_explicit(&a->named, SEQ))
 		act__unregister_id(rt, a->id);
 	struct act_msg *m, *n;
 	for (m = a->links; m; m = n) {
