@@ -83,15 +83,16 @@ static inline bool act__mpsc_empty(struct act__mpsc *q)
 }
 
 /* ---- actors -------------------------------------------------------------------
- * word: gen (16, bits 48..63) | closed (bit 32) | count (bits 0..31).
+ * word: gen (18, bits 46..63) | closed (bit 32) | count (bits 0..31).
  * count = messages claimed by senders and not yet consumed; its 0 -> 1
  * transition makes the actor runnable (the sender schedules it), the
  * consumer's return to 0 makes it idle. One atomic word, so a sender can
  * never slip a message into a slot reused by a newer generation. */
 #define W_COUNT_MASK 0xffffffffull
 #define W_CLOSED (1ull << 32)
-#define W_GEN_SHIFT 48
-static inline uint16_t w_gen(uint64_t w) { return (uint16_t)(w >> W_GEN_SHIFT); }
+#define W_GEN_SHIFT (64 - ACT_ID_GEN_BITS)
+static_assert(W_GEN_SHIFT > 32, "generation above the closed bit");
+static inline uint32_t w_gen(uint64_t w) { return (uint32_t)(w >> W_GEN_SHIFT); }
 static inline uint32_t w_count(uint64_t w) { return (uint32_t)(w & W_COUNT_MASK); }
 
 enum { AK_FREE = 0, AK_ACTOR, AK_PORT };
@@ -192,8 +193,12 @@ struct act_runtime {
 	struct act_actor *slots;
 	size_t slots_bytes;
 	_Atomic uint32_t slot_bump;          /* never-used slots start here */
-	_Atomic uint64_t slot_free;          /* Treiber head: idx+1 | tag<<32 */
-	_Atomic uint32_t *slot_next;
+	/* Released slots: a bounded MPMC FIFO (Vyukov) of slot_cap cells; see
+	 * runtime.c. FIFO, not LIFO: reuse goes round every free slot. */
+	_Atomic uint64_t *slot_ring;
+	uint32_t slot_cap;                   /* power of two >= max_actors */
+	_Atomic uint32_t slot_enq;
+	_Atomic uint32_t slot_deq;
 	_Atomic uint32_t live;
 	struct act_msg *msgs;
 	_Atomic uint64_t msg_free;           /* Treiber head of chains */

@@ -27,12 +27,20 @@ void act_params_default(struct act_params *p)
 
 static int params_check(const struct act_params *p)
 {
-	if (!p->max_actors || p->max_actors > (1u << 30) || !p->mailbox_capacity ||
+	if (!p->max_actors || p->max_actors > (1u << ACT_ID_SLOT_BITS) || !p->mailbox_capacity ||
 	    p->mailbox_capacity > (1u << 30) || !p->reductions || !p->workers ||
 	    p->workers > 256 || !p->message_pool || p->message_pool > (1u << 30) ||
 	    !p->timers || !p->max_names)
 		return -EINVAL;
 	return 0;
+}
+
+static uint32_t slot_ring_cap(uint32_t max_actors)
+{
+	uint32_t c = 1;
+	while (c < max_actors)
+		c <<= 1;
+	return c;
 }
 
 static void *big_alloc(size_t bytes)
@@ -61,8 +69,9 @@ int act_runtime_create(const struct act_params *p, struct act_runtime **out)
 	rt->slots = big_alloc(rt->slots_bytes);
 	if (!rt->slots)
 		goto fail_rt;
-	rt->slot_next = big_alloc((size_t)p->max_actors * sizeof(uint32_t));
-	if (!rt->slot_next)
+	rt->slot_cap = slot_ring_cap(p->max_actors);
+	rt->slot_ring = big_alloc((size_t)rt->slot_cap * sizeof(uint64_t));
+	if (!rt->slot_ring)
 		goto fail_slots;
 	rt->msgs = big_alloc((size_t)p->message_pool * sizeof(struct act_msg));
 	if (!rt->msgs)
@@ -75,7 +84,7 @@ int act_runtime_create(const struct act_params *p, struct act_runtime **out)
 	if ((rc = act__sched_init(rt)))
 		goto fail_names;
 	pthread_mutex_init(&rt->names_lock, NULL);
-	rt->footprint = rt->slots_bytes + (size_t)p->max_actors * 4 +
+	rt->footprint = rt->slots_bytes + (size_t)rt->slot_cap * 8 +
 			(size_t)p->message_pool * sizeof(struct act_msg) +
 			(size_t)p->max_names * sizeof(struct act_name) +
 			(size_t)p->workers * (sizeof(struct act_worker) +
@@ -87,7 +96,7 @@ fail_names:
 fail_msgs:
 	munmap(rt->msgs, (size_t)p->message_pool * sizeof(struct act_msg));
 fail_next:
-	munmap(rt->slot_next, (size_t)p->max_actors * sizeof(uint32_t));
+	munmap(rt->slot_ring, (size_t)rt->slot_cap * sizeof(uint64_t));
 fail_slots:
 	munmap(rt->slots, rt->slots_bytes);
 fail_rt:
@@ -117,7 +126,7 @@ void act_runtime_destroy(struct act_runtime *rt)
 	pthread_mutex_destroy(&rt->names_lock);
 	free(rt->names);
 	munmap(rt->msgs, (size_t)rt->p.message_pool * sizeof(struct act_msg));
-	munmap(rt->slot_next, (size_t)rt->p.max_actors * sizeof(uint32_t));
+	munmap(rt->slot_ring, (size_t)rt->slot_cap * sizeof(uint64_t));
 	munmap(rt->slots, rt->slots_bytes);
 	free(rt);
 }
@@ -128,33 +137,94 @@ size_t act_runtime_footprint(const struct act_runtime *rt)
 	return rt->footprint;
 }
 
-/* ---- slots: bump allocation, then a tagged Treiber free list --------------- */
+/* ---- slots: bump allocation, then a FIFO of released slots -----------------
+ *
+ * A slot's generation advances on each reuse and has ACT_ID_GEN_BITS bits,
+ * so an old id could name a new actor once its slot has been reused 2^18 - 1
+ * times. A LIFO free list reused the same slot on every spawn/exit cycle
+ * (a wrap within milliseconds); here never-used slots go first, then
+ * released ones in release order, so a slot comes back only after every
+ * other free slot has.
+ *
+ * The FIFO is Vyukov's bounded MPMC queue over slot_cap cells (a power of
+ * two >= max_actors, so it never fills). A cell holds (seq - cell index) in
+ * its upper half, so the zero pages of a fresh mapping read seq = index,
+ * and the slot index in its lower half. A taker that finds the next cell
+ * not yet published (its releaser between the position CAS and the store)
+ * sees it empty; only when every slot is in use does that turn into a
+ * spurious -ENOBUFS. */
+
+static uint32_t cell_seq(uint64_t v, uint32_t i) { return (uint32_t)(v >> 32) + i; }
+static uint64_t cell_make(uint32_t seq, uint32_t i, uint32_t idx)
+{
+	return (uint64_t)(uint32_t)(seq - i) << 32 | idx;
+}
+
+static void slot_ring_put(struct act_runtime *rt, uint32_t idx)
+{
+	uint32_t mask = rt->slot_cap - 1;
+	uint32_t pos = atomic_load_explicit(&rt->slot_enq, RLX);
+	for (;;) {
+		_Atomic uint64_t *c = &rt->slot_ring[pos & mask];
+		uint64_t v = atomic_load_explicit(c, ACQ);
+		int32_t dif = (int32_t)(cell_seq(v, pos & mask) - pos);
+		ZB_ASSERT(dif >= 0); /* never full: at most max_actors free */
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(&rt->slot_enq, &pos,
+								  pos + 1, RLX, RLX)) {
+				atomic_store_explicit(c, cell_make(pos + 1, pos & mask, idx),
+						      REL);
+				return;
+			}
+		} else {
+			pos = atomic_load_explicit(&rt->slot_enq, RLX);
+		}
+	}
+}
+
+/* A released slot's index, or -1 when there is none (yet). */
+static int64_t slot_ring_take(struct act_runtime *rt)
+{
+	uint32_t mask = rt->slot_cap - 1;
+	uint32_t pos = atomic_load_explicit(&rt->slot_deq, RLX);
+	for (;;) {
+		_Atomic uint64_t *c = &rt->slot_ring[pos & mask];
+		uint64_t v = atomic_load_explicit(c, ACQ);
+		int32_t dif = (int32_t)(cell_seq(v, pos & mask) - (pos + 1));
+		if (dif < 0)
+			return -1;
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(&rt->slot_deq, &pos,
+								  pos + 1, RLX, RLX)) {
+				atomic_store_explicit(c, cell_make(pos + rt->slot_cap,
+								   pos & mask, 0), REL);
+				return (uint32_t)v;
+			}
+		} else {
+			pos = atomic_load_explicit(&rt->slot_deq, RLX);
+		}
+	}
+}
 
 int act__slot_acquire(struct act_runtime *rt, uint8_t kind, struct act_actor **out)
 {
-	uint64_t old = atomic_load_explicit(&rt->slot_free, ACQ), nw;
-	uint32_t idx;
-	for (;;) {
-		uint32_t i1 = (uint32_t)old;
-		if (!i1) {
-			idx = atomic_fetch_add_explicit(&rt->slot_bump, 1, RLX);
-			if (idx >= rt->p.max_actors) {
-				atomic_fetch_sub_explicit(&rt->slot_bump, 1, RLX);
-				return -ENOBUFS;
-			}
-			break;
-		}
-		uint32_t nx = atomic_load_explicit(&rt->slot_next[i1 - 1], RLX);
-		nw = (uint64_t)((uint32_t)(old >> 32) + 1) << 32 | nx;
-		if (atomic_compare_exchange_weak_explicit(&rt->slot_free, &old, nw,
-							  ACQ, ACQ)) {
-			idx = i1 - 1;
-			break;
-		}
+	int64_t got = -1;
+	if (atomic_load_explicit(&rt->slot_bump, RLX) < rt->p.max_actors) {
+		uint32_t b = atomic_fetch_add_explicit(&rt->slot_bump, 1, RLX);
+		if (b < rt->p.max_actors)
+			got = b;
+		else
+			atomic_fetch_sub_explicit(&rt->slot_bump, 1, RLX);
 	}
+	if (got < 0)
+		got = slot_ring_take(rt);
+	if (got < 0)
+		return -ENOBUFS;
+	uint32_t idx = (uint32_t)got;
+	ZB_ASSERT(idx < rt->p.max_actors);
 	struct act_actor *a = &rt->slots[idx];
 	uint64_t w = atomic_load_explicit(&a->word, ACQ);
-	uint16_t gen = w_gen(w) ? w_gen(w) : 1;
+	uint32_t gen = w_gen(w) ? w_gen(w) : 1;
 	ZB_DASSERT(w_count(w) == 0);
 	act__mpsc_init(&a->mb);
 	a->beh = NULL;
@@ -173,12 +243,12 @@ int act__slot_acquire(struct act_runtime *rt, uint8_t kind, struct act_actor **o
 	return 0;
 }
 
-/* Slot back to the free list with the next generation. The mailbox must be
+/* Slot back to the FIFO with the next generation. The mailbox must be
  * closed and drained. */
 void act__slot_release(struct act_runtime *rt, struct act_actor *a)
 {
 	uint32_t idx = (uint32_t)(a - rt->slots);
-	uint16_t gen = act_id_gen(a->id) + 1;
+	uint32_t gen = (act_id_gen(a->id) + 1) & ACT_ID_GEN_MASK;
 	if (!gen)
 		gen = 1;
 	ZB_ASSERT(idx < rt->p.max_actors);
@@ -187,12 +257,7 @@ void act__slot_release(struct act_runtime *rt, struct act_actor *a)
 	a->flags = 0;
 	a->kind = AK_FREE;
 	atomic_store_explicit(&a->word, (uint64_t)gen << W_GEN_SHIFT | W_CLOSED, REL);
-	uint64_t old = atomic_load_explicit(&rt->slot_free, RLX), nw;
-	do {
-		atomic_store_explicit(&rt->slot_next[idx], (uint32_t)old, RLX);
-		nw = (uint64_t)((uint32_t)(old >> 32) + 1) << 32 | (idx + 1);
-	} while (!atomic_compare_exchange_weak_explicit(&rt->slot_free, &old, nw,
-							 REL, RLX));
+	slot_ring_put(rt, idx);
 	atomic_fetch_sub_explicit(&rt->live, 1, RLX);
 }
 

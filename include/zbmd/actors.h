@@ -34,18 +34,34 @@
 #include <stdint.h>
 
 /* ---- identities ----------------------------------------------------------
- * ActorId: node (16) | slot (32) | generation (16). Generation 0 is never
- * used, so ACT_ID_NONE (0) never names an actor. */
+ * ActorId: node (16, bits 48..63) | slot (30, bits 18..47) | generation (18,
+ * bits 0..17). The node field is what remote routing reads (act_id_node);
+ * slot and generation mean something only to the node that made the id.
+ * max_actors <= 2^30 fits the slot field. Generation 0 is never used, so
+ * ACT_ID_NONE (0) never names an actor (and act_id_make(node, 0, 0) names a
+ * node, not an actor). A slot's generation advances on every reuse and slots
+ * are reused in FIFO order after every slot has been used once, so a stale
+ * id could name a newer actor only after 2^18 - 1 reuses of its one slot,
+ * i.e. at least (2^18 - 1) x (free slots) spawns later (docs/actors.md). */
 typedef uint64_t act_id;
 #define ACT_ID_NONE ((act_id)0)
+#define ACT_ID_SLOT_BITS 30
+#define ACT_ID_GEN_BITS 18
+#define ACT_ID_SLOT_MASK ((1u << ACT_ID_SLOT_BITS) - 1)
+#define ACT_ID_GEN_MASK ((1u << ACT_ID_GEN_BITS) - 1)
 
-static inline act_id act_id_make(uint16_t node, uint32_t slot, uint16_t gen)
+static inline act_id act_id_make(uint16_t node, uint32_t slot, uint32_t gen)
 {
-	return ((uint64_t)node << 48) | ((uint64_t)slot << 16) | gen;
+	return ((uint64_t)node << 48) |
+	       ((uint64_t)(slot & ACT_ID_SLOT_MASK) << ACT_ID_GEN_BITS) |
+	       (gen & ACT_ID_GEN_MASK);
 }
 static inline uint16_t act_id_node(act_id id) { return (uint16_t)(id >> 48); }
-static inline uint32_t act_id_slot(act_id id) { return (uint32_t)(id >> 16); }
-static inline uint16_t act_id_gen(act_id id) { return (uint16_t)id; }
+static inline uint32_t act_id_slot(act_id id)
+{
+	return (uint32_t)(id >> ACT_ID_GEN_BITS) & ACT_ID_SLOT_MASK;
+}
+static inline uint32_t act_id_gen(act_id id) { return (uint32_t)id & ACT_ID_GEN_MASK; }
 
 /* ---- parameters (the CLI fills them from the config's [actors]) ---------- */
 struct act_params {

@@ -134,7 +134,7 @@ static int router(void *ctx, struct act_msg *m)
 
 int main(void)
 {
-	tap_plan(59);
+	tap_plan(58);
 	struct act_runtime *rt = mk_rt(1, 8);
 	struct rec_log log = {0};
 	act_id a, b;
@@ -196,9 +196,10 @@ int main(void)
 	is_int(log.term_reason, -EIO, "with the handler's error as reason");
 	is_int(tell_u32(rt, a, 1, 0), ZB_ERR_STALE_ID, "send to dead actor: stale");
 	struct rec_log log2 = {0};
-	is_int(act_spawn(rt, &rec_beh, &log2, &b), 0, "spawn reuses the slot");
-	is_int(act_id_slot(b), act_id_slot(a), "same slot");
-	ok(act_id_gen(b) != act_id_gen(a), "new generation");
+	is_int(act_spawn(rt, &rec_beh, &log2, &b), 0, "spawn after the exit");
+	/* slots are reused FIFO after all have been used (test_generation.c) */
+	ok(act_id_slot(b) != act_id_slot(a) || act_id_gen(b) != act_id_gen(a),
+	   "a new id: another slot, or the same slot's next generation");
 	is_int(tell_u32(rt, a, 1, 0), ZB_ERR_STALE_ID, "old id still refused");
 	drain(rt, 1);
 	is_int(log2.n, 0, "nothing delivered to the newer actor");
