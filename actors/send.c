@@ -231,6 +231,22 @@ static struct act_msg *list_take(struct act_msg **head, int by_ref, uint64_t key
 	return NULL;
 }
 
+/* The dormant DOWN of monitor `ref` held for `watcher` (its `to`). */
+static struct act_msg *monitor_take(struct act_msg **head, uint64_t ref,
+				    act_id watcher)
+{
+	for (struct act_msg **pp = head; *pp;
+	     pp = (struct act_msg **)&(*pp)->_priv.next) {
+		struct act_msg *m = *pp;
+		if (m->ref == ref && m->to == watcher) {
+			*pp = lnext(m);
+			lset(m, NULL);
+			return m;
+		}
+	}
+	return NULL;
+}
+
 static void list_push(struct act_msg **head, struct act_msg *m)
 {
 	lset(m, *head);
@@ -339,7 +355,9 @@ static void dispatch_sys(struct act_runtime *rt, struct act_actor *a,
 		list_push(&a->monitors, m);
 		return;
 	case SYS_DEMONITOR:
-		r = list_take(&a->monitors, 1, m->ref, 0);
+		/* ref and watcher: refs are per-node counters, so a remote
+		 * watcher's ref can equal a local one's */
+		r = monitor_take(&a->monitors, m->ref, m->from);
 		if (r)
 			act_msg_free(rt, r);
 		act_msg_free(rt, m);
