@@ -27,6 +27,7 @@ struct sup_child {
 	_Atomic act_id id;       /* NONE when not running */
 	void *arg;
 	uint64_t kill_tref;
+	int dead_reason;         /* exit reason while `dead` (handled later) */
 	uint8_t used, stopping, want, dead;
 };
 
@@ -65,6 +66,7 @@ static int start_child(struct act_ctx *ctx, struct sup *s, uint32_t i)
 	int rc = act_spawn_opt(rt, c->beh, s->ch[i].arg, &o, &id);
 	atomic_store_explicit(&s->ch[i].id, rc ? ACT_ID_NONE : id, RLX);
 	s->ch[i].dead = rc != 0;
+	s->ch[i].dead_reason = rc;
 	return rc;
 }
 
@@ -189,7 +191,9 @@ static void on_failure(struct act_ctx *ctx, struct sup *s, uint32_t i, int reaso
 	for (uint32_t j = last + 1; j-- > first;) {
 		if (!s->ch[j].used)
 			continue;
-		s->ch[j].want = 1;
+		/* OTP: a temporary child is never restarted; one the strategy
+		 * stops is gone for good (one stopped earlier stays down). */
+		s->ch[j].want = j == i || cspec(s, j)->restart != ACT_TEMPORARY;
 		if (j != i && running(s, j))
 			s->stopq[s->nstop++] = j;
 	}
@@ -221,7 +225,7 @@ static void do_restart(struct act_ctx *ctx, struct sup *s)
 	/* children that died on their own while we were busy */
 	for (uint32_t j = 0; j < s->n && s->phase == PH_IDLE; j++)
 		if (s->ch[j].used && s->ch[j].dead)
-			on_failure(ctx, s, j, -ECHILD);
+			on_failure(ctx, s, j, s->ch[j].dead_reason);
 }
 
 static int find_child(struct sup *s, act_id id)
@@ -258,6 +262,7 @@ static void on_exit_msg(struct act_ctx *ctx, struct sup *s, act_id from, int rea
 		return;
 	if (s->phase != PH_IDLE) { /* handled when the current cycle ends */
 		c->dead = 1;
+		c->dead_reason = reason; /* a transient child's normal exit stays one */
 		if (c->want == 0 && s->phase == PH_STOPPING)
 			advance(ctx, s);
 		return;

@@ -1,0 +1,141 @@
+/* Supervisor restart rules that OTP fixes and the supervisor got wrong
+ * (found in review):
+ *  - one_for_all / rest_for_one restarted temporary children (OTP never
+ *    restarts one: stopped by the strategy, it is removed);
+ *  - a transient child's normal exit while the supervisor was stopping
+ *    children or waiting out a backoff was handled afterwards as a failure
+ *    (-ECHILD): restarted, and counted toward the intensity.
+ * Poll mode, 1 worker. */
+#include "util.h"
+
+static struct act_runtime *rt;
+static int starts[8];
+
+static int c_init(struct act_ctx *c, void *arg)
+{
+	if ((long)arg == 7)
+		act_trap_exit(c, true); /* ignores `shutdown`: killed after its grace */
+	starts[(long)arg]++;
+	return 0;
+}
+static int c_handle(struct act_ctx *c, struct act_msg *m)
+{
+	if (m->tag == 99)
+		act_exit(c, ACT_NORMAL);
+	return m->tag == 98 ? -EIO : 0; /* 98: crash */
+}
+static const struct act_behaviour cb = {.name = "c", .init = c_init, .handle = c_handle};
+
+static void pump(uint64_t ms)
+{
+	uint64_t end = zb_now_ns() + ms * 1000000ull;
+	do {
+		if (!act_worker_poll(rt, 0, 1000))
+			usleep(100);
+	} while (zb_now_ns() < end);
+}
+
+static uint64_t restarts(void)
+{
+	struct act_stats st;
+	act_get_stats(rt, &st);
+	return st.restarts;
+}
+
+int main(void)
+{
+	tap_plan(10);
+	rt = mk_rt(1, 0);
+	act_id sup;
+
+	/* one_for_all: c1 (temporary) exits normally, later c0 crashes */
+	struct act_child_spec ch1[2] = {
+		{"c0", &cb, (void *)0L, ACT_PERMANENT, 0},
+		{"c1", &cb, (void *)1L, ACT_TEMPORARY, 0},
+	};
+	struct act_sup_spec s1 = {.strategy = ACT_ONE_FOR_ALL, .max_restarts = 5,
+				  .window_ns = 5000000000ull, .children = ch1, .n_children = 2};
+	act_sup_start(rt, &s1, &sup);
+	pump(1);
+	act_tell(rt, act_sup_child(rt, sup, 1), 99, NULL, 0);
+	pump(2);
+	act_tell(rt, act_sup_child(rt, sup, 0), 98, NULL, 0);
+	pump(5);
+	ok(starts[0] == 2 && act_sup_child(rt, sup, 0), "one_for_all: the permanent child restarted");
+	ok(starts[1] == 1 && !act_sup_child(rt, sup, 1),
+	   "one_for_all: the temporary child that had exited is not restarted (starts %d)", starts[1]);
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	pump(2);
+
+	/* rest_for_one: c2 crashes; c3 (temporary, running) is stopped and
+	 * stays down; c4 (permanent) comes back */
+	struct act_child_spec ch2[3] = {
+		{"c2", &cb, (void *)2L, ACT_PERMANENT, 0},
+		{"c3", &cb, (void *)3L, ACT_TEMPORARY, 0},
+		{"c4", &cb, (void *)4L, ACT_PERMANENT, 0},
+	};
+	struct act_sup_spec s2 = {.strategy = ACT_REST_FOR_ONE, .max_restarts = 5,
+				  .window_ns = 5000000000ull, .children = ch2, .n_children = 3};
+	act_sup_start(rt, &s2, &sup);
+	pump(1);
+	act_tell(rt, act_sup_child(rt, sup, 0), 98, NULL, 0);
+	pump(5);
+	ok(starts[2] == 2 && starts[4] == 2 && act_sup_child(rt, sup, 0) &&
+	   act_sup_child(rt, sup, 2), "rest_for_one: the permanent children restarted");
+	ok(starts[3] == 1 && !act_sup_child(rt, sup, 1),
+	   "rest_for_one: the temporary child stopped by the strategy is not restarted (starts %d)",
+	   starts[3]);
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	pump(2);
+
+	/* one_for_one with a 100 ms backoff: c6 (transient) exits normally
+	 * while c5's restart waits */
+	uint64_t r0 = restarts();
+	struct act_child_spec ch3[2] = {
+		{"c5", &cb, (void *)5L, ACT_PERMANENT, 0},
+		{"c6", &cb, (void *)6L, ACT_TRANSIENT, 0},
+	};
+	struct act_sup_spec s3 = {.strategy = ACT_ONE_FOR_ONE, .max_restarts = 5,
+				  .window_ns = 5000000000ull, .backoff = ACT_BACKOFF_LINEAR,
+				  .backoff_base_ns = 100000000ull, .children = ch3, .n_children = 2};
+	act_sup_start(rt, &s3, &sup);
+	pump(1);
+	act_tell(rt, act_sup_child(rt, sup, 0), 98, NULL, 0);
+	pump(5);
+	act_tell(rt, act_sup_child(rt, sup, 1), 99, NULL, 0);
+	pump(300);
+	ok(starts[5] == 2 && act_sup_child(rt, sup, 0), "backoff: the crashed child restarted");
+	ok(starts[6] == 1 && !act_sup_child(rt, sup, 1),
+	   "backoff: the transient child's normal exit is not restarted (starts %d)", starts[6]);
+	is_int((int)(restarts() - r0), 1, "only the crash counts as a restart");
+
+	/* the same while stopping: rest_for_one, c5 crashes and c7 (trapping
+	 * exits, 50 ms shutdown) holds the supervisor in its stop phase; c6
+	 * (transient, outside the restart set) exits normally meanwhile */
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	pump(2);
+	memset(starts, 0, sizeof(starts));
+	r0 = restarts();
+	struct act_child_spec ch4[3] = {
+		{"c6", &cb, (void *)6L, ACT_TRANSIENT, 0},
+		{"c5", &cb, (void *)5L, ACT_PERMANENT, 0},
+		{"c7", &cb, (void *)7L, ACT_PERMANENT, 50000000ull},
+	};
+	struct act_sup_spec s4 = {.strategy = ACT_REST_FOR_ONE, .max_restarts = 5,
+				  .window_ns = 5000000000ull, .children = ch4, .n_children = 3};
+	act_sup_start(rt, &s4, &sup);
+	pump(1);
+	act_tell(rt, act_sup_child(rt, sup, 1), 98, NULL, 0);
+	pump(5); /* c5's EXIT handled: c7 asked to stop, kill in 50 ms */
+	act_tell(rt, act_sup_child(rt, sup, 0), 99, NULL, 0);
+	pump(200);
+	ok(starts[5] == 2 && starts[7] == 2 && act_sup_child(rt, sup, 1) &&
+	   act_sup_child(rt, sup, 2), "stop phase: the restart set came back");
+	ok(starts[6] == 1 && !act_sup_child(rt, sup, 0),
+	   "stop phase: the transient child's normal exit is not restarted (starts %d)", starts[6]);
+	is_int((int)(restarts() - r0), 1, "only the crash counts as a restart");
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	pump(60);
+	act_runtime_destroy(rt);
+	return tap_done();
+}
