@@ -43,6 +43,12 @@ struct sup {
 	int shut_reason;
 	act_id parent;           /* linked starter, if any */
 	uint64_t delay_ns;
+	/* Allocated at start so that a full message pool cannot wedge us: the
+	 * backoff's SUP_RESTART (reused: at most one is in flight, NULL then)
+	 * and two spares for the stop signals (shutdown, kill), refilled
+	 * whenever the pool allows. */
+	struct act_msg *restart_msg;
+	struct act_msg *spare[2];
 };
 
 static struct sup *sup_of(struct act_ctx *ctx)
@@ -75,17 +81,74 @@ static bool running(struct sup *s, uint32_t i)
 	return atomic_load_explicit(&s->ch[i].id, RLX) != ACT_ID_NONE;
 }
 
-static void sup_msg(struct act_runtime *rt, act_id to, uint32_t tag, uint64_t ref,
-		    uint64_t delay_ns, uint64_t *tref)
+/* A message for the supervisor's own use: the pool's, else a spare. */
+static struct act_msg *sup_alloc(struct act_runtime *rt, struct sup *s)
 {
 	struct act_msg *m = act_msg_alloc(rt);
+	for (int k = 0; !m && k < 2; k++) {
+		m = s->spare[k];
+		s->spare[k] = NULL;
+	}
+	return m;
+}
+
+/* A message back into a free spare place, else to the pool. */
+static void sup_keep(struct act_runtime *rt, struct sup *s, struct act_msg *m)
+{
+	for (int k = 0; k < 2; k++)
+		if (!s->spare[k]) {
+			s->spare[k] = m;
+			return;
+		}
+	act_msg_free(rt, m);
+}
+
+/* Exit signal to child `id` (always local: we spawned it), with a spare
+ * message when the pool is empty. 0 or the error (ZB_ERR_STALE_ID: gone). */
+static int sup_signal(struct act_ctx *ctx, struct sup *s, act_id id, int reason)
+{
+	struct act_runtime *rt = act_ctx_runtime(ctx);
+	struct act_msg *m = sup_alloc(rt, s);
 	if (!m)
-		return; /* pool exhausted: the kill/restart retries on the next EXIT */
+		return -ENOBUFS;
+	m->_sys = SYS_EXIT_SIGNAL;
+	m->_reason = reason;
+	m->kind = ACT_PL_NONE;
+	m->from = act_self(ctx);
+	int rc = act__deliver(rt, id, m, true);
+	if (rc)
+		sup_keep(rt, s, m);
+	return rc;
+}
+
+/* Arms a SUP_KILL / SUP_RESTART timer to ourselves. 0, or -ENOBUFS (no
+ * message, or this worker's timer heap is full): the caller acts at once. */
+static int sup_timer(struct act_ctx *ctx, struct sup *s, uint32_t tag, uint64_t ref,
+		     uint64_t delay_ns, uint64_t *tref)
+{
+	struct act_runtime *rt = act_ctx_runtime(ctx);
+	struct act_msg *m;
+	if (tag == SUP_RESTART && s->restart_msg) {
+		m = s->restart_msg;
+		s->restart_msg = NULL;
+	} else {
+		m = sup_alloc(rt, s);
+	}
+	if (!m)
+		return -ENOBUFS;
 	m->_sys = SYS_SUP;
 	m->tag = tag;
 	m->ref = ref;
-	if (act_send_after(rt, to, delay_ns, m, tref))
-		act_msg_free(rt, m);
+	m->kind = ACT_PL_NONE;
+	m->from = act_self(ctx);
+	int rc = act_send_after(rt, act_self(ctx), delay_ns, m, tref);
+	if (rc) {
+		if (tag == SUP_RESTART && !s->restart_msg)
+			s->restart_msg = m;
+		else
+			sup_keep(rt, s, m);
+	}
+	return rc;
 }
 
 static void do_restart(struct act_ctx *ctx, struct sup *s);
@@ -94,7 +157,6 @@ static void on_failure(struct act_ctx *ctx, struct sup *s, uint32_t i, int reaso
 /* Stops the next child of the stop queue, or finishes the phase. */
 static void advance(struct act_ctx *ctx, struct sup *s)
 {
-	struct act_runtime *rt = act_ctx_runtime(ctx);
 	while (s->stop_pos < s->nstop) {
 		uint32_t j = s->stopq[s->stop_pos];
 		if (!running(s, j)) {
@@ -106,9 +168,12 @@ static void advance(struct act_ctx *ctx, struct sup *s)
 			uint64_t grace = cspec(s, j)->shutdown_ns ? cspec(s, j)->shutdown_ns
 								  : 1000000000ull;
 			s->ch[j].stopping = 1;
-			act_exit_signal(rt, id, ACT_SHUTDOWN);
 			s->ch[j].kill_tref = 0;
-			sup_msg(rt, act_self(ctx), SUP_KILL, id, grace, &s->ch[j].kill_tref);
+			/* Without a kill timer (heap full, no message) we would wait
+			 * for an EXIT that may never come: kill at once instead. */
+			if (sup_signal(ctx, s, id, ACT_SHUTDOWN) ||
+			    sup_timer(ctx, s, SUP_KILL, id, grace, &s->ch[j].kill_tref))
+				sup_signal(ctx, s, id, ACT_KILL);
 		}
 		return; /* wait for its EXIT */
 	}
@@ -118,8 +183,9 @@ static void advance(struct act_ctx *ctx, struct sup *s)
 	}
 	if (s->delay_ns) {
 		s->phase = PH_BACKOFF;
-		sup_msg(rt, act_self(ctx), SUP_RESTART, 0, s->delay_ns, NULL);
-		return;
+		if (sup_timer(ctx, s, SUP_RESTART, 0, s->delay_ns, NULL) == 0)
+			return;
+		/* timer heap full: restart now rather than never */
 	}
 	do_restart(ctx, s);
 }
@@ -274,6 +340,9 @@ static int sup_handle(struct act_ctx *ctx, struct act_msg *m)
 {
 	struct sup *s = sup_of(ctx);
 	struct act_runtime *rt = act_ctx_runtime(ctx);
+	for (int k = 0; k < 2; k++) /* spares used up while the pool was empty */
+		if (!s->spare[k])
+			s->spare[k] = act_msg_alloc(rt);
 	if (m->tag == ACT_TAG_EXIT) {
 		on_exit_msg(ctx, s, m->from, act_msg_reason(m),
 			    (m->flags & ACT_MF_SIGNAL) != 0);
@@ -281,12 +350,17 @@ static int sup_handle(struct act_ctx *ctx, struct act_msg *m)
 	}
 	if (m->_sys != SYS_SUP)
 		return 0; /* supervisors take no application messages */
-	if (m->tag == SUP_RESTART && s->phase == PH_BACKOFF) {
-		do_restart(ctx, s);
+	if (m->tag == SUP_RESTART) {
+		if (!s->restart_msg) { /* ours again, for the next backoff */
+			act_msg_take(ctx, m);
+			s->restart_msg = m;
+		}
+		if (s->phase == PH_BACKOFF)
+			do_restart(ctx, s);
 	} else if (m->tag == SUP_KILL) {
 		int i = find_child(s, (act_id)m->ref);
 		if (i >= 0 && s->ch[i].stopping)
-			act_exit_signal(rt, (act_id)m->ref, ACT_KILL);
+			sup_signal(ctx, s, (act_id)m->ref, ACT_KILL);
 	} else if (m->tag == SUP_START_CHILD && s->phase != PH_SHUTTING) {
 		void *arg;
 		memcpy(&arg, m->u.bytes, sizeof(arg));
@@ -305,8 +379,13 @@ static int sup_handle(struct act_ctx *ctx, struct act_msg *m)
 	return 0;
 }
 
-static void sup_free(struct sup *s)
+static void sup_free(struct act_runtime *rt, struct sup *s)
 {
+	if (s->restart_msg)
+		act_msg_free(rt, s->restart_msg);
+	for (int k = 0; k < 2; k++)
+		if (s->spare[k])
+			act_msg_free(rt, s->spare[k]);
 	free(s->ch);
 	free(s->stamps);
 	free(s->stopq);
@@ -330,8 +409,16 @@ static int sup_init(struct act_ctx *ctx, void *arg)
 	s->ch = calloc(s->cap, sizeof(*s->ch));
 	s->stamps = calloc(s->nstamps, sizeof(*s->stamps));
 	s->stopq = calloc(s->cap, sizeof(*s->stopq));
+	struct act_runtime *rt = act_ctx_runtime(ctx);
+	s->restart_msg = act_msg_alloc(rt);
+	s->spare[0] = act_msg_alloc(rt);
+	s->spare[1] = act_msg_alloc(rt);
+	if (!s->restart_msg || !s->spare[0] || !s->spare[1]) {
+		sup_free(rt, s);
+		return -ENOBUFS;
+	}
 	if (!s->ch || !s->stamps || !s->stopq) {
-		sup_free(s);
+		sup_free(act_ctx_runtime(ctx), s);
 		return -ENOMEM;
 	}
 	*(struct sup **)act_state(ctx) = s;
@@ -346,7 +433,7 @@ static int sup_init(struct act_ctx *ctx, void *arg)
 		if (rc) {
 			/* Our failed init ends us; the links take the started
 			 * children down with reason rc. */
-			sup_free(s);
+			sup_free(act_ctx_runtime(ctx), s);
 			return rc;
 		}
 	}
@@ -364,7 +451,7 @@ static void sup_terminate(struct act_ctx *ctx, int reason)
 		if (running(s, j))
 			act_exit_signal(rt, atomic_load_explicit(&s->ch[j].id, RLX),
 					ACT_KILL);
-	sup_free(s);
+	sup_free(act_ctx_runtime(ctx), s);
 }
 
 const struct act_behaviour act_sup_behaviour = {
