@@ -183,6 +183,9 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 	rc = tp__arena_init(&tp->arena, p->rx_arena, arena);
 	if (rc)
 		goto fail;
+	tp->arena_rsv = (uint32_t)(((size_t)p->max_message + TP_BLK - 1) / TP_BLK);
+	if (tp->arena_rsv > tp->arena.nblk)
+		tp->arena_rsv = tp->arena.nblk;
 	if (ops->rx_keep && p->rx_keep_min && p->rx_keep_frames) {
 		/* one segment per kept frame, 64 per block: a message's table
 		 * rounds up to whole blocks, so add one block per message
@@ -268,6 +271,8 @@ int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip)
 	pe->snd_limit = p->window;
 	pe->state = TP_PS_UNKNOWN;
 	pe->present = 1;
+	tp->npeers++;
+	tp->rx_rsv = tp->npeers * p->streams;
 	ZB_ASSERT(pe->node == node);
 	return 0;
 }

@@ -102,16 +102,20 @@ uint64_t tp__sack(const struct tp *tp, const struct tp_peer *pe)
 /* Frames we can take beyond rcv_next, from free descriptors and arena.
  * Never below TP_CREDIT_FLOOR: frames of messages already being reassembled
  * need no new resources, and a closed window would stall them (a frame that
- * does need resources is dropped and resent later). Shared by all peers. */
+ * does need resources is dropped and resent later). Descriptors are one
+ * peer's share: its reserve (place()) and an equal part of the rest, so one
+ * peer's backlog does not invite every peer to send more than fits. */
 uint32_t tp__credit(const struct tp *tp)
 {
 	uint64_t mem = (uint64_t)tp->arena.free_blk * TP_BLK / tp->frag_size;
-	uint64_t c = tp->p.window;
+	uint64_t c = tp->p.window, desc = tp->p.streams;
 
+	if (tp->npeers && tp->rx_free_count > tp->rx_rsv)
+		desc += (tp->rx_free_count - tp->rx_rsv) / tp->npeers;
 	if (mem < c)
 		c = mem;
-	if (tp->rx_free_count < c)
-		c = tp->rx_free_count;
+	if (desc < c)
+		c = desc;
 	if (c < TP_CREDIT_FLOOR)
 		c = TP_CREDIT_FLOOR;
 	return (uint32_t)c;
@@ -320,7 +324,7 @@ static inline bool stream_frag(const struct tp *tp, const struct tp_msg *m,
  * whichever it is). Returns PLACE_OK, PLACE_DELIVER (it completed the
  * stream's next message), PLACE_NOBUF, or a wire_reason. */
 static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
-		 const uint8_t *payload)
+		 const uint8_t *payload, bool in_order)
 {
 	uint64_t key = msg_key(pe->node, h->stream, h->msg_id);
 	/* a message's fragments come in runs: the last one found first */
@@ -334,7 +338,15 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 
 		if (d < 0 || (uint32_t)d >= TP_MSG_WINDOW)
 			return WIRE_E_MSG_WINDOW;
-		if (!tp->rxfree)
+		/* A message started out of order may wait (complete, on an
+		 * earlier message of its stream) for a frame at rcv_next; if
+		 * it took the last descriptor, that frame would be dropped
+		 * for good and nothing behind it delivered. So it leaves
+		 * streams descriptors per peer: enough for one straddling
+		 * message per stream of each peer, whose frames need nothing
+		 * new and which are delivered as soon as complete. */
+		if (!tp->rxfree ||
+		    (!in_order && tp->rx_free_count <= tp->rx_rsv))
 			return PLACE_NOBUF;
 		/* the consumer's buffer, when it has one ready for this message */
 		uint8_t *buf = NULL;
@@ -361,8 +373,13 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 				tp->st.keep_no_room++;
 			}
 		}
+		/* ... and leaves the arena a message of max_message for the
+		 * frame at rcv_next (the default arena is max_message plus
+		 * what four windows carry: that much may start out of order) */
 		if (!buf && !segs &&
-		    tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk))
+		    ((!in_order && tp->arena.free_blk < tp->arena_rsv +
+		      (h->msg_len + TP_BLK - 1) / TP_BLK) ||
+		     tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk)))
 			return PLACE_NOBUF;
 		m = tp->rxfree;
 		tp->rxfree = m->next__;
@@ -451,7 +468,7 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 	}
 	if (d >= (int32_t)tp->p.window)
 		return WIRE_E_SEQ_WINDOW;
-	rc = place(tp, pe, h, payload);
+	rc = place(tp, pe, h, payload, d == 0);
 	if (rc == PLACE_NOBUF) {
 		tp->st.no_buffer_drops++;
 		return WIRE_OK;            /* not bad: resent when we have room */
