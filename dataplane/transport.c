@@ -441,6 +441,10 @@ uint64_t tp_poll(struct tp *tp, uint64_t now_ns)
 		tp__deliver_pending(tp, now_ns);
 	if (now_ns < tp->deadline && !tp->orphans && !tp->deferred_peers)
 		return tp->deadline;
+	/* The loop recomputes every peer's next event into next; callbacks
+	 * it runs (send_done from check_down, which may tp_send to a peer
+	 * already passed) arm theirs through tp__arm: keep the earlier. */
+	tp->deadline = UINT64_MAX;
 	for (uint32_t i = 0; i < tp->p.max_peers; i++) {
 		struct tp_peer *pe = &tp->peers[i];
 
@@ -462,8 +466,9 @@ uint64_t tp_poll(struct tp *tp, uint64_t now_ns)
 	}
 	if (tp->orphans || tp->deferred_peers || tp->fault_held)
 		next = now_ns + 1000;  /* retry consumers / release held frames */
-	tp->deadline = next;
-	return next;
+	if (next < tp->deadline)
+		tp->deadline = next;
+	return tp->deadline;
 }
 
 uint64_t tp_next_deadline(const struct tp *tp)

@@ -74,9 +74,84 @@ static void test_backlog_gap(void)
 	sim_fini(&S);
 }
 
+/* ---- a deadline armed from a callback tp_poll ran ------------------------ */
+static struct tp *T;
+static uint64_t NOW;
+static int ntx;
+static uint8_t pbuf[64];
+
+static int d_tx(void *u, const struct tp_frame *f)
+{
+	(void)u;
+	(void)f;
+	ntx++;
+	return 0;
+}
+
+static int d_deliver(void *u, struct tp_msg *m)
+{
+	(void)u;
+	(void)m;
+	return 0;
+}
+
+/* peer 2 was declared down: send to peer 1 instead (a lower index than
+ * the peer tp_poll's loop is at) */
+static void d_done(void *u, uint64_t c, int st)
+{
+	(void)u;
+	(void)st;
+	if (c == 2)
+		ZB_ASSERT(tp_send(T, 1, 0, pbuf, sizeof(pbuf), NULL, 1, NOW) == 0);
+}
+
+static void test_poll_keeps_armed(void)
+{
+	struct tp_ops ops = {.tx = d_tx, .deliver = d_deliver, .send_done = d_done};
+	struct tp_params p;
+	struct tp_peer_info pi;
+	uint8_t mac[6];
+	uint64_t t, sent_at = 0, rtx_at = 0;
+
+	sim_params(&p, 0, 1000);
+	p.connect_timeout_ms = 10;
+	ZB_ASSERT(tp_create(&p, &ops, NULL, &T) == 0);
+	sim_mac(1, mac);
+	ZB_ASSERT(tp_peer_add(T, 1, mac, sim_ip(1)) == 0);
+	sim_mac(2, mac);
+	ZB_ASSERT(tp_peer_add(T, 2, mac, sim_ip(2)) == 0);
+	NOW = 1000000;
+	ZB_ASSERT(tp_send(T, 2, 0, pbuf, sizeof(pbuf), NULL, 2, NOW) == 0);
+	/* poll only when tp_next_deadline() says so, as dataplane/link.c */
+	for (t = NOW; t < NOW + 400000000ull; t++) {
+		uint64_t d = tp_next_deadline(T);
+		int before = ntx;
+
+		if (d > t)
+			t = d;
+		NOW = t;
+		tp_poll(T, t);
+		ZB_ASSERT(tp_peer_info(T, 1, &pi) == 0);
+		if (pi.in_flight && !sent_at) {
+			sent_at = t;
+			continue;
+		}
+		if (sent_at && ntx > before) {
+			rtx_at = t;
+			break;
+		}
+	}
+	ok(sent_at != 0, "deadline: a send_done from tp_poll sent to another peer");
+	ok(rtx_at && rtx_at - sent_at <= 2000000ull,
+	   "deadline: its retransmission ran after %.3f ms (rto 1 ms), not at the next unrelated timer",
+	   (rtx_at - sent_at) / 1e6);
+	tp_destroy(T);
+}
+
 int main(void)
 {
-	tap_plan(3);
+	tap_plan(5);
 	test_backlog_gap();
+	test_poll_keeps_armed();
 	return tap_done();
 }
