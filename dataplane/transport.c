@@ -183,7 +183,10 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 	rc = tp__arena_init(&tp->arena, p->rx_arena, arena);
 	if (rc)
 		goto fail;
-	tp->arena_rsv = (uint32_t)(((size_t)p->max_message + TP_BLK - 1) / TP_BLK);
+	/* a message of max_message, its fragment map (fragments of 64 bytes
+	 * or more) after it */
+	tp->arena_rsv = (uint32_t)((tp__fmap_off(p->max_message) +
+				    p->max_message / 512 + 8 + TP_BLK - 1) / TP_BLK);
 	if (tp->arena_rsv > tp->arena.nblk)
 		tp->arena_rsv = tp->arena.nblk;
 	if (ops->rx_keep && p->rx_keep_min && p->rx_keep_frames) {

@@ -185,6 +185,13 @@ static inline void tp__arm(struct tp *tp, uint64_t t)
 		tp->deadline = t;
 }
 
+/* Where a message's fragment map starts after its len bytes in the arena
+ * (8-byte words; a line of its own) */
+static inline size_t tp__fmap_off(uint64_t len)
+{
+	return (size_t)((len + 63) & ~63ull);
+}
+
 /* A message of len bytes is "large" (tp_params.stream_min): whole-line
  * fragments, streaming stores into the arena, prefetched when sent. */
 static inline bool tp__large(const struct tp *tp, uint64_t len)

@@ -241,7 +241,9 @@ static void give_back_frames(struct tp *tp, const struct tp_msg *m)
 void tp__msg_free_mem(struct tp *tp, struct tp_msg *m)
 {
 	tp__arena_free(&tp->arena, m->blk__, m->nblk__);
-	m->blk__ = m->nblk__ = 0;
+	tp__arena_free(&tp->arena, m->fblk__, m->nfblk__);
+	m->blk__ = m->nblk__ = m->fblk__ = m->nfblk__ = 0;
+	m->fmap__ = NULL;
 	if (m->segs) {
 		give_back_frames(tp, m);
 		tp__arena_free(&tp->segarena, m->sblk__, m->nsblk__);
@@ -355,10 +357,24 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 			buf = tp->ops.rx_place(tp->user, pe->node, h->stream,
 					       h->msg_id, h->msg_len);
 		struct tp_seg *segs = NULL;
-		uint32_t sblk = 0, nsblk = 0;
+		uint32_t sblk = 0, nsblk = 0, fblk = 0, nfblk = 0;
+		/* the fragment map: on the descriptor up to 64 fragments */
+		size_t fmap_bytes = h->frag_count > 64
+			? ((size_t)h->frag_count + 63) / 64 * 8 : 0;
+		uint64_t *fmap = NULL;
 		blk = nblk = 0;
+		if (buf && fmap_bytes &&
+		    ((!in_order && tp->arena.free_blk < tp->arena_rsv +
+		      (fmap_bytes + TP_BLK - 1) / TP_BLK) ||
+		     tp__arena_alloc(&tp->arena, fmap_bytes, &fblk, &nfblk))) {
+			tp->ops.rx_unplace(tp->user, pe->node, h->stream, h->msg_id);
+			return PLACE_NOBUF;
+		}
 		if (buf) {
 			tp->st.msgs_placed++;
+			if (fmap_bytes)
+				fmap = (uint64_t *)(void *)(tp->arena.base +
+							    (size_t)fblk * TP_BLK);
 		} else if (tp->rx_ref && tp->segarena.base &&   /* keeping on */
 			   h->msg_len >= tp->p.rx_keep_min &&
 			   !tp__large(tp, h->msg_len) &&
@@ -376,11 +392,19 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		/* ... and leaves the arena a message of max_message for the
 		 * frame at rcv_next (the default arena is max_message plus
 		 * what four windows carry: that much may start out of order) */
-		if (!buf && !segs &&
-		    ((!in_order && tp->arena.free_blk < tp->arena_rsv +
-		      (h->msg_len + TP_BLK - 1) / TP_BLK) ||
-		     tp__arena_alloc(&tp->arena, h->msg_len, &blk, &nblk)))
-			return PLACE_NOBUF;
+		if (!buf && !segs) {
+			size_t need = fmap_bytes ? tp__fmap_off(h->msg_len) +
+						   fmap_bytes : h->msg_len;
+			if ((!in_order && tp->arena.free_blk < tp->arena_rsv +
+			     (need + TP_BLK - 1) / TP_BLK) ||
+			    tp__arena_alloc(&tp->arena, need, &blk, &nblk))
+				return PLACE_NOBUF;
+			if (fmap_bytes)
+				fmap = (uint64_t *)(void *)(tp->arena.base +
+					(size_t)blk * TP_BLK + tp__fmap_off(h->msg_len));
+		}
+		if (fmap)
+			memset(fmap, 0, fmap_bytes);
 		m = tp->rxfree;
 		tp->rxfree = m->next__;
 		tp->rx_free_count--;
@@ -401,6 +425,10 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		m->nsblk__ = nsblk;
 		m->frags_got__ = 0;
 		m->frag_count__ = h->frag_count;
+		m->fmap1__ = 0;
+		m->fmap__ = segs ? NULL : fmap ? fmap : &m->fmap1__;
+		m->fblk__ = fblk;
+		m->nfblk__ = nfblk;
 		m->frag_size__ = h->frag_size;
 		m->state__ = TP_MS_PARTIAL;
 		hinsert(tp, m);
@@ -427,15 +455,30 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		m->segs[h->frag_index] = (struct tp_seg){payload, tp->rx_ref};
 		tp->rx_kept = 1;
 		tp->st.frames_kept++;
-	} else if (h->payload_len) {
-		size_t off = (size_t)h->frag_index * h->frag_size;
-		if (m->placed__ && tp->ops.rx_write)
-			tp->ops.rx_write(tp->user, m->peer, m->stream, m->msg_id,
-					 m->data, off, payload, h->payload_len);
-		else if (stream_frag(tp, m, h))
-			zb_copy_stream(m->data + off, payload, h->payload_len);
-		else
-			memcpy(m->data + off, payload, h->payload_len);
+	} else {
+		/* the same fragment under another sequence number (a broken
+		 * or hostile sender): counted once, so a message never
+		 * completes with a hole, and never written (reduced) twice */
+		uint64_t *w = &m->fmap__[h->frag_index >> 6];
+		uint64_t bit = 1ull << (h->frag_index & 63);
+
+		if (ZB_UNLIKELY(*w & bit)) {
+			tp->st.dup_frames++;
+			return PLACE_OK;
+		}
+		*w |= bit;
+		if (h->payload_len) {
+			size_t off = (size_t)h->frag_index * h->frag_size;
+			if (m->placed__ && tp->ops.rx_write)
+				tp->ops.rx_write(tp->user, m->peer, m->stream,
+						 m->msg_id, m->data, off, payload,
+						 h->payload_len);
+			else if (stream_frag(tp, m, h))
+				zb_copy_stream(m->data + off, payload,
+					       h->payload_len);
+			else
+				memcpy(m->data + off, payload, h->payload_len);
+		}
 	}
 	if (++m->frags_got__ == m->frag_count__) {
 		m->state__ = TP_MS_COMPLETE;

@@ -112,7 +112,12 @@ struct tp_msg {
 	struct tp_msg *next__;
 	uint32_t blk__, nblk__;  /* arena blocks */
 	uint32_t sblk__, nsblk__; /* segment-table blocks (kept) */
-	uint32_t frags_got__, frag_count__;
+	uint32_t frags_got__, frag_count__;  /* distinct fragments in, of */
+	/* fragments in, one bit each (not kept: segs[i].frame says it):
+	 * fmap1__ for up to 64, else arena blocks after the data, or their
+	 * own run fblk__ when placed */
+	uint64_t *fmap__, fmap1__;
+	uint32_t fblk__, nfblk__;
 	uint16_t frag_size__;
 	uint8_t state__;
 	uint8_t placed__;        /* data is the consumer's (ops->rx_place) */
@@ -162,8 +167,11 @@ struct tp_ops {
 	void *(*rx_place)(void *user, uint16_t peer, uint16_t stream,
 			  uint32_t msg_id, size_t len);
 	/* A placed message will not be delivered (its session was reset
-	 * while it was partial): the buffer is the consumer's again. Required
-	 * when rx_place is given. */
+	 * while it was partial; or, at once, the transport had no arena room
+	 * for its map of fragments received, kept outside the buffer for
+	 * messages of more than 64 fragments: rx_place is asked again when
+	 * the fragment comes again): the buffer is the consumer's again.
+	 * Required when rx_place is given. */
 	void (*rx_unplace)(void *user, uint16_t peer, uint16_t stream,
 			   uint32_t msg_id);
 	/* Write one fragment of a placed message. Optional (NULL: the

@@ -148,10 +148,187 @@ static void test_poll_keeps_armed(void)
 	tp_destroy(T);
 }
 
+/* ---- crafted frames from node 1 to node 0 -------------------------------- */
+static struct tp_params P0;
+static struct tp_msg *got[64];
+static int ngot;
+static uint8_t place_buf[8192];
+static int n_place, n_unplace, n_write, write_at[8192];
+
+static int c_tx(void *u, const struct tp_frame *f)
+{
+	(void)u;
+	(void)f;
+	return 0;
+}
+
+static int c_deliver(void *u, struct tp_msg *m)
+{
+	(void)u;
+	ZB_ASSERT(ngot < 64);
+	got[ngot++] = m;
+	return 0;
+}
+
+static void c_done(void *u, uint64_t c, int st)
+{
+	(void)u;
+	(void)c;
+	(void)st;
+}
+
+static void *c_place(void *u, uint16_t peer, uint16_t stream, uint32_t id,
+		     size_t len)
+{
+	(void)u;
+	(void)peer;
+	(void)stream;
+	(void)id;
+	ZB_ASSERT(len <= sizeof(place_buf));
+	n_place++;
+	memset(place_buf, 'S', sizeof(place_buf));   /* stale content */
+	return place_buf;
+}
+
+static void c_unplace(void *u, uint16_t peer, uint16_t stream, uint32_t id)
+{
+	(void)u;
+	(void)peer;
+	(void)stream;
+	(void)id;
+	n_unplace++;
+}
+
+static void c_write(void *u, uint16_t peer, uint16_t stream, uint32_t id,
+		    uint8_t *buf, size_t off, const uint8_t *data, size_t len)
+{
+	(void)u;
+	(void)peer;
+	(void)stream;
+	(void)id;
+	n_write++;
+	write_at[off]++;
+	memcpy(buf + off, data, len);
+}
+
+static struct tp *craft_tp(bool place, bool write)
+{
+	struct tp_ops ops = {.tx = c_tx, .deliver = c_deliver, .send_done = c_done};
+	struct tp *tp;
+	uint8_t mac[6];
+
+	if (place) {
+		ops.rx_place = c_place;
+		ops.rx_unplace = c_unplace;
+	}
+	if (write)
+		ops.rx_write = c_write;
+	sim_params(&P0, 0, 1000);
+	ZB_ASSERT(tp_create(&P0, &ops, NULL, &tp) == 0);
+	sim_mac(1, mac);
+	ZB_ASSERT(tp_peer_add(tp, 1, mac, sim_ip(1)) == 0);
+	ngot = n_place = n_unplace = n_write = 0;
+	memset(write_at, 0, sizeof(write_at));
+	return tp;
+}
+
+/* One frame from node 1 (src_epoch se, dst_epoch de). */
+static size_t mk(uint8_t *buf, uint32_t se, uint32_t de, uint32_t seq,
+		 uint16_t stream, uint32_t msg_id, uint32_t msg_len, uint32_t fi,
+		 uint32_t fc, uint16_t fs, const void *pl, uint16_t plen)
+{
+	struct wire_addr a = {0};
+	struct wire_hdr h = {0};
+
+	sim_mac(1, a.src_mac);
+	sim_mac(0, a.dst_mac);
+	a.src_ip = sim_ip(1);
+	a.dst_ip = sim_ip(0);
+	a.src_port = a.dst_port = P0.udp_port;
+	h.type = WIRE_T_DATA;
+	h.cluster = P0.cluster;
+	h.src_node = 1;
+	h.dst_node = 0;
+	h.stream = stream;
+	h.src_epoch = se;
+	h.dst_epoch = de;
+	h.seq = seq;
+	h.credit = 256;
+	h.payload_len = plen;
+	h.msg_id = msg_id;
+	h.msg_len = msg_len;
+	h.frag_index = fi;
+	h.frag_count = fc;
+	h.frag_size = fs;
+	wire_encode(buf, &a, &h, pl, 1, 0);
+	if (plen)
+		memcpy(buf + WIRE_HDRS_LEN, pl, plen);
+	return WIRE_HDRS_LEN + plen;
+}
+
+/* Message 1 of frags fragments of fs bytes (fragment i filled with 'a' +
+ * i % 26): fragment dup sent a second time under its own sequence number
+ * before the last one. Message 0 (all 'S') went first, so the arena holds
+ * stale bytes where a hole would be. */
+static void dup_frag_case(const char *what, bool place, bool write,
+			  uint32_t frags, uint16_t fs, uint32_t dup)
+{
+	struct tp *tp = craft_tp(place, write);
+	static uint8_t f[SIM_FRAME_MAX], pl[SIM_FRAME_MAX];
+	uint64_t now = 1000000;
+	uint32_t len = frags * fs, seq = 0, bad = 0;
+	size_t n;
+
+	memset(pl, 'S', fs);
+	for (uint32_t i = 0; i < frags; i++) {
+		n = mk(f, 77, 0, seq++, 0, 0, len, i, frags, fs, pl, fs);
+		ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	}
+	ZB_ASSERT(ngot == 1);
+	tp_msg_release(tp, got[0]);
+	ngot = 0;
+	n_write = 0;
+	memset(write_at, 0, sizeof(write_at));
+	for (uint32_t i = 0; i + 1 < frags; i++) {
+		memset(pl, 'a' + i % 26, fs);
+		n = mk(f, 77, 0, seq++, 0, 1, len, i, frags, fs, pl, fs);
+		ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+		if (i == dup) {
+			memset(pl, 'X', fs);   /* the copy must not be used */
+			n = mk(f, 77, 0, seq++, 0, 1, len, i, frags, fs, pl, fs);
+			ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+		}
+	}
+	is_int(ngot, 0, "%s: a fragment twice does not complete the message", what);
+	memset(pl, 'a' + (frags - 1) % 26, fs);
+	n = mk(f, 77, 0, seq++, 0, 1, len, frags - 1, frags, fs, pl, fs);
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	is_int(ngot, 1, "%s: the last fragment does", what);
+	if (ngot == 1) {
+		for (uint32_t i = 0; i < len; i++)
+			bad += got[0]->data[i] != 'a' + (i / fs) % 26;
+		tp_msg_release(tp, got[0]);
+	}
+	is_int(bad, 0, "%s: every byte from its own fragment, once", what);
+	is_int(tp_stats(tp)->dup_frames, 1, "%s: the copy counted as a duplicate", what);
+	if (write) {
+		int twice = 0;
+		for (uint32_t i = 0; i < len; i++)
+			twice += write_at[i] > 1;
+		is_int(n_write, frags, "%s: rx_write once per fragment", what);
+		is_int(twice, 0, "%s: no offset written (reduced) twice", what);
+	}
+	tp_destroy(tp);
+}
+
 int main(void)
 {
-	tap_plan(5);
+	tap_plan(5 + 4 * 4 + 2 * 2);
 	test_backlog_gap();
 	test_poll_keeps_armed();
+	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
+	dup_frag_case("arena, 100 fragments", false, false, 100, 40, 70);
+	dup_frag_case("placed + rx_write, 2 fragments", true, true, 2, 504, 0);
+	dup_frag_case("placed + rx_write, 100 fragments", true, true, 100, 40, 70);
 	return tap_done();
 }
