@@ -313,6 +313,7 @@ void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
 		if (pe->local_epoch == 0)
 			pe->local_epoch = 1;
 		pe->await_epoch_ack = 1;
+		pe->dst0_stale = 1;
 	}
 	pe->probe_due = now + (uint64_t)tp->p.rto_us_max * TP_NS_PER_US;
 	while (fail) {

@@ -76,6 +76,9 @@ struct tp_peer {
 	struct wire_addr addr;          /* prebuilt addresses for TX */
 	uint32_t local_epoch, remote_epoch;
 	uint8_t await_epoch_ack;        /* we reset: refuse frames not addressed to local_epoch */
+	uint8_t dst0_stale;             /* we reset since remote_epoch began: it
+					 * learns our epoch from that reset, so
+					 * its dst_epoch 0 frames are older */
 	uint32_t reset_done_for;        /* remote epoch whose WIRE_F_RESET we obeyed */
 	uint64_t last_rx_ns, busy_since_ns;
 	uint8_t heard;                  /* any valid frame ever: "was up" */

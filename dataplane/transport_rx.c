@@ -566,6 +566,7 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 		pe->remote_epoch = h->src_epoch;
 		pe->reset_done_for = h->src_epoch;
 		pe->await_epoch_ack = 0;   /* it knows nothing older of us */
+		pe->dst0_stale = 0;        /* ... and may not know us */
 		if (pe->state == TP_PS_DOWN)
 			pe->state = TP_PS_UNKNOWN;
 		if (tp->ops.peer_event)
@@ -576,8 +577,13 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 		pe->await_epoch_ack = 0;
 		return WIRE_OK;
 	}
-	if (h->dst_epoch == 0 && !pe->await_epoch_ack)
-		return WIRE_OK;            /* it has not heard from us yet */
+	/* dst_epoch 0: it has not heard from us yet. Not after a reset of
+	 * ours in this incarnation of the peer: it learnt our new epoch from
+	 * it (await_epoch_ack until it says so), so such a frame is of the
+	 * session we abandoned, and taken into the new one it would be
+	 * delivered as one of its messages. */
+	if (h->dst_epoch == 0 && !pe->await_epoch_ack && !pe->dst0_stale)
+		return WIRE_OK;
 	if (h->dst_epoch != 0 && !tp__slt(h->dst_epoch, pe->local_epoch))
 		return WIRE_E_BAD_EPOCH;   /* an epoch of ours that never was */
 	/* Addressed to a session of ours that we abandoned (or, after we

@@ -321,14 +321,58 @@ static void dup_frag_case(const char *what, bool place, bool write,
 	tp_destroy(tp);
 }
 
+/* Node 1 (epoch 77) has not heard from us: its frames carry dst_epoch 0.
+ * We reset the session; it obeys and sends its new session addressed to
+ * our new epoch. A frame of its old session, delayed, arrives then. */
+static void test_old_dst0_after_reset(void)
+{
+	struct tp *tp = craft_tp(false, false);
+	static uint8_t f[SIM_FRAME_MAX], old2[SIM_FRAME_MAX];
+	struct tp_peer_info pi;
+	uint64_t now = 1000000;
+	size_t n, n_old2;
+	uint32_t la;
+	int news = 0;
+
+	for (uint32_t s = 0; s < 2; s++) {
+		n = mk(f, 77, 0, s, 0, s, 3, 0, 1, 3, "OLD", 3);
+		ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	}
+	for (int i = 0; i < ngot; i++)
+		tp_msg_release(tp, got[i]);
+	ngot = 0;
+	n_old2 = mk(old2, 77, 0, 2, 0, 2, 3, 0, 1, 3, "OLD", 3);
+	ZB_ASSERT(tp_peer_reset(tp, 1, now) == 0);
+	ZB_ASSERT(tp_peer_info(tp, 1, &pi) == 0);
+	la = pi.local_epoch;
+	ZB_ASSERT(la != P0.epoch);
+	for (uint32_t s = 0; s < 2; s++) {
+		n = mk(f, 77, la, s, 0, s, 3, 0, 1, 3, "NEW", 3);
+		ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	}
+	ok(tp_rx(tp, old2, n_old2, 0, now) != 0,
+	   "reset: a delayed old-session frame (dst_epoch 0) is refused in the new session");
+	n = mk(f, 77, la, 2, 0, 2, 3, 0, 1, 3, "NEW", 3);
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	is_int(ngot, 3, "reset: the new session's three messages delivered");
+	for (int i = 0; i < ngot; i++) {
+		news += got[i]->len == 3 && !memcmp(got[i]->data, "NEW", 3) &&
+			got[i]->msg_id == (uint32_t)i;
+		tp_msg_release(tp, got[i]);
+	}
+	is_int(news, 3, "reset: each with the new session's content, in order");
+	tp_destroy(tp);
+}
+
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
 	dup_frag_case("arena, 100 fragments", false, false, 100, 40, 70);
 	dup_frag_case("placed + rx_write, 2 fragments", true, true, 2, 504, 0);
 	dup_frag_case("placed + rx_write, 100 fragments", true, true, 100, 40, 70);
+	test_old_dst0_after_reset();
 	return tap_done();
 }
