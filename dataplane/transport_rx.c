@@ -560,13 +560,15 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 	} else if (h->src_epoch != pe->remote_epoch) {
 		if (tp__slt(h->src_epoch, pe->remote_epoch))
 			return WIRE_E_STALE_EPOCH;   /* an older incarnation */
-		/* new incarnation (restart, or it reset its session) */
+		/* new incarnation (restart, or it reset its session). Its
+		 * epoch first: send_done callbacks of the reset may send, and
+		 * their frames go to the new session */
 		tp->st.peer_restarts++;
-		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
 		pe->remote_epoch = h->src_epoch;
 		pe->reset_done_for = h->src_epoch;
 		pe->await_epoch_ack = 0;   /* it knows nothing older of us */
 		pe->dst0_stale = 0;        /* ... and may not know us */
+		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
 		if (pe->state == TP_PS_DOWN)
 			pe->state = TP_PS_UNKNOWN;
 		if (tp->ops.peer_event)

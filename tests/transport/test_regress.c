@@ -155,10 +155,26 @@ static int ngot;
 static uint8_t place_buf[8192];
 static int n_place, n_unplace, n_write, write_at[8192];
 
+static struct tp *CT;             /* the instance under test */
+static struct wire_hdr last_tx;   /* the latest frame it sent */
+static int resend_on_done, last_done_status;
+
 static int c_tx(void *u, const struct tp_frame *f)
 {
+	static uint8_t b[SIM_FRAME_MAX];
+	struct tp_params p1;
+	struct wire_rx_cfg cfg;
+	struct wire_addr a;
+	const uint8_t *pl;
+
 	(void)u;
-	(void)f;
+	memcpy(b, f->hdr, f->hdr_len);
+	if (f->payload_len)
+		memcpy(b + f->hdr_len, f->payload, f->payload_len);
+	sim_params(&p1, 1, 1);
+	cfg = sim_rx_cfg(&p1);
+	ZB_ASSERT(wire_decode(b, f->hdr_len + f->payload_len, &cfg, 0, &last_tx,
+			      &a, &pl) == WIRE_OK);
 	return 0;
 }
 
@@ -172,9 +188,15 @@ static int c_deliver(void *u, struct tp_msg *m)
 
 static void c_done(void *u, uint64_t c, int st)
 {
+	static uint8_t b[16];
+
 	(void)u;
 	(void)c;
-	(void)st;
+	last_done_status = st;
+	if (resend_on_done) {
+		resend_on_done = 0;
+		ZB_ASSERT(tp_send(CT, 1, 0, b, sizeof(b), NULL, 9, 0) == 0);
+	}
 }
 
 static void *c_place(void *u, uint16_t peer, uint16_t stream, uint32_t id,
@@ -227,6 +249,8 @@ static struct tp *craft_tp(bool place, bool write)
 	ZB_ASSERT(tp_create(&P0, &ops, NULL, &tp) == 0);
 	sim_mac(1, mac);
 	ZB_ASSERT(tp_peer_add(tp, 1, mac, sim_ip(1)) == 0);
+	CT = tp;
+	resend_on_done = 0;
 	ngot = n_place = n_unplace = n_write = 0;
 	memset(write_at, 0, sizeof(write_at));
 	return tp;
@@ -364,9 +388,38 @@ static void test_old_dst0_after_reset(void)
 	tp_destroy(tp);
 }
 
+/* Node 1 restarts (epoch 77 -> 78) while a message to it is in flight:
+ * the send_done of the reset sends again, to the new incarnation. */
+static void test_restart_resend_epoch(void)
+{
+	struct tp *tp = craft_tp(false, false);
+	static uint8_t f[SIM_FRAME_MAX], b[16];
+	uint64_t now = 1000000;
+	size_t n;
+
+	n = mk(f, 77, 0, 0, 0, 0, 3, 0, 1, 3, "abc", 3);
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	ZB_ASSERT(ngot == 1);
+	tp_msg_release(tp, got[0]);
+	ngot = 0;
+	ZB_ASSERT(tp_send(tp, 1, 0, b, sizeof(b), NULL, 1, now) == 0);
+	ZB_ASSERT(last_tx.type == WIRE_T_DATA && last_tx.dst_epoch == 77);
+	resend_on_done = 1;
+	n = mk(f, 78, 0, 0, 0, 0, 3, 0, 1, 3, "new", 3);
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	is_int(last_done_status, ZB_ERR_EPOCH, "restart: the message in flight failed");
+	ok(resend_on_done == 0 && last_tx.type == WIRE_T_DATA && last_tx.seq == 0,
+	   "restart: its send_done sent again (seq 0 of the new session)");
+	is_int(last_tx.dst_epoch, 78, "restart: addressed to the new incarnation");
+	for (int i = 0; i < ngot; i++)
+		tp_msg_release(tp, got[i]);
+	ngot = 0;
+	tp_destroy(tp);
+}
+
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -374,5 +427,6 @@ int main(void)
 	dup_frag_case("placed + rx_write, 2 fragments", true, true, 2, 504, 0);
 	dup_frag_case("placed + rx_write, 100 fragments", true, true, 100, 40, 70);
 	test_old_dst0_after_reset();
+	test_restart_resend_epoch();
 	return tap_done();
 }
