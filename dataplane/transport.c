@@ -222,6 +222,14 @@ void tp_destroy(struct tp *tp)
 {
 	if (!tp)
 		return;
+	/* send_done callbacks below may tp_send: a message accepted for a
+	 * peer already emptied would never complete (its ref never put).
+	 * Every peer down first, so tp_send refuses (ZB_ERR_SHUTDOWN) at no
+	 * cost to its fast path. */
+	tp->closing = 1;
+	for (uint32_t i = 0; i < tp->p.max_peers; i++)
+		if (tp->peers[i].present)
+			tp->peers[i].state = TP_PS_DOWN;
 	for (uint32_t i = 0; i < tp->p.max_peers; i++) {
 		struct tp_peer *pe = &tp->peers[i];
 		if (!pe->present)
@@ -355,7 +363,7 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 		return -EMSGSIZE;
 	pe = &tp->peers[peer];
 	if (ZB_UNLIKELY(pe->state == TP_PS_DOWN))
-		return ZB_ERR_PEER_DOWN;
+		return tp->closing ? ZB_ERR_SHUTDOWN : ZB_ERR_PEER_DOWN;
 	m = tp->txfree;
 	if (ZB_UNLIKELY(!m))
 		return -EAGAIN;

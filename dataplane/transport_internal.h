@@ -170,6 +170,7 @@ struct tp {
 	struct tp_fault_slot fslot[TP_FAULT_SLOTS];
 
 	uint64_t deadline;
+	uint8_t closing;                /* in tp_destroy: tp_send refuses */
 	uint16_t *ackq;                 /* [max_peers]: peers with a held ack */
 	uint32_t ackq_len;
 	uint32_t deferred_peers;        /* peers with has_deferred */

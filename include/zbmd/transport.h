@@ -314,7 +314,8 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
 
 /* Fail every pending send with ZB_ERR_SHUTDOWN (send_done), drop partial
  * reassemblies and free everything. Messages delivered and not yet released
- * must be released before (asserted). */
+ * must be released before (asserted). tp_send from its send_done callbacks
+ * returns ZB_ERR_SHUTDOWN (nothing accepted). */
 void tp_destroy(struct tp *tp);
 
 /* Declare peer `node` and its addresses (mac, ip in network order).
@@ -336,7 +337,8 @@ int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns);
  * Returns 0 (accepted), -EINVAL (bad stream), -ENOENT (unknown peer),
  * -EMSGSIZE (len > max_message), ZB_ERR_PEER_DOWN (peer is down: the
  * message was not accepted), -EAGAIN (no send descriptor free: try after
- * some send_done; nothing was accepted). */
+ * some send_done; nothing was accepted), ZB_ERR_SHUTDOWN (called from a
+ * callback of tp_destroy: not accepted). */
 int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	    size_t len, struct tp_ref *ref, uint64_t cookie, uint64_t now_ns);
 

@@ -171,10 +171,14 @@ static int c_tx(void *u, const struct tp_frame *f)
 	memcpy(b, f->hdr, f->hdr_len);
 	if (f->payload_len)
 		memcpy(b + f->hdr_len, f->payload, f->payload_len);
-	sim_params(&p1, 1, 1);
-	cfg = sim_rx_cfg(&p1);
-	ZB_ASSERT(wire_decode(b, f->hdr_len + f->payload_len, &cfg, 0, &last_tx,
-			      &a, &pl) == WIRE_OK);
+	for (uint16_t to = 1; to < SIM_MAX_NODES; to++) {
+		sim_params(&p1, to, 1);
+		cfg = sim_rx_cfg(&p1);
+		if (wire_decode(b, f->hdr_len + f->payload_len, &cfg, 0,
+				&last_tx, &a, &pl) == WIRE_OK)
+			return 0;
+	}
+	ZB_ASSERT(!"a frame no node takes");
 	return 0;
 }
 
@@ -417,9 +421,61 @@ static void test_restart_resend_epoch(void)
 	tp_destroy(tp);
 }
 
+/* tp_destroy with messages to peers 1 and 2 in flight: each send_done
+ * sends again (to peer 1, emptied already when peer 2's fails). */
+static int destroy_sends, destroy_accepted, destroy_dones, destroy_rc_bad;
+
+static int x_deliver(void *u, struct tp_msg *m)
+{
+	(void)u;
+	(void)m;
+	return 0;
+}
+
+static void x_done(void *u, uint64_t c, int st)
+{
+	static uint8_t b[16];
+	int rc;
+
+	(void)u;
+	(void)c;
+	(void)st;
+	destroy_dones++;
+	if (destroy_sends-- > 0) {
+		rc = tp_send(CT, 1, 0, b, sizeof(b), NULL, 7, 0);
+		if (rc == 0)
+			destroy_accepted++;
+		else if (rc != ZB_ERR_SHUTDOWN)
+			destroy_rc_bad++;
+	}
+}
+
+static void test_destroy_sends(void)
+{
+	struct tp_ops ops = {.tx = c_tx, .deliver = x_deliver, .send_done = x_done};
+	struct tp_params p;
+	static uint8_t b[16];
+	uint8_t mac[6];
+
+	sim_params(&p, 0, 1000);
+	ZB_ASSERT(tp_create(&p, &ops, NULL, &CT) == 0);
+	for (uint16_t i = 1; i <= 2; i++) {
+		sim_mac(i, mac);
+		ZB_ASSERT(tp_peer_add(CT, i, mac, sim_ip(i)) == 0);
+		ZB_ASSERT(tp_send(CT, i, 0, b, sizeof(b), NULL, i, 1000) == 0);
+	}
+	destroy_accepted = 2;
+	destroy_sends = 2;
+	tp_destroy(CT);
+	CT = NULL;
+	is_int(destroy_rc_bad, 0, "destroy: tp_send from its callbacks refuses with ZB_ERR_SHUTDOWN");
+	is_int(destroy_dones, destroy_accepted,
+	       "destroy: every message accepted got its send_done (%d)", destroy_accepted);
+}
+
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -428,5 +484,6 @@ int main(void)
 	dup_frag_case("placed + rx_write, 100 fragments", true, true, 100, 40, 70);
 	test_old_dst0_after_reset();
 	test_restart_resend_epoch();
+	test_destroy_sends();
 	return tap_done();
 }
