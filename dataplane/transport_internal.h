@@ -156,6 +156,7 @@ struct tp {
 	struct tp_msg *rx_last;         /* in htab under rx_last_key, or NULL */
 	uint64_t rx_last_key;
 	struct tp_msg *orphans;         /* complete, from a reset session */
+	uint32_t orphans_cut;           /* orphans dropped by tp_rx_detach */
 	struct tp_arena arena;
 	/* kept frames (ops->rx_keep): segment tables, TP_BLK / 16 per block;
 	 * base != NULL iff keeping is on (rx_keep, rx_keep_min, rx_keep_frames) */

@@ -150,17 +150,30 @@ static bool hand_over(struct tp *tp, struct tp_msg *m)
 	return false;
 }
 
+/* Whether an orphan of (peer, s) waits, before `end` in the orphan list
+ * (NULL: anywhere). Rare path (after a reset), short lists. */
+static bool orphan_waits(const struct tp *tp, uint16_t peer, uint32_t s,
+			 const struct tp_msg *end)
+{
+	for (const struct tp_msg *o = tp->orphans; o != end; o = o->next__)
+		if (o->peer == peer && o->stream == s)
+			return true;
+	return false;
+}
+
 /* Deliver complete messages of (pe, s) in msg_id order. */
 static void deliver_stream(struct tp *tp, struct tp_peer *pe, uint32_t s)
 {
 	struct tp_stream_rx *sr = &pe->srx[s];
 
 	/* Messages of a reset session (orphans) are older than any of the
-	 * new one: while some wait, defer; tp__deliver_pending (tp_poll)
-	 * delivers the orphans, then the deferred streams. Without this the
-	 * frame that revealed a peer's restart, and the rest of its RX burst,
-	 * delivered new-session messages before the old session's. */
-	if (ZB_UNLIKELY(tp->orphans != NULL)) {
+	 * new one: while some of this stream wait, defer; tp__deliver_pending
+	 * (tp_poll) delivers the orphans, then the deferred streams. Without
+	 * this the frame that revealed a peer's restart, and the rest of its
+	 * RX burst, delivered new-session messages before the old session's.
+	 * Other streams and peers go on. */
+	if (ZB_UNLIKELY(tp->orphans != NULL) &&
+	    orphan_waits(tp, pe->node, s, NULL)) {
 		if (!sr->deferred)
 			mark_deferred(tp, pe, s);
 		return;
@@ -180,19 +193,33 @@ static void deliver_stream(struct tp *tp, struct tp_peer *pe, uint32_t s)
 	}
 }
 
-/* From tp_poll: orphans first (they are older), then deferred streams. */
+/* From tp_poll: orphans first (they are older), then deferred streams. An
+ * orphan the consumer refuses holds back the later ones of its own (peer,
+ * stream) only (the list is in msg_id order per (peer, stream)). */
 void tp__deliver_pending(struct tp *tp, uint64_t now)
 {
+	struct tp_msg **at = &tp->orphans;
+
 	(void)now;
-	while (tp->orphans) {
-		struct tp_msg *m = tp->orphans;
-		tp->orphans = m->next__;
+	while (*at) {
+		struct tp_msg *m = *at;
+		uint32_t cut = tp->orphans_cut;
+
+		if (orphan_waits(tp, m->peer, m->stream, m)) {
+			at = &m->next__;   /* an earlier one was refused */
+			continue;
+		}
+		*at = m->next__;
 		m->next__ = NULL;
 		if (!hand_over(tp, m)) {
-			m->next__ = tp->orphans;
-			tp->orphans = m;
+			m->next__ = *at;
+			*at = m;
 			tp->st.deliver_deferred++;
-			return;
+			at = &m->next__;
+		} else if (ZB_UNLIKELY(tp->orphans_cut != cut)) {
+			/* the consumer dropped an orphan (tp_rx_detach):
+			 * perhaps the one at points into */
+			at = &tp->orphans;
 		}
 	}
 	for (uint32_t i = 0; i < tp->p.max_peers && tp->deferred_peers; i++) {
@@ -741,6 +768,7 @@ int tp_rx_detach(struct tp *tp, uint16_t peer, uint16_t stream,
 			return 0;
 		m = *at;               /* no room: its consumer is gone; drop it */
 		*at = m->next__;
+		tp->orphans_cut++;
 		rxd_put(tp, m);
 		return 1;
 	}

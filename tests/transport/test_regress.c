@@ -6,7 +6,10 @@
  * - a frame of a session abandoned by a reset (dst_epoch 0) is refused in
  *   the new one (it was delivered as the new session's message);
  * - tp_poll keeps a deadline armed by a callback it ran (a retransmission
- *   waited for the next unrelated timer).
+ *   waited for the next unrelated timer);
+ * - a send_done run by a peer's restart sends to its new epoch;
+ * - tp_send from tp_destroy's callbacks is refused, not lost;
+ * - an orphan the consumer refuses holds back its own stream only.
  * Crafted frames come "from" node 1 to the instance under test (node 0). */
 #include "tap.h"
 #include "sim.h"
@@ -182,9 +185,13 @@ static int c_tx(void *u, const struct tp_frame *f)
 	return 0;
 }
 
+static int refuse_stream = -1;   /* c_deliver says -EAGAIN for it */
+
 static int c_deliver(void *u, struct tp_msg *m)
 {
 	(void)u;
+	if (m->stream == refuse_stream)
+		return -EAGAIN;
 	ZB_ASSERT(ngot < 64);
 	got[ngot++] = m;
 	return 0;
@@ -255,6 +262,7 @@ static struct tp *craft_tp(bool place, bool write)
 	ZB_ASSERT(tp_peer_add(tp, 1, mac, sim_ip(1)) == 0);
 	CT = tp;
 	resend_on_done = 0;
+	refuse_stream = -1;
 	ngot = n_place = n_unplace = n_write = 0;
 	memset(write_at, 0, sizeof(write_at));
 	return tp;
@@ -421,6 +429,51 @@ static void test_restart_resend_epoch(void)
 	tp_destroy(tp);
 }
 
+/* Node 1 restarts while streams 0 and 1 each have a complete message 1
+ * waiting for a partial message 0: both become orphans. The consumer
+ * refuses stream 0 for a while: stream 1 (its orphan, then the new
+ * session's message) goes on. */
+static void test_orphan_refused(void)
+{
+	struct tp *tp = craft_tp(false, false);
+	static uint8_t f[SIM_FRAME_MAX];
+	uint64_t now = 1000000;
+	size_t n;
+	char seen[8][8];
+	int i;
+
+	for (uint16_t st = 0; st < 2; st++) {
+		n = mk(f, 77, 0, 2u * st, st, 0, 6, 1, 2, 3, "bb", 3);
+		ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+		n = mk(f, 77, 0, 2u * st + 1, st, 1, 3, 0, 1, 3, st ? "o1" : "o0", 3);
+		ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	}
+	ZB_ASSERT(ngot == 0);
+	refuse_stream = 0;
+	n = mk(f, 78, 0, 0, 1, 0, 3, 0, 1, 3, "n1", 3);   /* restart */
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	n = mk(f, 78, 0, 1, 0, 0, 3, 0, 1, 3, "n0", 3);
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	for (i = 0; i < 5; i++)
+		tp_poll(tp, now += 1000);
+	for (i = 0; i < ngot && i < 8; i++)
+		memcpy(seen[i], got[i]->data, 3);
+	is_int(ngot, 2, "orphan refused: the other stream goes on");
+	ok(ngot >= 2 && !strcmp(seen[0], "o1") && !strcmp(seen[1], "n1"),
+	   "orphan refused: its orphan first, then the new session's message");
+	refuse_stream = -1;
+	for (i = 0; i < 5; i++)
+		tp_poll(tp, now += 1000);
+	for (i = 0; i < ngot && i < 8; i++)
+		memcpy(seen[i], got[i]->data, 3);
+	ok(ngot == 4 && !strcmp(seen[2], "o0") && !strcmp(seen[3], "n0"),
+	   "orphan refused: once taken, its stream follows in order");
+	for (i = 0; i < ngot; i++)
+		tp_msg_release(tp, got[i]);
+	ngot = 0;
+	tp_destroy(tp);
+}
+
 /* tp_destroy with messages to peers 1 and 2 in flight: each send_done
  * sends again (to peer 1, emptied already when peer 2's fails). */
 static int destroy_sends, destroy_accepted, destroy_dones, destroy_rc_bad;
@@ -475,7 +528,7 @@ static void test_destroy_sends(void)
 
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 3);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -485,5 +538,6 @@ int main(void)
 	test_old_dst0_after_reset();
 	test_restart_resend_epoch();
 	test_destroy_sends();
+	test_orphan_refused();
 	return tap_done();
 }
