@@ -148,8 +148,8 @@ struct tp {
 	uint32_t rx_free_count, rx_outstanding;   /* delivered, unreleased */
 	/* Kept for frames at a peer's rcv_next (in order): a message started
 	 * by a later frame may not take the last rx_rsv descriptors (streams
-	 * per present peer) nor the last arena_rsv blocks (max_message, or
-	 * the whole arena when smaller). See place(). */
+	 * per present peer) nor the last arena_rsv blocks (max_message and
+	 * its fragment map, or the whole arena when smaller). See place(). */
 	uint32_t npeers, rx_rsv, arena_rsv;
 	struct tp_msg **htab;           /* (peer, stream, msg_id) -> message */
 	uint32_t hmask;
