@@ -150,13 +150,13 @@ static bool hand_over(struct tp *tp, struct tp_msg *m)
 	return false;
 }
 
-/* Whether an orphan of (peer, s) waits, before `end` in the orphan list
- * (NULL: anywhere). Rare path (after a reset), short lists. */
-static bool orphan_waits(const struct tp *tp, uint16_t peer, uint32_t s,
+/* Whether an orphan of peer waits, before `end` in the orphan list (NULL:
+ * anywhere). Rare path (after a reset), short lists. */
+static bool orphan_waits(const struct tp *tp, uint16_t peer,
 			 const struct tp_msg *end)
 {
 	for (const struct tp_msg *o = tp->orphans; o != end; o = o->next__)
-		if (o->peer == peer && o->stream == s)
+		if (o->peer == peer)
 			return true;
 	return false;
 }
@@ -167,13 +167,15 @@ static void deliver_stream(struct tp *tp, struct tp_peer *pe, uint32_t s)
 	struct tp_stream_rx *sr = &pe->srx[s];
 
 	/* Messages of a reset session (orphans) are older than any of the
-	 * new one: while some of this stream wait, defer; tp__deliver_pending
-	 * (tp_poll) delivers the orphans, then the deferred streams. Without
-	 * this the frame that revealed a peer's restart, and the rest of its
-	 * RX burst, delivered new-session messages before the old session's.
-	 * Other streams and peers go on. */
+	 * new one, on every stream of that peer (a consumer may rely on the
+	 * session boundary across streams: tests/dataplane/test_restart.sh
+	 * checks that no old-session message follows a new one): while some
+	 * of this peer wait, defer; tp__deliver_pending (tp_poll) delivers the
+	 * orphans, then the deferred streams. Without this the frame that
+	 * revealed a peer's restart, and the rest of its RX burst, delivered
+	 * new-session messages before the old session's. Other peers go on. */
 	if (ZB_UNLIKELY(tp->orphans != NULL) &&
-	    orphan_waits(tp, pe->node, s, NULL)) {
+	    orphan_waits(tp, pe->node, NULL)) {
 		if (!sr->deferred)
 			mark_deferred(tp, pe, s);
 		return;
@@ -194,8 +196,9 @@ static void deliver_stream(struct tp *tp, struct tp_peer *pe, uint32_t s)
 }
 
 /* From tp_poll: orphans first (they are older), then deferred streams. An
- * orphan the consumer refuses holds back the later ones of its own (peer,
- * stream) only (the list is in msg_id order per (peer, stream)). */
+ * orphan the consumer refuses holds back the later ones of its own peer
+ * only (the list is in msg_id order per (peer, stream)); other peers'
+ * orphans and streams go on. */
 void tp__deliver_pending(struct tp *tp, uint64_t now)
 {
 	struct tp_msg **at = &tp->orphans;
@@ -205,7 +208,7 @@ void tp__deliver_pending(struct tp *tp, uint64_t now)
 		struct tp_msg *m = *at;
 		uint32_t cut = tp->orphans_cut;
 
-		if (orphan_waits(tp, m->peer, m->stream, m)) {
+		if (orphan_waits(tp, m->peer, m)) {
 			at = &m->next__;   /* an earlier one was refused */
 			continue;
 		}
