@@ -4,17 +4,24 @@
  * address) and the accepting side reads exactly that before handing the
  * stream up. We interpose on both callbacks and run, on the same stream,
  *
- *   client -> server  H1: magic | cluster | client raft id | nonce_c[16]
+ *   client -> server  H1: magic | cluster | client raft id | nonce_c[16] |
+ *                         client raft address[CTL_ADDR_MAX] (NUL-padded)
  *   server -> client  H2: magic | cluster | nonce_s[16] | mac_s[32]
  *   client -> server  H3: mac_c[32]
  *
  * mac_x = HMAC-SHA-512-256(key, "zbmd-raft-x" | cluster | client id |
- * server id | nonce_c | nonce_s), x = S or C. Both sides prove the key over
- * fresh nonces, so a recorded handshake cannot be replayed and a node with
- * the wrong key (or cluster id) never gets a stream to raft. Reads are sized
- * to the exact handshake message, so no raft byte is consumed by us. After
- * the handshake every raft byte travels in an authenticated frame (the proxy
- * below).
+ * server id | nonce_c | nonce_s | client address), x = S or C. Both sides
+ * prove the key over fresh nonces, so a recorded handshake cannot be replayed
+ * and a node with the wrong key (or cluster id) never gets a stream to raft.
+ * Reads are sized to the exact handshake message, so no raft byte is consumed
+ * by us. After the handshake every raft byte travels in an authenticated
+ * frame (the proxy below).
+ *
+ * The address raft's accept callback gets is the one in H1, not the one in
+ * raft's preamble: libraft hands the preamble's address over as a raw buffer
+ * of the length the client claimed, with no NUL guaranteed and its length not
+ * passed on, so it cannot be read safely; and it is not authenticated, while
+ * H1's is (both MACs cover it) and raft records it as the leader's address.
  */
 #include "internal.h"
 #include "zbmd/common.h"
@@ -27,7 +34,7 @@
 
 #define HS_MAGIC      0x3148425au   /* "ZBH1" */
 #define HS_TIMEOUT_MS 2000
-#define H1_LEN 32
+#define H1_LEN (32 + CTL_ADDR_MAX)
 #define H2_LEN 56
 #define H3_LEN 32
 
@@ -41,6 +48,7 @@ struct ctl_tcp_auth {
 	uint32_t cluster;
 	uint8_t key[CTL_KEY_BYTES];
 	raft_id self;
+	char self_addr[CTL_ADDR_MAX];     /* sent in H1 */
 	raft_uv_accept_cb accept_cb;
 	raft_uv_transport_close_cb close_cb;
 	bool closing, inner_closed;
@@ -65,7 +73,8 @@ struct hs {
 	struct raft_uv_connect inner_req;
 	struct raft_uv_connect *user_req; /* client side */
 	uint8_t nonce_c[16], nonce_s[16];
-	uint8_t rbuf[64], wbuf[2][64];
+	uint8_t caddr[CTL_ADDR_MAX];      /* client's address field of H1 */
+	uint8_t rbuf[H1_LEN], wbuf[2][H1_LEN];
 	size_t rneed, rgot;
 };
 
@@ -82,7 +91,7 @@ static uint64_t get64(const uint8_t *p)
 
 static void hs_mac(const struct hs *h, char who, uint8_t out[32])
 {
-	uint8_t m[16 + 4 + 8 + 8 + 32];
+	uint8_t m[16 + 4 + 8 + 8 + 32 + CTL_ADDR_MAX];
 	raft_id client = h->server ? h->peer_id : h->t->self;
 	raft_id server = h->server ? h->t->self : h->peer_id;
 
@@ -94,6 +103,7 @@ static void hs_mac(const struct hs *h, char who, uint8_t out[32])
 	put64(m + 28, server);
 	memcpy(m + 36, h->nonce_c, 16);
 	memcpy(m + 52, h->nonce_s, 16);
+	memcpy(m + 68, h->caddr, CTL_ADDR_MAX);
 	crypto_auth(out, m, sizeof(m), h->t->key);
 }
 
@@ -508,6 +518,22 @@ static void send_bytes(struct hs *h, int which, size_t n)
 		hs_fail(h, "write failed", false);
 }
 
+/* H1's address field: 1..CTL_ADDR_MAX-1 printable, non-blank characters,
+ * then NULs only (it is printed in /status and handed to raft as a string). */
+static bool addr_field_ok(const uint8_t *a)
+{
+	size_t n = 0;
+
+	while (n < CTL_ADDR_MAX && a[n] > ' ' && a[n] < 0x7f)
+		n++;
+	if (n == 0 || n == CTL_ADDR_MAX)
+		return false;
+	for (size_t i = n; i < CTL_ADDR_MAX; i++)
+		if (a[i] != 0)
+			return false;
+	return true;
+}
+
 static void server_got_h1(struct hs *h)
 {
 	if (get32(h->rbuf) != HS_MAGIC) {
@@ -522,6 +548,12 @@ static void server_got_h1(struct hs *h)
 		hs_fail(h, "raft id differs from preamble", true);
 		return;
 	}
+	if (!addr_field_ok(h->rbuf + 32)) {
+		hs_fail(h, "bad address in handshake", true);
+		return;
+	}
+	memcpy(h->caddr, h->rbuf + 32, CTL_ADDR_MAX);
+	memcpy(h->peer_addr, h->caddr, CTL_ADDR_MAX);   /* NUL-terminated: checked */
 	memcpy(h->nonce_c, h->rbuf + 16, 16);
 	randombytes_buf(h->nonce_s, 16);
 	put32(h->wbuf[0], HS_MAGIC);
@@ -623,6 +655,8 @@ static void hs_start(struct hs *h, uv_stream_t *s)
 	put32(h->wbuf[0] + 4, h->t->cluster);
 	put64(h->wbuf[0] + 8, h->t->self);
 	memcpy(h->wbuf[0] + 16, h->nonce_c, 16);
+	memcpy(h->caddr, h->t->self_addr, CTL_ADDR_MAX);  /* zero-padded */
+	memcpy(h->wbuf[0] + 32, h->caddr, CTL_ADDR_MAX);
 	send_bytes(h, 0, H1_LEN);
 	if (!h->failed)
 		expect(h, H2_LEN);
@@ -640,8 +674,10 @@ static void inner_accept(struct raft_uv_transport *in, raft_id id,
 		uv_close((uv_handle_t *)stream, (uv_close_cb)raft_free);
 		return;
 	}
+	/* `address` is deliberately not read (see the top of the file): the
+	 * peer's address comes from H1. */
+	(void)address;
 	h->peer_id = id;
-	snprintf(h->peer_addr, sizeof(h->peer_addr), "%s", address);
 	hs_start(h, stream);
 }
 
@@ -675,7 +711,16 @@ static void inner_closed(struct raft_uv_transport *in)
 static int w_init(struct raft_uv_transport *tr, raft_id id, const char *address)
 {
 	struct ctl_tcp_auth *t = tr->impl;
+	size_t n = strlen(address);
+
+	if (n == 0 || n >= CTL_ADDR_MAX) {
+		snprintf(tr->errmsg, sizeof(tr->errmsg),
+			 "raft address must be 1..%d bytes", CTL_ADDR_MAX - 1);
+		return RAFT_INVALID;
+	}
 	t->self = id;
+	memset(t->self_addr, 0, sizeof(t->self_addr));
+	memcpy(t->self_addr, address, n);
 	int rc = t->inner.init(&t->inner, id, address);
 	if (rc != 0)
 		snprintf(tr->errmsg, sizeof(tr->errmsg), "%s", t->inner.errmsg);

@@ -1,11 +1,17 @@
 /* The PSK handshake wrapped around libraft's TCP transport, over real
  * loopback sockets: same key -> both sides get the stream and raft's bytes
  * pass through untouched; wrong key or wrong cluster id -> no stream on
- * either side, both count the rejection. */
+ * either side, both count the rejection. The address raft's accept callback
+ * gets is the client's, from the authenticated handshake (a relay that alters
+ * raft's preamble changes nothing), and a preamble address without a NUL is
+ * never read (under ASan this over-read the heap). */
 #include "../../control/internal.h"
 #include "zbmd/common.h"
 #include "tap.h"
 
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static uv_loop_t loop;
@@ -14,6 +20,7 @@ static struct {
 	int connect_status;
 	bool connected, accepted;
 	raft_id accepted_id;
+	char accepted_addr[CTL_ADDR_MAX];
 	char got[64];
 	size_t got_len;
 	int closed;
@@ -43,7 +50,7 @@ static void on_accept(struct raft_uv_transport *t, raft_id id, const char *addr,
 		      uv_stream_t *s)
 {
 	(void)t;
-	(void)addr;
+	snprintf(r.accepted_addr, sizeof(r.accepted_addr), "%s", addr);
 	r.accepted = true;
 	r.accepted_id = id;
 	r.srv_stream = s;
@@ -82,8 +89,9 @@ static void on_timer(uv_timer_t *t)
 }
 
 
-/* ---- a man in the middle: relays client <-> server, flipping one byte of
- * the first frame after the handshake (client -> server direction). */
+/* ---- a man in the middle: relays client <-> server, flipping one byte
+ * (client -> server direction): of the first frame after the handshake, or
+ * of the address in raft's preamble. */
 static struct {
 	uv_tcp_t listener, c, s;
 	uv_connect_t conn;
@@ -150,9 +158,13 @@ static void mitm_closed(uv_handle_t *h) { (void)h; mitm.closed++; }
 
 /* One connection attempt; returns after the exchange settles. With
  * via_mitm, the client connects through the tampering relay. */
+enum { DIRECT, FLIP_FRAME, FLIP_PREAMBLE_ADDR };
+
+static char cli_addr[32];
+
 static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_cluster,
 		    const uint8_t *cli_key, struct ctl_tcp_auth_stats *ss,
-		    struct ctl_tcp_auth_stats *cs, bool via_mitm)
+		    struct ctl_tcp_auth_stats *cs, int via_mitm)
 {
 	char ra[32];
 	struct ctl_tcp_auth *srv, *cli;
@@ -164,6 +176,7 @@ static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_c
 	port++;
 	snprintf(sa, sizeof(sa), "127.0.0.1:%d", port);
 	snprintf(ca, sizeof(ca), "127.0.0.1:%d", port + 1000);
+	snprintf(cli_addr, sizeof(cli_addr), "%s", ca);
 	ZB_ASSERT(ctl__tcp_auth_create(&srv, &loop, srv_cluster, srv_key, NULL, NULL) == 0);
 	ZB_ASSERT(ctl__tcp_auth_create(&cli, &loop, cli_cluster, cli_key, NULL, NULL) == 0);
 	struct raft_uv_transport *st = ctl__tcp_auth_iface(srv), *ct = ctl__tcp_auth_iface(cli);
@@ -178,9 +191,14 @@ static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_c
 		uv_tcp_init(&loop, &mitm.listener);
 		ZB_ASSERT(uv_tcp_bind(&mitm.listener, (struct sockaddr *)&la, 0) == 0);
 		ZB_ASSERT(uv_listen((uv_stream_t *)&mitm.listener, 4, relay_accept) == 0);
-		/* raft preamble (24 + padded address) + H1 (32) + H3 (32), then
-		 * the first frame's header (12): flip a payload byte. */
-		mitm.flip_at = 24 + ((strlen(ca) + 1 + 7) & ~(size_t)7) + 32 + 32 + 12 + 3;
+		/* raft preamble (24 + padded address) + H1 (32 + address field)
+		 * + H3 (32), then the first frame's header (12): flip a payload
+		 * byte; or the first byte of the preamble's address. */
+		if (via_mitm == FLIP_FRAME)
+			mitm.flip_at = 24 + ((strlen(ca) + 1 + 7) & ~(size_t)7) +
+				       32 + CTL_ADDR_MAX + 32 + 12 + 3;
+		else
+			mitm.flip_at = 24;
 	}
 	ZB_ASSERT(ct->connect(ct, &req, 1, via_mitm ? ra : sa, on_connect) == 0);
 	uv_timer_init(&loop, &tm);
@@ -210,39 +228,108 @@ static void attempt(uint32_t srv_cluster, const uint8_t *srv_key, uint32_t cli_c
 	ctl__tcp_auth_free(cli);
 }
 
+/* A client that sends raft's preamble with an address of 24 bytes and no NUL,
+ * then nothing: the server must not read the address (it is a raw buffer of
+ * exactly that length) and times the connection out. */
+static int raw_port;
+
+static void *raw_client(void *a)
+{
+	(void)a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)raw_port)};
+	uint64_t pre[3] = {1, 2, 24};        /* protocol, raft id, address length */
+	char addr[24];
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	memset(addr, 'A', sizeof(addr));
+	for (int i = 0; i < 100 && connect(fd, (void *)&sa, sizeof(sa)) != 0; i++)
+		usleep(10000);
+	ZB_ASSERT(write(fd, pre, sizeof(pre)) == sizeof(pre));
+	ZB_ASSERT(write(fd, addr, sizeof(addr)) == sizeof(addr));
+	usleep(300000);
+	close(fd);
+	return NULL;
+}
+
+static void raw_timer(uv_timer_t *t)
+{
+	struct ctl_tcp_auth_stats s;
+	ctl__tcp_auth_stats(g_srv, &s);
+	if (s.rejected > 0 || zb_now_ns() > t_end)
+		uv_stop(t->loop);
+}
+
+static void raw_preamble(struct ctl_tcp_auth_stats *ss, const uint8_t *key)
+{
+	struct ctl_tcp_auth *srv;
+	char sa[32];
+	pthread_t th;
+	uv_timer_t tm;
+
+	memset(&r, 0, sizeof(r));
+	raw_port = ++port;
+	snprintf(sa, sizeof(sa), "127.0.0.1:%d", raw_port);
+	ZB_ASSERT(ctl__tcp_auth_create(&srv, &loop, 5, key, NULL, NULL) == 0);
+	struct raft_uv_transport *st = ctl__tcp_auth_iface(srv);
+	ZB_ASSERT(st->init(st, 1, sa) == 0 && st->listen(st, on_accept) == 0);
+	ZB_ASSERT(pthread_create(&th, NULL, raw_client, NULL) == 0);
+	uv_timer_init(&loop, &tm);
+	g_srv = srv;
+	t_end = zb_now_ns() + 3000000000ull;
+	uv_timer_start(&tm, raw_timer, 10, 10);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_close((uv_handle_t *)&tm, NULL);
+	pthread_join(th, NULL);
+	ctl__tcp_auth_stats(srv, ss);
+	st->close(st, on_closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ctl__tcp_auth_free(srv);
+}
+
 int main(void)
 {
 	uint8_t k1[CTL_KEY_BYTES], k2[CTL_KEY_BYTES];
 	struct ctl_tcp_auth_stats ss, cs;
 
-	tap_plan(11);
+	tap_plan(15);
 	memset(k1, 0x11, sizeof(k1));
 	memset(k2, 0x22, sizeof(k2));
 	port = 30000 + (int)(getpid() % 3000) * 4;
 	ZB_ASSERT(uv_loop_init(&loop) == 0);
 
-	attempt(5, k1, 5, k1, &ss, &cs, false);
+	attempt(5, k1, 5, k1, &ss, &cs, DIRECT);
 	ok(r.connected && r.connect_status == 0 && r.cli_stream, "same key: client gets its stream");
 	ok(r.accepted && r.accepted_id == 2, "same key: server hands the stream to raft (peer id 2)");
+	is_str(r.accepted_addr, cli_addr, "raft gets the client's address from the handshake");
 	r.got[r.got_len] = '\0';
 	is_str(r.got, "raft-bytes", "raft's bytes pass through untouched");
 	ok(ss.ok == 1 && cs.ok == 1 && ss.rejected == 0, "both count one good handshake");
 
-	attempt(5, k1, 5, k2, &ss, &cs, false);
+	attempt(5, k1, 5, k2, &ss, &cs, DIRECT);
 	ok(r.connected && r.connect_status != 0 && !r.cli_stream,
 	   "wrong key: the client gets no stream (%s)", raft_strerror(r.connect_status));
 	ok(!r.accepted, "wrong key: the server never hands a stream to raft");
 	ok(ss.rejected == 1 && cs.rejected == 1, "both sides count the rejection");
 
-	attempt(5, k1, 6, k1, &ss, &cs, false);
+	attempt(5, k1, 6, k1, &ss, &cs, DIRECT);
 	ok(!r.accepted && r.connect_status != 0, "wrong cluster id: refused");
 	ok(ss.rejected == 1, "... and counted by the server");
 
-	attempt(5, k1, 5, k1, &ss, &cs, true);
+	attempt(5, k1, 5, k1, &ss, &cs, FLIP_FRAME);
 	ok(r.accepted && r.connect_status == 0 && ss.ok == 1,
 	   "through a tampering relay: the handshake itself passes");
 	ok(ss.rejected == 1 && r.got_len == 0,
 	   "a flipped byte in a raft frame: rejected, nothing delivered to raft");
+
+	attempt(5, k1, 5, k1, &ss, &cs, FLIP_PREAMBLE_ADDR);
+	ok(r.accepted && ss.ok == 1, "preamble address altered in flight: handshake passes");
+	is_str(r.accepted_addr, cli_addr,
+	       "... and raft gets the authenticated address, not the preamble's");
+
+	raw_preamble(&ss, k1);
+	ok(!r.accepted && ss.rejected == 1,
+	   "a preamble address without NUL, then silence: never read, rejected");
 	uv_loop_close(&loop);
 	return tap_done();
 }
