@@ -9,7 +9,8 @@
 #include <uv.h>
 
 /* ---- PSK-authenticated wrapper around raft_uv_tcp (tcp_auth.c) ----------
- * Wraps libraft's TCP transport: after raft's own connection preamble, both
+ * Wraps libraft's TCP transport (and listens itself, so that every accepted
+ * connection is under a deadline): after raft's own connection preamble, both
  * ends run a challenge-response handshake (fresh nonces, cluster id, both
  * raft ids, HMAC under the cluster key, mutual). Raft then gets one end of a
  * socketpair; a relay carries its bytes over TCP in MAC'ed, sequenced frames
@@ -23,7 +24,9 @@ int ctl__tcp_auth_create(struct ctl_tcp_auth **out, uv_loop_t *loop,
 			 uint32_t cluster_id, const uint8_t key[CTL_KEY_BYTES],
 			 void (*on_reject)(void *arg, const char *why), void *arg);
 struct raft_uv_transport *ctl__tcp_auth_iface(struct ctl_tcp_auth *t);
-struct raft_uv_transport *ctl__tcp_auth_inner(struct ctl_tcp_auth *t);
+/* Listen on `address` ("ip:port") rather than on raft's own address; before
+ * raft_uv_init. 0 or -EINVAL. */
+int ctl__tcp_auth_set_bind_address(struct ctl_tcp_auth *t, const char *address);
 void ctl__tcp_auth_stats(const struct ctl_tcp_auth *t, struct ctl_tcp_auth_stats *s);
 /* After the transport was closed (raft_close done). */
 void ctl__tcp_auth_free(struct ctl_tcp_auth *t);

@@ -751,7 +751,7 @@ static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
 		return rc;
 	}
 	if (strcmp(n->adv, c->control.listen) != 0 &&
-	    raft_uv_tcp_set_bind_address(ctl__tcp_auth_inner(n->tcp), c->control.listen) != 0) {
+	    ctl__tcp_auth_set_bind_address(n->tcp, c->control.listen) != 0) {
 		snprintf(err, errlen, "raft bind address %s rejected", c->control.listen);
 		return ZB_ERR_CONFIG;
 	}

@@ -1,8 +1,15 @@
 /* PSK-authenticated wrapper around libraft's TCP transport (raft_uv_tcp).
  *
- * raft_uv_tcp's connecting side writes raft's preamble (protocol, raft id,
- * address) and the accepting side reads exactly that before handing the
- * stream up. We interpose on both callbacks and run, on the same stream,
+ * Connecting: raft_uv_tcp connects and writes raft's preamble (protocol u64,
+ * raft id u64, address length u64, address); we interpose on its callback.
+ * Accepting: we listen ourselves rather than let raft_uv_tcp do it, because
+ * libraft 0.15 reads the preamble with no deadline (and listens with backlog
+ * 1), so a peer that connects and stays silent would hold a socket forever.
+ * Each accepted connection runs under one deadline (HS_TIMEOUT_MS) from
+ * accept to the end of the handshake, and at most HS_MAX_ACCEPTING accepted
+ * connections may be in that phase at once (more are closed at accept). We
+ * read the preamble (its address is skipped, see below) and then run, on the
+ * same stream,
  *
  *   client -> server  H1: magic | cluster | client raft id | nonce_c[16] |
  *                         client raft address[CTL_ADDR_MAX] (NUL-padded)
@@ -34,6 +41,10 @@
 
 #define HS_MAGIC      0x3148425au   /* "ZBH1" */
 #define HS_TIMEOUT_MS 2000
+#define HS_MAX_ACCEPTING 64           /* accepted, handshake not done */
+#define HS_BACKLOG    128
+#define PRE_LEN       24              /* raft's preamble before the address */
+#define PRE_PROTOCOL  1               /* libraft's UV__TCP_HANDSHAKE_PROTOCOL */
 #define H1_LEN (32 + CTL_ADDR_MAX)
 #define H2_LEN 56
 #define H3_LEN 32
@@ -51,7 +62,10 @@ struct ctl_tcp_auth {
 	char self_addr[CTL_ADDR_MAX];     /* sent in H1 */
 	raft_uv_accept_cb accept_cb;
 	raft_uv_transport_close_cb close_cb;
-	bool closing, inner_closed;
+	bool closing, inner_closed, listening;
+	uv_tcp_t listener;
+	char bind_addr[CTL_ADDR_MAX];     /* "" = self_addr */
+	unsigned accepting;               /* server-side hs not yet freed */
 	struct hs *pending;               /* handshakes in flight */
 	struct proxy *proxies;            /* authenticated connections */
 	void (*on_reject)(void *arg, const char *why);
@@ -64,7 +78,8 @@ struct hs {
 	struct hs *prev, *next;
 	bool server;
 	int refs;                         /* timer + stream (while ours) */
-	bool failed, finished, h1_read, h2_written, h3_read;
+	bool failed, finished, h2_written, h3_read;
+	enum { S_PREAMBLE, S_PRE_ADDR, S_H1, S_H3 } stage;   /* server */
 	raft_id peer_id;
 	char peer_addr[CTL_ADDR_MAX];
 	uv_stream_t *stream;
@@ -109,7 +124,8 @@ static void hs_mac(const struct hs *h, char who, uint8_t out[32])
 
 static void check_closed(struct ctl_tcp_auth *t)
 {
-	if (t->closing && t->inner_closed && !t->pending && !t->proxies && t->close_cb) {
+	if (t->closing && t->inner_closed && !t->listening && !t->pending && !t->proxies &&
+	    t->close_cb) {
 		raft_uv_transport_close_cb cb = t->close_cb;
 		t->close_cb = NULL;
 		cb(&t->iface);
@@ -128,6 +144,8 @@ static void hs_unref(struct hs *h)
 		t->pending = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
+	if (h->server)
+		t->accepting--;
 	free(h);
 	check_closed(t);
 }
@@ -534,6 +552,31 @@ static bool addr_field_ok(const uint8_t *a)
 	return true;
 }
 
+static void expect_stage(struct hs *h, int stage, size_t n)
+{
+	h->stage = stage;
+	expect(h, n);
+}
+
+/* raft's preamble: protocol | raft id | address length (then the address,
+ * padded to 8 bytes by libraft: at most CTL_ADDR_MAX for our clients, whose
+ * address w_init limits to CTL_ADDR_MAX - 1 bytes). */
+static void server_got_preamble(struct hs *h)
+{
+	uint64_t alen = get64(h->rbuf + 16);
+
+	if (get64(h->rbuf) != PRE_PROTOCOL) {
+		hs_fail(h, "bad raft preamble (protocol)", true);
+		return;
+	}
+	if (alen == 0 || alen > CTL_ADDR_MAX) {
+		hs_fail(h, "bad raft preamble (address length)", true);
+		return;
+	}
+	h->peer_id = get64(h->rbuf + 8);
+	expect_stage(h, S_PRE_ADDR, (size_t)alen);
+}
+
 static void server_got_h1(struct hs *h)
 {
 	if (get32(h->rbuf) != HS_MAGIC) {
@@ -562,7 +605,7 @@ static void server_got_h1(struct hs *h)
 	hs_mac(h, 'S', h->wbuf[0] + 24);
 	send_bytes(h, 0, H2_LEN);
 	if (!h->failed)
-		expect(h, H3_LEN);
+		expect_stage(h, S_H3, H3_LEN);
 }
 
 static void server_got_h3(struct hs *h)
@@ -613,14 +656,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 	if (h->rgot < h->rneed)
 		return;
 	uv_read_stop(s);
-	if (h->server && !h->h1_read) {
-		h->h1_read = true;
-		server_got_h1(h);
-	}
-	else if (h->server)
-		server_got_h3(h);
-	else
+	if (!h->server)
 		client_got_h2(h);
+	else if (h->stage == S_PREAMBLE)
+		server_got_preamble(h);
+	else if (h->stage == S_PRE_ADDR)
+		expect_stage(h, S_H1, H1_LEN);   /* the preamble's address: skipped */
+	else if (h->stage == S_H1)
+		server_got_h1(h);
+	else
+		server_got_h3(h);
 }
 
 static struct hs *hs_new(struct ctl_tcp_auth *t, bool server)
@@ -647,7 +692,7 @@ static void hs_start(struct hs *h, uv_stream_t *s)
 	s->data = h;
 	uv_timer_start(&h->timer, on_timeout, HS_TIMEOUT_MS, 0);
 	if (h->server) {
-		expect(h, H1_LEN);
+		expect_stage(h, S_PREAMBLE, PRE_LEN);
 		return;
 	}
 	randombytes_buf(h->nonce_c, 16);
@@ -664,21 +709,40 @@ static void hs_start(struct hs *h, uv_stream_t *s)
 
 /* ---- inner transport callbacks ------------------------------------------ */
 
-static void inner_accept(struct raft_uv_transport *in, raft_id id,
-			 const char *address, struct uv_stream_s *stream)
+static void on_connection(uv_stream_t *l, int status)
 {
-	struct ctl_tcp_auth *t = in->data;
+	struct ctl_tcp_auth *t = l->data;
+	uv_tcp_t *tcp;
 	struct hs *h;
 
-	if (t->closing || !(h = hs_new(t, true))) {
-		uv_close((uv_handle_t *)stream, (uv_close_cb)raft_free);
+	if (status != 0)
+		return;
+	tcp = raft_malloc(sizeof(*tcp));   /* raft frees the streams it gets */
+	if (!tcp)
+		return;                      /* stays in the backlog; retried */
+	uv_tcp_init(t->loop, tcp);
+	if (uv_accept(l, (uv_stream_t *)tcp) != 0) {
+		uv_close((uv_handle_t *)tcp, (uv_close_cb)raft_free);
 		return;
 	}
-	/* `address` is deliberately not read (see the top of the file): the
-	 * peer's address comes from H1. */
-	(void)address;
-	h->peer_id = id;
-	hs_start(h, stream);
+	if (t->closing || t->accepting >= HS_MAX_ACCEPTING || !(h = hs_new(t, true))) {
+		if (!t->closing) {
+			t->stats.rejected++;
+			if (t->on_reject)
+				t->on_reject(t->arg, "too many connections in handshake");
+		}
+		uv_close((uv_handle_t *)tcp, (uv_close_cb)raft_free);
+		return;
+	}
+	t->accepting++;
+	hs_start(h, (uv_stream_t *)tcp);
+}
+
+static void listener_closed(uv_handle_t *hd)
+{
+	struct ctl_tcp_auth *t = hd->data;
+	t->listening = false;
+	check_closed(t);
 }
 
 static void inner_connected(struct raft_uv_connect *ireq,
@@ -727,14 +791,49 @@ static int w_init(struct raft_uv_transport *tr, raft_id id, const char *address)
 	return rc;
 }
 
+/* "a.b.c.d:port" (IPv4, as everywhere in the control plane). */
+static int parse_ip4(const char *s, struct sockaddr_in *sa)
+{
+	char host[CTL_ADDR_MAX];
+	const char *colon = strrchr(s, ':');
+	char *end;
+
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port <= 0 || port > 65535)
+		return -EINVAL;
+	return uv_ip4_addr(host, (int)port, sa) == 0 ? 0 : -EINVAL;
+}
+
 static int w_listen(struct raft_uv_transport *tr, raft_uv_accept_cb cb)
 {
 	struct ctl_tcp_auth *t = tr->impl;
+	const char *addr = t->bind_addr[0] ? t->bind_addr : t->self_addr;
+	struct sockaddr_in sa;
+	int rc;
+
+	ZB_ASSERT(!t->listening);
 	t->accept_cb = cb;
-	int rc = t->inner.listen(&t->inner, inner_accept);
-	if (rc != 0)
-		snprintf(tr->errmsg, sizeof(tr->errmsg), "%s", t->inner.errmsg);
-	return rc;
+	if (parse_ip4(addr, &sa) != 0) {
+		snprintf(tr->errmsg, sizeof(tr->errmsg), "bad listen address %s (ip:port)", addr);
+		return RAFT_INVALID;
+	}
+	uv_tcp_init(t->loop, &t->listener);
+	t->listener.data = t;
+	t->listening = true;
+	rc = uv_tcp_bind(&t->listener, (const struct sockaddr *)&sa, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&t->listener, HS_BACKLOG, on_connection);
+	if (rc != 0) {
+		snprintf(tr->errmsg, sizeof(tr->errmsg), "listen on %s: %s", addr,
+			 uv_strerror(rc));
+		uv_close((uv_handle_t *)&t->listener, listener_closed);
+		return RAFT_IOERR;
+	}
+	return 0;
 }
 
 static int w_connect(struct raft_uv_transport *tr, struct raft_uv_connect *req,
@@ -774,6 +873,8 @@ static void w_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb)
 	}
 	for (struct proxy *p = t->proxies; p; p = p->next)
 		proxy_close(p);
+	if (t->listening && !uv_is_closing((uv_handle_t *)&t->listener))
+		uv_close((uv_handle_t *)&t->listener, listener_closed);
 	t->inner.close(&t->inner, inner_closed);
 }
 
@@ -812,9 +913,14 @@ struct raft_uv_transport *ctl__tcp_auth_iface(struct ctl_tcp_auth *t)
 	return &t->iface;
 }
 
-struct raft_uv_transport *ctl__tcp_auth_inner(struct ctl_tcp_auth *t)
+int ctl__tcp_auth_set_bind_address(struct ctl_tcp_auth *t, const char *address)
 {
-	return &t->inner;
+	struct sockaddr_in sa;
+
+	if (strlen(address) >= sizeof(t->bind_addr) || parse_ip4(address, &sa) != 0)
+		return -EINVAL;
+	snprintf(t->bind_addr, sizeof(t->bind_addr), "%s", address);
+	return 0;
 }
 
 void ctl__tcp_auth_stats(const struct ctl_tcp_auth *t, struct ctl_tcp_auth_stats *s)
@@ -826,7 +932,7 @@ void ctl__tcp_auth_free(struct ctl_tcp_auth *t)
 {
 	if (!t)
 		return;
-	ZB_ASSERT(t->pending == NULL && t->proxies == NULL);
+	ZB_ASSERT(t->pending == NULL && t->proxies == NULL && !t->listening);
 	raft_uv_tcp_close(&t->inner);
 	sodium_memzero(t->key, sizeof(t->key));
 	free(t);

@@ -4,12 +4,17 @@
  * either side, both count the rejection. The address raft's accept callback
  * gets is the client's, from the authenticated handshake (a relay that alters
  * raft's preamble changes nothing), and a preamble address without a NUL is
- * never read (under ASan this over-read the heap). */
+ * never read (under ASan this over-read the heap). Connections that never
+ * finish raft's preamble are closed by the handshake deadline, and those over
+ * the cap on connections in handshake at once are closed at accept. */
 #include "../../control/internal.h"
 #include "zbmd/common.h"
 #include "tap.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -287,12 +292,87 @@ static void raw_preamble(struct ctl_tcp_auth_stats *ss, const uint8_t *key)
 	ctl__tcp_auth_free(srv);
 }
 
+/* 80 connections that send 8 of the preamble's 24 bytes and then nothing. */
+#define SILENT 80
+
+static void silent_timer(uv_timer_t *t)
+{
+	if (zb_now_ns() > t_end)
+		uv_stop(t->loop);
+}
+
+/* Connect without blocking the loop (which accepts), giving up after 1 s. */
+static bool connect_nb(int fd, const struct sockaddr_in *a)
+{
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	ZB_ASSERT(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+	if (connect(fd, (const void *)a, sizeof(*a)) == 0)
+		return true;
+	if (errno != EINPROGRESS)
+		return false;
+	for (int k = 0; k < 100; k++) {
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		uv_run(&loop, UV_RUN_NOWAIT);
+		if (poll(&pfd, 1, 10) == 1)
+			break;
+	}
+	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0 &&
+	       poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, 0) == 1;
+}
+
+static void silent_clients(struct ctl_tcp_auth_stats *ss, const uint8_t *key, int *closed)
+{
+	struct ctl_tcp_auth *srv;
+	char sa[32];
+	int fds[SILENT];
+	uv_timer_t tm;
+
+	*closed = 0;
+	memset(&r, 0, sizeof(r));
+	int p = ++port;
+	snprintf(sa, sizeof(sa), "127.0.0.1:%d", p);
+	ZB_ASSERT(ctl__tcp_auth_create(&srv, &loop, 5, key, NULL, NULL) == 0);
+	struct raft_uv_transport *st = ctl__tcp_auth_iface(srv);
+	ZB_ASSERT(st->init(st, 1, sa) == 0 && st->listen(st, on_accept) == 0);
+	for (int i = 0; i < SILENT; i++) {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+		uint64_t protocol = 1;
+		inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ZB_ASSERT(fds[i] >= 0);
+		if (!connect_nb(fds[i], &a) || write(fds[i], &protocol, 8) != 8) {
+			close(fds[i]);      /* not counted as closed by the server */
+			fds[i] = -1;
+		}
+	}
+	uv_timer_init(&loop, &tm);
+	t_end = zb_now_ns() + 3000000000ull;     /* the deadline is 2 s */
+	uv_timer_start(&tm, silent_timer, 10, 10);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_close((uv_handle_t *)&tm, NULL);
+	for (int i = 0; i < SILENT; i++) {
+		char c;
+		if (fds[i] < 0)
+			continue;
+		ssize_t n = recv(fds[i], &c, 1, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			(*closed)++;
+		close(fds[i]);
+	}
+	ctl__tcp_auth_stats(srv, ss);
+	st->close(st, on_closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ctl__tcp_auth_free(srv);
+}
+
 int main(void)
 {
 	uint8_t k1[CTL_KEY_BYTES], k2[CTL_KEY_BYTES];
 	struct ctl_tcp_auth_stats ss, cs;
 
-	tap_plan(15);
+	tap_plan(17);
 	memset(k1, 0x11, sizeof(k1));
 	memset(k2, 0x22, sizeof(k2));
 	port = 30000 + (int)(getpid() % 3000) * 4;
@@ -330,6 +410,13 @@ int main(void)
 	raw_preamble(&ss, k1);
 	ok(!r.accepted && ss.rejected == 1,
 	   "a preamble address without NUL, then silence: never read, rejected");
+
+	int closed;
+	silent_clients(&ss, k1, &closed);
+	is_int(closed, SILENT, "%d connections stuck in raft's preamble: all closed by the server",
+	       SILENT);
+	ok(ss.rejected == SILENT && !r.accepted, "... each counted as a rejection (%llu)",
+	   (unsigned long long)ss.rejected);
 	uv_loop_close(&loop);
 	return tap_done();
 }
