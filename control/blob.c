@@ -6,16 +6,23 @@
  *   BLOB_ACK  to u16 | status u8 | 0 u8 | inc u64 | seq u64          (20 bytes)
  * `to` binds the destination into the MAC (the auth header names only the
  * sender); `inc` is the sender's incarnation (its start time in ns) and
- * `seq` numbers its blobs from 1, so an acknowledgement matches exactly one
- * blob of one life of the sender. status: 0 delivered, 1 refused.
+ * `seq` numbers its blobs to each destination from 1, so an acknowledgement
+ * matches exactly one blob of one life of the sender. status: 0 delivered,
+ * 1 refused, 2 unknown (older than the receiver's window: it cannot tell
+ * whether it delivered it, so it must not say so; the sender counts the blob
+ * as failed).
  *
  * Sender: a bounded MPMC ring (any thread) feeds a table of
  * CTL_BLOB_INFLIGHT slots owned by the control thread; a slot is
  * retransmitted (20 ms, doubling to 320 ms) until acknowledged or
  * blob_timeout_ms passed. Receiver: per sender, the incarnation and a
- * 1024-seq window of delivered seqs; a seq seen before (or older than the
- * window) is acknowledged again and not delivered. A newer incarnation
- * resets the window; an older one is ignored (that life is over).
+ * 1024-seq window of the seqs it handled (delivered or refused, and which);
+ * a seq handled before is acknowledged again as it was, and not delivered
+ * again. A seq that was deferred (-EAGAIN) is not in the window, so once
+ * 1024 later blobs from that sender have been handled its retransmissions
+ * are answered "unknown", never "delivered". Seqs are per destination so
+ * that traffic to other peers does not move a receiver's window. A newer
+ * incarnation resets the window; an older one is ignored (that life is over).
  */
 #include "internal.h"
 #include "zbmd/common.h"
@@ -33,6 +40,7 @@
 #define WIN_BITS       1024
 #define ACK_DELIVERED  0
 #define ACK_REFUSED    1
+#define ACK_UNKNOWN    2                  /* older than the receiver's window */
 
 struct blob_req {
 	uint16_t peer;
@@ -51,7 +59,8 @@ struct slot {
 
 struct rx_peer {
 	uint64_t inc, max;
-	uint64_t win[WIN_BITS / 64];   /* bit seq % WIN_BITS: delivered */
+	uint64_t win[WIN_BITS / 64];   /* bit seq % WIN_BITS: handled */
+	uint64_t ref[WIN_BITS / 64];   /* ... and refused */
 };
 
 struct hook {
@@ -63,7 +72,7 @@ struct ctl__blobs {
 	uint16_t self;
 	uint64_t inc;
 	uint64_t timeout_ns;
-	uint64_t next_seq;
+	uint64_t next_seq[CFG_MAX_NODES];   /* per destination */
 	void (*log)(void *arg, int level, const char *msg);
 	void *log_arg;
 	ctl__blob_tx_fn tx;
@@ -129,7 +138,8 @@ int ctl__blobs_create(struct ctl__blobs **out, uint16_t self, uint64_t incarnati
 	b->inc = incarnation;
 	b->timeout_ns = (uint64_t)(opts->blob_timeout_ms ? opts->blob_timeout_ms : 60000) *
 			1000000ull;
-	b->next_seq = 1;
+	for (unsigned i = 0; i < CFG_MAX_NODES; i++)
+		b->next_seq[i] = 1;
 	b->log = opts->log;
 	b->log_arg = opts->log_arg;
 	b->tx = tx;
@@ -213,7 +223,7 @@ void ctl__blobs_tick(struct ctl__blobs *b, uint64_t now)
 			if (ctl_ring_dequeue(b->q, &s->r) != 0)
 				continue;
 			s->used = true;
-			s->seq = b->next_seq++;
+			s->seq = b->next_seq[s->r.peer]++;
 			s->first_ns = now;
 			s->tries = 0;
 			s->next_ns = now;
@@ -234,27 +244,44 @@ void ctl__blobs_tick(struct ctl__blobs *b, uint64_t now)
 	}
 }
 
-/* Has seq of this sender been delivered? (Older than the window: assume so.) */
-static bool rx_seen(const struct rx_peer *r, uint64_t seq)
+enum { RX_NEW = -1 };
+
+/* What became of seq of this sender: RX_NEW (not handled yet), ACK_DELIVERED,
+ * ACK_REFUSED, or ACK_UNKNOWN (older than the window: it may have been
+ * deferred and never handled, so it is not claimed to be delivered). */
+static int rx_seen(const struct rx_peer *r, uint64_t seq)
 {
 	if (seq > r->max)
-		return false;
+		return RX_NEW;
 	if (r->max - seq >= WIN_BITS)
-		return true;
-	return (r->win[(seq % WIN_BITS) / 64] >> (seq % 64)) & 1;
+		return ACK_UNKNOWN;
+	unsigned w = (seq % WIN_BITS) / 64, bit = seq % 64;
+	if (!((r->win[w] >> bit) & 1))
+		return RX_NEW;
+	return ((r->ref[w] >> bit) & 1) ? ACK_REFUSED : ACK_DELIVERED;
 }
 
-static void rx_mark(struct rx_peer *r, uint64_t seq)
+static void rx_mark(struct rx_peer *r, uint64_t seq, bool refused)
 {
+	unsigned w = (seq % WIN_BITS) / 64, bit = seq % 64;
+
 	if (seq > r->max) {
-		if (seq - r->max >= WIN_BITS)
+		if (seq - r->max >= WIN_BITS) {
 			memset(r->win, 0, sizeof(r->win));
-		else
-			for (uint64_t q = r->max + 1; q < seq; q++)
+			memset(r->ref, 0, sizeof(r->ref));
+		} else {
+			for (uint64_t q = r->max + 1; q < seq; q++) {
 				r->win[(q % WIN_BITS) / 64] &= ~(1ull << (q % 64));
+				r->ref[(q % WIN_BITS) / 64] &= ~(1ull << (q % 64));
+			}
+		}
 		r->max = seq;
 	}
-	r->win[(seq % WIN_BITS) / 64] |= 1ull << (seq % 64);
+	r->win[w] |= 1ull << bit;
+	if (refused)
+		r->ref[w] |= 1ull << bit;
+	else
+		r->ref[w] &= ~(1ull << bit);
 }
 
 static void send_ack(struct ctl__blobs *b, uint16_t to, const struct sockaddr_in *src,
@@ -292,9 +319,10 @@ static void on_blob(struct ctl__blobs *b, uint16_t from, const struct sockaddr_i
 		memset(r, 0, sizeof(*r));
 		r->inc = inc;
 	}
-	if (rx_seen(r, seq)) {
+	int seen = rx_seen(r, seq);
+	if (seen != RX_NEW) {
 		b->st.duplicates++;
-		send_ack(b, from, src, inc, seq, ACK_DELIVERED);
+		send_ack(b, from, src, inc, seq, (uint8_t)seen);
 		return;
 	}
 	int rc = -EAGAIN;
@@ -306,7 +334,7 @@ static void on_blob(struct ctl__blobs *b, uint16_t from, const struct sockaddr_i
 		b->st.deferred++;
 		return;
 	}
-	rx_mark(r, seq);
+	rx_mark(r, seq, rc < 0);
 	if (rc < 0) {
 		b->st.rejected++;
 		blog(b, CTL_LOG_WARN, "blob (kind %u, %u bytes) from node %u refused: %s",
@@ -319,7 +347,7 @@ static void on_blob(struct ctl__blobs *b, uint16_t from, const struct sockaddr_i
 
 static void on_ack(struct ctl__blobs *b, uint16_t from, const uint8_t *p, size_t len)
 {
-	if (len != ACK_LEN || get16(p) != b->self || p[2] > ACK_REFUSED) {
+	if (len != ACK_LEN || get16(p) != b->self || p[2] > ACK_UNKNOWN) {
 		b->st.malformed++;
 		return;
 	}
@@ -335,6 +363,12 @@ static void on_ack(struct ctl__blobs *b, uint16_t from, const uint8_t *p, size_t
 			b->st.refused++;
 			blog(b, CTL_LOG_WARN, "blob (kind %u, %u bytes) to node %u: "
 			     "refused by its handler", s->r.kind, s->r.len, from);
+		} else if (p[2] == ACK_UNKNOWN) {
+			b->st.failed++;
+			blog(b, CTL_LOG_WARN, "blob (kind %u, %u bytes) to node %u: "
+			     "still not handled (handler not ready?) when %u later "
+			     "blobs to it were, too old for it to track: dropped",
+			     s->r.kind, s->r.len, from, WIN_BITS);
 		} else {
 			b->st.acked++;
 		}

@@ -297,7 +297,8 @@ struct ctl_blob_stats {
 	uint64_t retransmits;
 	uint64_t acked;         /* acknowledged by the peer (delivered) */
 	uint64_t refused;       /* acknowledged as refused by the peer's handler */
-	uint64_t failed;        /* no acknowledgement within blob_timeout_ms */
+	uint64_t failed;        /* no acknowledgement within blob_timeout_ms, or
+				 * acknowledged "unknown" (too old for the peer) */
 	uint64_t delivered;     /* received and handed to a handler (accepted) */
 	uint64_t duplicates;    /* received again: acknowledged, not delivered */
 	uint64_t rejected;      /* received, refused by our handler */
