@@ -1,10 +1,37 @@
 /* Rendering of struct ctl_status: "key value" text (stable, one fact per
- * line, easy to grep) and JSON. */
+ * line, easy to grep) and JSON. Addresses come from other nodes (heartbeat
+ * payloads, the replicated membership), so they are escaped in JSON and, in
+ * the text, reduced to printable non-blank ASCII: a peer must not be able to
+ * break the JSON or forge "key value" lines. */
 #include "zbmd/control.h"
 #include "zbmd/common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+
+/* One word of the text output: bytes outside '!'..'~' become '?'. */
+static void text_word(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s > ' ' && *s < 0x7f ? *s : '?', f);
+}
+
+/* A JSON string, quotes included; every byte outside ' '..'~' (control
+ * characters, and bytes that might not be UTF-8) as \u00XX. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
 
 static void ids(FILE *f, const uint16_t *v, uint32_t n)
 {
@@ -24,8 +51,10 @@ char *ctl_status_text(const struct ctl_status *s)
 		return NULL;
 	for (uint32_t i = 0; i < s->st.n; i++)
 		m[i] = s->st.m[i].id;
-	fprintf(f, "node %u\naddress %s\nstate %s\nleader %d\nterm %llu\n"
-		"commit %llu\napplied %llu\nepoch %llu\n", s->self, s->addr,
+	fprintf(f, "node %u\naddress ", s->self);
+	text_word(f, s->addr);
+	fprintf(f, "\nstate %s\nleader %d\nterm %llu\n"
+		"commit %llu\napplied %llu\nepoch %llu\n",
 		s->raft_state ? s->raft_state : "unavailable", s->leader,
 		(unsigned long long)s->term, (unsigned long long)s->commit,
 		(unsigned long long)s->applied, (unsigned long long)s->st.epoch);
@@ -38,8 +67,10 @@ char *ctl_status_text(const struct ctl_status *s)
 	fprintf(f, "\n");
 	for (uint32_t i = 0; i < s->n_peers; i++) {
 		const struct ctl_peer_status *p = &s->peers[i];
-		fprintf(f, "peer %u addr %s phi %.3f member %s convicted %s heartbeats %llu "
-			"last_heard_ms %.0f\n", p->id, p->addr[0] ? p->addr : "-", p->phi,
+		fprintf(f, "peer %u addr ", p->id);
+		text_word(f, p->addr[0] ? p->addr : "-");
+		fprintf(f, " phi %.3f member %s convicted %s heartbeats %llu "
+			"last_heard_ms %.0f\n", p->phi,
 			p->member ? "yes" : "no", p->convicted ? "yes" : "no",
 			(unsigned long long)p->heartbeats, p->last_heard_ms);
 	}
@@ -80,14 +111,17 @@ char *ctl_status_json(const struct ctl_status *s)
 	ZB_ASSERT(s != NULL);
 	if (!f)
 		return NULL;
-	fprintf(f, "{\"node\":%u,\"address\":\"%s\",\"state\":\"%s\",\"leader\":%d,"
+	fprintf(f, "{\"node\":%u,\"address\":", s->self);
+	json_str(f, s->addr);
+	fprintf(f, ",\"state\":\"%s\",\"leader\":%d,"
 		"\"term\":%llu,\"commit\":%llu,\"applied\":%llu,\"epoch\":%llu,\"members\":[",
-		s->self, s->addr, s->raft_state ? s->raft_state : "unavailable",
-		s->leader, (unsigned long long)s->term, (unsigned long long)s->commit,
+		s->raft_state ? s->raft_state : "unavailable", s->leader, (unsigned long long)s->term, (unsigned long long)s->commit,
 		(unsigned long long)s->applied, (unsigned long long)s->st.epoch);
-	for (uint32_t i = 0; i < s->st.n; i++)
-		fprintf(f, "%s{\"id\":%u,\"address\":\"%s\"}", i ? "," : "",
-			s->st.m[i].id, s->st.m[i].addr);
+	for (uint32_t i = 0; i < s->st.n; i++) {
+		fprintf(f, "%s{\"id\":%u,\"address\":", i ? "," : "", s->st.m[i].id);
+		json_str(f, s->st.m[i].addr);
+		fprintf(f, "}");
+	}
 	fprintf(f, "],\"ring\":[");
 	for (uint32_t i = 0; i < s->st.n; i++)
 		fprintf(f, "%s%u", i ? "," : "", s->st.ring[i]);
@@ -97,9 +131,11 @@ char *ctl_status_json(const struct ctl_status *s)
 	fprintf(f, "],\"peers\":[");
 	for (uint32_t i = 0; i < s->n_peers; i++) {
 		const struct ctl_peer_status *p = &s->peers[i];
-		fprintf(f, "%s{\"id\":%u,\"address\":\"%s\",\"phi\":%.3f,\"member\":%s,"
-			"\"convicted\":%s,\"heartbeats\":%llu}", i ? "," : "", p->id,
-			p->addr, p->phi, p->member ? "true" : "false",
+		fprintf(f, "%s{\"id\":%u,\"address\":", i ? "," : "", p->id);
+		json_str(f, p->addr);
+		fprintf(f, ",\"phi\":%.3f,\"member\":%s,"
+			"\"convicted\":%s,\"heartbeats\":%llu}", p->phi,
+			p->member ? "true" : "false",
 			p->convicted ? "true" : "false", (unsigned long long)p->heartbeats);
 	}
 	fprintf(f, "],\"auth\":{\"accepted\":%llu", (unsigned long long)s->auth_ok);
