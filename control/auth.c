@@ -50,9 +50,9 @@ static uint64_t get64(const uint8_t *p)
 int ctl_auth_load_key(const char *path, uint8_t key[CTL_KEY_BYTES],
 		      char *err, size_t errlen)
 {
-	uint8_t buf[4096];
+	uint8_t buf[CTL_PSK_FILE_MAX + 1];   /* + 1: to see that a file is longer */
 	struct stat st;
-	ssize_t n;
+	ssize_t n = 0, k;
 	int fd, rc = 0;
 
 	ZB_ASSERT(path != NULL && key != NULL);
@@ -83,10 +83,24 @@ int ctl_auth_load_key(const char *path, uint8_t key[CTL_KEY_BYTES],
 			 "(chmod 600 it)", path, (unsigned)(st.st_mode & 07777));
 		goto out;
 	}
-	n = read(fd, buf, sizeof(buf));
-	if (n < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "psk_file %s: %s", path, strerror(errno));
+	/* The whole file (read() may return less than asked), and no more than
+	 * CTL_PSK_FILE_MAX: a longer file is refused rather than cut short, so
+	 * that two nodes never derive the same key from different files. */
+	while (n < (ssize_t)sizeof(buf) &&
+	       (k = read(fd, buf + n, sizeof(buf) - (size_t)n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "psk_file %s: %s", path, strerror(errno));
+			goto out;
+		}
+		n += k;
+	}
+	if (n > CTL_PSK_FILE_MAX) {
+		rc = -EFBIG;
+		snprintf(err, errlen, "psk_file %s: longer than %d bytes", path,
+			 CTL_PSK_FILE_MAX);
 		goto out;
 	}
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||

@@ -112,9 +112,10 @@ struct ctl_auth {
 
 /* Load the pre-shared key: refuses (-EPERM) a file that group or others may
  * access, -EINVAL one shorter than 16 bytes (trailing whitespace ignored),
- * -errno when unreadable. The key is BLAKE2b-256 of the file's content, so any
+ * -EFBIG one longer than CTL_PSK_FILE_MAX bytes, -errno when unreadable. The key is BLAKE2b-256 of the file's content, so any
  * secret of 16+ bytes works (e.g. `head -c 32 /dev/urandom | base64`).
  * err gets a one-line reason on failure. */
+#define CTL_PSK_FILE_MAX 4096
 int ctl_auth_load_key(const char *path, uint8_t key[CTL_KEY_BYTES],
 		      char *err, size_t errlen);
 /* counter_start: first counter to send (e.g. CLOCK_REALTIME ns). */

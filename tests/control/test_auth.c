@@ -36,7 +36,7 @@ int main(void)
 	char err[256], dir[] = "/tmp/zbctl-authXXXXXX", path[300];
 	struct ctl_auth tx, rx, rx_wrong_key, rx_other_cluster;
 
-	tap_plan(26);
+	tap_plan(31);
 	ZB_ASSERT(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/psk", dir);
 	write_file(path, "correct horse battery staple 0123\n", 0600);
@@ -51,6 +51,23 @@ int main(void)
 	is_int(ctl_auth_load_key(path, k3, err, sizeof(err)), -EPERM, "0604 refused");
 	write_file(path, "short\n", 0600);
 	is_int(ctl_auth_load_key(path, k3, err, sizeof(err)), -EINVAL, "key under 16 bytes refused");
+	/* a long key file: all of it counts, and over CTL_PSK_FILE_MAX it is
+	 * refused rather than cut short (two files differing only after 4096
+	 * bytes used to give the same key) */
+	static char big[CTL_PSK_FILE_MAX + 2];
+	uint8_t kb1[CTL_KEY_BYTES], kb2[CTL_KEY_BYTES];
+	memset(big, 'k', CTL_PSK_FILE_MAX);
+	big[CTL_PSK_FILE_MAX - 1] = '1';
+	write_file(path, big, 0600);
+	is_int(ctl_auth_load_key(path, kb1, err, sizeof(err)), 0, "a key file of 4096 bytes loads");
+	big[CTL_PSK_FILE_MAX - 1] = '2';
+	write_file(path, big, 0600);
+	is_int(ctl_auth_load_key(path, kb2, err, sizeof(err)), 0, "... another one too");
+	ok(memcmp(kb1, kb2, sizeof(kb1)) != 0, "its last byte counts");
+	big[CTL_PSK_FILE_MAX] = 'x';
+	write_file(path, big, 0600);
+	is_int(ctl_auth_load_key(path, kb2, err, sizeof(err)), -EFBIG, "4097 bytes: refused");
+	ok(strstr(err, "longer than 4096") != NULL, "error says why: %s", err);
 	snprintf(path, sizeof(path), "%s/none", dir);
 	is_int(ctl_auth_load_key(path, k3, err, sizeof(err)), -ENOENT, "missing file: -ENOENT");
 	snprintf(path, sizeof(path), "%s/psk2", dir);
