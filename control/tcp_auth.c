@@ -719,7 +719,8 @@ static void on_connection(uv_stream_t *l, int status)
 		return;
 	tcp = raft_malloc(sizeof(*tcp));   /* raft frees the streams it gets */
 	if (!tcp)
-		return;                      /* stays in the backlog; retried */
+		return;   /* out of memory: libuv keeps the connection and stops
+			   * accepting until a uv_accept; nothing better to do */
 	uv_tcp_init(t->loop, tcp);
 	if (uv_accept(l, (uv_stream_t *)tcp) != 0) {
 		uv_close((uv_handle_t *)tcp, (uv_close_cb)raft_free);
