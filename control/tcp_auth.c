@@ -39,7 +39,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define HS_MAGIC      0x3148425au   /* "ZBH1" */
+#define HS_MAGIC      0x3248425au   /* "ZBH2": H1 with the address (v1 had none) */
 #define HS_TIMEOUT_MS 2000
 #define HS_MAX_ACCEPTING 64           /* accepted, handshake not done */
 #define HS_BACKLOG    128
