@@ -15,12 +15,14 @@ MOUNT=
 DRY_RUN=0
 ACTION=reserve
 PERSIST=0
+FORCE=0
+MEMINFO=/proc/meminfo
 SYSCTL_CONF=/etc/sysctl.d/80-zbmd-hugepages.conf
 
 usage() {
 	cat <<EOF
 usage: $PROG [--size 2M|1G] (--pages N | --memory-mb MB) [--node N]
-             [--mount DIR] [--persist] [--dry-run]
+             [--mount DIR] [--persist] [--force] [--dry-run]
        $PROG --status
        $PROG --clear [--size 2M|1G] [--node N] [--dry-run]
 
@@ -37,13 +39,17 @@ make sure a hugetlbfs of that page size is mounted.
   --persist       also write $SYSCTL_CONF
                   (2M pages on all nodes only; 1G pages need the kernel
                   command line default_hugepagesz=1G hugepagesz=1G hugepages=N)
+  --force         reserve even what would leave the system less than an
+                  eighth of its memory (refused otherwise)
   --status        print the reservations per size and node, change nothing
   --clear         release the pages of --size (on --node)
   --dry-run       print what would be done and change nothing
   -h, --help      this text
 
-Needs root unless --dry-run or --status. Exit status: 0 done, 1 failed
-(e.g. the kernel reserved fewer pages than asked), 2 bad usage.
+Needs root unless --dry-run or --status. A reservation the kernel cannot
+complete is undone (the count goes back to what it was). Exit status: 0
+done, 1 failed (e.g. the kernel reserved fewer pages than asked), 2 bad
+usage.
 EOF
 }
 
@@ -56,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--status) ACTION=status ;;
 	--clear) ACTION=clear ;;
 	--persist) PERSIST=1 ;;
+	--force) FORCE=1 ;;
 	--size) [ $# -ge 2 ] || usage_error "--size needs a value"; SIZE=$2; shift ;;
 	--pages) [ $# -ge 2 ] || usage_error "--pages needs a value"; PAGES=$2; shift ;;
 	--memory-mb) [ $# -ge 2 ] || usage_error "--memory-mb needs a value"; MEMORY_MB=$2; shift ;;
@@ -103,11 +110,15 @@ if [ "$ACTION" = reserve ]; then
 		usage_error "give --pages or --memory-mb, not both"
 	fi
 	if [ -n "$MEMORY_MB" ]; then
-		[[ "$MEMORY_MB" =~ ^[0-9]+$ ]] || usage_error "--memory-mb must be a number, not '$MEMORY_MB'"
-		PAGES=$(( (MEMORY_MB * 1024 + KB - 1) / KB ))
+		[[ "$MEMORY_MB" =~ ^[0-9]{1,9}$ ]] ||
+			usage_error "--memory-mb must be a number of MiB (at most 9 digits), not '$MEMORY_MB'"
+		PAGES=$(( (10#$MEMORY_MB * 1024 + KB - 1) / KB ))
 	fi
 	[ -n "$PAGES" ] || usage_error "give --pages N or --memory-mb MB"
-	[[ "$PAGES" =~ ^[0-9]+$ ]] || usage_error "--pages must be a number, not '$PAGES'"
+	[[ "$PAGES" =~ ^[0-9]{1,9}$ ]] ||
+		usage_error "--pages must be a number (at most 9 digits), not '$PAGES'"
+	PAGES=$((10#$PAGES))
+	[ "$PAGES" -gt 0 ] || usage_error "0 pages: use --clear to release them"
 else
 	PAGES=0
 fi
@@ -123,12 +134,26 @@ if [ "$DRY_RUN" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	die "needs root (or --dry-run to see what it would do)"
 fi
 
-echo "$SIZE pages${NODE:+ on node $NODE}: $(cat "$TARGET") reserved now, $PAGES wanted"
+before=$(cat "$TARGET")
+echo "$SIZE pages${NODE:+ on node $NODE}: $before reserved now, $PAGES wanted"
+# More pages than memory can spare would starve everything else (the kernel
+# takes every page it can get): refuse what leaves under an eighth free.
+if [ "$ACTION" = reserve ] && [ "$PAGES" -gt "$before" ] && [ -r "$MEMINFO" ]; then
+	avail=$(awk '$1 == "MemAvailable:" { print $2 }' "$MEMINFO")
+	total=$(awk '$1 == "MemTotal:" { print $2 }' "$MEMINFO")
+	more=$(( (PAGES - before) * KB ))
+	if [ -n "$avail" ] && [ -n "$total" ] && [ "$more" -gt $((avail - total / 8)) ]; then
+		msg="$PAGES $SIZE pages need $((more / 1024)) MiB more; $((avail / 1024)) MiB are available of $((total / 1024)) MiB"
+		[ "$FORCE" -eq 1 ] || die "$msg: that would leave the system under an eighth of its memory (--force to do it anyway)"
+		echo "$msg: reserving anyway (--force)"
+	fi
+fi
 do_write "$PAGES" "$TARGET"
 if [ "$DRY_RUN" -eq 0 ]; then
 	got=$(cat "$TARGET")
 	if [ "$got" -lt "$PAGES" ]; then
-		die "the kernel reserved only $got of $PAGES $SIZE pages (memory is fragmented: reserve at boot, or free memory)"
+		echo "$before" >"$TARGET" || true   # undo: the pages it did get are released
+		die "the kernel reserved only $got of $PAGES $SIZE pages (memory is fragmented: reserve at boot, or free memory); the count is back to $(cat "$TARGET")"
 	fi
 	echo "$got $SIZE pages reserved"
 fi

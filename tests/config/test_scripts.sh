@@ -63,6 +63,21 @@ fi
 ok $? "hugepages.sh: --size 4M is exit 2"
 "$S/hugepages.sh" --dry-run >/dev/null 2>&1; [ $? -eq 2 ]
 ok $? "hugepages.sh: no --pages/--memory-mb is exit 2"
+"$S/hugepages.sh" --dry-run --pages 0 >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--clear" "$TMP/err"
+ok $? "hugepages.sh: --pages 0 is exit 2 (releasing is --clear)"
+if [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
+	# far more than this machine has: refused before anything is written
+	# (a dry run checks it too), unless --force
+	"$S/hugepages.sh" --dry-run --memory-mb 999999999 >"$TMP/out" 2>"$TMP/err"; rc=$?
+	[ $rc -eq 1 ] && grep -q "under an eighth of its memory" "$TMP/err" && ! grep -q "would write" "$TMP/out"
+	ok $? "hugepages.sh: a reservation beyond the memory available is refused"
+	out=$("$S/hugepages.sh" --dry-run --memory-mb 08 2>&1); rc=$?
+	[ $rc -eq 0 ] && grep -qx "would write '4' to /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages" <<<"$out"
+	ok $? "hugepages.sh: --memory-mb 08 is 8 MiB (4 pages), not an arithmetic error"
+else
+	for i in 1 2; do echo "ok $((TAP_RUN + 1)) # SKIP kernel has no 2M hugepages"; TAP_RUN=$((TAP_RUN + 1)); done
+fi
 "$S/hugepages.sh" --status >"$TMP/out" 2>&1
 [ $? -eq 0 ] && grep -q "hugetlbfs mounts:" "$TMP/out"
 ok $? "hugepages.sh --status"
