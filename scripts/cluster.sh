@@ -197,11 +197,26 @@ cmd_up() {
 	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 60 ] || die "up: N must be 1..60"
 	[ "$m" = memif ] && [ "$n" -gt 9 ] && die "up --memif: at most 9 nodes (8 ports each)"
 	[ -e "$DIR/count" ] && die "cluster '$TAG' exists ($DIR): run down first"
-	mkdir -p "$DIR"; touch "$DIR/.zbn"
+	# the same tag live under another --dir: its namespaces are ours by name,
+	# and a failed up would tear them down
+	ip netns list 2>/dev/null | awk '{print $1}' | grep -qE "^$PFX-(hub|probe|[0-9]+)$" &&
+		die "namespaces of tag '$TAG' exist ($PFX-*): another cluster with this tag is up (down it, or use another --tag)"
+	# The directory (by default a fixed name in /tmp) holds the configs and
+	# the key, and root writes into it: it must be a real directory of ours
+	# that nobody else can write, else a planted link or file would be
+	# written through.
+	[ -L "$DIR" ] && die "--dir $DIR is a symbolic link: refused"
+	(umask 077; mkdir -p "$DIR")
+	[ -d "$DIR" ] && [ "$(stat -c %u "$DIR")" = "$(id -u)" ] ||
+		die "--dir $DIR is not a directory of this user: refused"
+	chmod go-w "$DIR"
+	touch "$DIR/.zbn"
 	echo "$n" >"$DIR/count"; echo "$m" >"$DIR/mode"
 	# the control plane's pre-shared key: never readable by others
-	(umask 077; head -c 32 /dev/urandom | base64 >"$DIR/psk")
+	rm -f "$DIR/psk"; (umask 077; head -c 32 /dev/urandom | base64 >"$DIR/psk")
+	set -E   # the teardown below also for failures inside functions
 	trap 'echo "cluster.sh: up failed, tearing down" >&2; cmd_down >/dev/null 2>&1' ERR
+	trap 'echo "cluster.sh: up interrupted, tearing down" >&2; cmd_down >/dev/null 2>&1; exit 130' INT TERM
 	if [ "$m" = veth ]; then
 		ip netns add "$HUB"; quiet_ns "$HUB"
 		ip -n "$HUB" link add br0 type bridge mcast_snooping 0  # a dumb hub
@@ -229,7 +244,8 @@ cmd_up() {
 		ip netns exec "$PROBE" ethtool -K eth0 tx off >/dev/null 2>&1 || true
 	fi
 	for ((i = 1; i <= n; i++)); do write_config "$i" "$n" "$m"; done
-	trap - ERR
+	trap - ERR INT TERM
+	set +E
 	echo "cluster $TAG: $n nodes ($m), configs in $DIR"
 }
 

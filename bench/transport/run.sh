@@ -38,7 +38,17 @@ CLM="$ROOT/scripts/cluster-memif.sh --tag $TAGM --dir $W/m"
 CLV="$ROOT/scripts/cluster.sh --tag $TAGV --dir $W/v"
 PIDS=()
 cleanup() {
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	# PIDS are timeout(1) wrappers: their commands run in a process group
+	# of their own, out of reach of the terminal's ^C and orphaned (still
+	# polling) if the wrapper is KILLed. TERM the wrapper, which passes it
+	# on; then KILL what is left of each command, then the wrapper.
+	local p alive=0
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && alive=1; done
+	[ $alive -eq 0 ] || sleep 1
+	for p in "${PIDS[@]}"; do
+		pkill -KILL -P "$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+	done
 	$CLM down >/dev/null 2>&1; $CLV down >/dev/null 2>&1
 	rm -rf /var/run/dpdk/zbperf-tp$$A /var/run/dpdk/zbperf-tp$$B "$W"
 }
