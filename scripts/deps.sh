@@ -17,7 +17,7 @@ PKGS=(
 	# control plane
 	libraft-dev libuv1-dev libsodium-dev libmicrohttpd-dev
 	# multi-node tests, fault injection, tools
-	iproute2 iputils-ping tcpdump curl procps psmisc util-linux kmod
+	iproute2 iputils-ping tcpdump curl procps psmisc util-linux kmod ethtool
 	# benchmarks and their peers
 	gnuplot-nox erlang-nox libopenmpi-dev openmpi-bin
 )
@@ -33,12 +33,15 @@ fi
 echo "deps: installing ${missing[*]}"
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
-if ! $SUDO apt-get update -qq; then
+# sudo resets the environment: pass the frontend on the command line. Wait
+# for the dpkg lock (a fresh machine may be running apt-daily) rather than
+# fail at once.
+APT=($SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300)
+if ! "${APT[@]}" update -qq; then
 	echo "deps: apt-get update failed: check the network and /etc/apt/sources.list" >&2
 	exit 1
 fi
-if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; then
+if ! "${APT[@]}" install -y -qq --no-install-recommends "${missing[@]}"; then
 	for p in "${missing[@]}"; do
 		apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]' ||
 			echo "deps: package '$p' is not available from the configured archives" >&2
