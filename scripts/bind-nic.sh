@@ -7,7 +7,7 @@
 set -euo pipefail
 
 PROG=${0##*/}
-SYSFS=/sys
+SYSFS=${ZBMD_SYSFS:-/sys}   # tests point it at a fake tree
 DRIVER=vfio-pci
 DRY_RUN=0
 FORCE=0
@@ -137,6 +137,26 @@ if [ "$ACTION" = bind ] && [ "$DRIVER" = vfio-pci ]; then
 	fi
 fi
 
+# All or nothing: if a device fails, those changed before it (and it) go
+# back to the driver they had, their interfaces up again.
+CHANGED=() ORIG=() DOWNED=()
+rollback() {
+	local k
+	for ((k = ${#CHANGED[@]} - 1; k >= 0; k--)); do
+		if [ -n "${ORIG[k]}" ]; then
+			"$DEVBIND" --bind="${ORIG[k]}" "${CHANGED[k]}" >/dev/null 2>&1 &&
+				echo "${CHANGED[k]}: back to ${ORIG[k]}" >&2 ||
+				echo "${CHANGED[k]}: could not go back to ${ORIG[k]}" >&2
+		fi
+	done
+	for ifc in "${DOWNED[@]}"; do
+		ip link set dev "$ifc" up >/dev/null 2>&1 || true
+	done
+}
+if [ "$DRY_RUN" -eq 0 ]; then
+	trap 'rc=$?; [ $rc -eq 0 ] || [ ${#CHANGED[@]} -eq 0 ] || rollback; exit $rc' EXIT
+fi
+
 for dev in "${DEVS[@]}"; do
 	d="$SYSFS/bus/pci/devices/$dev"
 	cur=$(basename "$(readlink "$d/driver" 2>/dev/null)" 2>/dev/null || true)
@@ -144,9 +164,11 @@ for dev in "${DEVS[@]}"; do
 		echo "$dev: already bound to $DRIVER"
 		continue
 	fi
+	CHANGED+=("$dev"); ORIG+=("$cur")
 	if [ "$ACTION" = bind ]; then
 		for ifc in $(netdevs_of "$dev"); do
 			do_run ip link set dev "$ifc" down
+			DOWNED+=("$ifc")
 		done
 	fi
 	if [ "$FORCE" -eq 1 ]; then

@@ -126,6 +126,31 @@ else
 	for i in 1 2 3; do echo "ok $((TAP_RUN + 1)) # SKIP no PCI network device or no dpdk-devbind.py"; TAP_RUN=$((TAP_RUN + 1)); done
 fi
 
+# All or nothing, on a fake sysfs (ZBMD_SYSFS) with a fake dpdk-devbind.py
+# that binds by rewriting the driver link and fails for the second device:
+# the first goes back to its driver, exit 1.
+F="$TMP/fsys"
+mkdir -p "$F/bus/pci/drivers/e1000" "$F/bus/pci/drivers/zbfake" "$F/class/net"
+for dev in 0000:00:0a.0 0000:00:0b.0; do
+	mkdir -p "$F/bus/pci/devices/$dev"
+	echo 0x020000 >"$F/bus/pci/devices/$dev/class"
+	ln -s ../../drivers/e1000 "$F/bus/pci/devices/$dev/driver"
+done
+{
+	echo '#!/bin/bash'
+	echo 'drv=${1#--bind=}; dev=$2'
+	echo '[ "$drv" = zbfake ] && [ "$dev" = 0000:00:0b.0 ] && { echo "fake: $dev refuses" >&2; exit 1; }'
+	echo "ln -sfn ../../drivers/\$drv \"$F/bus/pci/devices/\$dev/driver\""
+} >"$TMP/devbind"
+chmod +x "$TMP/devbind"
+ZBMD_SYSFS=$F DPDK_DEVBIND=$TMP/devbind "$S/bind-nic.sh" --driver zbfake 0000:00:0a.0 0000:00:0b.0 \
+	>"$TMP/out" 2>&1; rc=$?
+a=$(basename "$(readlink "$F/bus/pci/devices/0000:00:0a.0/driver")")
+b=$(basename "$(readlink "$F/bus/pci/devices/0000:00:0b.0/driver")")
+[ $rc -eq 1 ] && [ "$a" = e1000 ] && [ "$b" = e1000 ] && grep -q "0000:00:0a.0: back to e1000" "$TMP/out"
+ok $? "bind-nic.sh: a device that fails to bind puts the ones bound before it back (exit $rc, $a, $b)"
+[ $rc -eq 1 ] || diag "$(cat "$TMP/out")"
+
 # ---- install-service.sh ----
 mkdir -p "$TMP/root"
 out=$("$S/install-service.sh" --dry-run --root "$TMP/root" --binary "$ZBMD" 2>&1); rc=$?
