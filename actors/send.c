@@ -51,20 +51,22 @@ int act__deliver(struct act_runtime *rt, act_id to, struct act_msg *m, bool sys)
 	 * the slot at once, so a is not read after the push; a port is only
 	 * woken through its futex address (the slot memory stays mapped; a
 	 * wake-up there is at worst spurious). */
-	bool port = a->kind == AK_PORT;
+	/* Only the first message into an empty mailbox wakes anyone, so kind
+	 * is read only then: a busy receiver's slot is not touched beyond its
+	 * word and its queue (reading kind on every send cost the counting
+	 * benchmark ~23 %). */
 	bool first = w_count(w) == 0;
-	if (ZB_UNLIKELY(port && first))
+	bool port = first && a->kind == AK_PORT;
+	if (ZB_UNLIKELY(port))
 		atomic_fetch_add_explicit(&a->port_seq, 1, REL);
 	m->to = to;
 	m->_priv.state = MS_QUEUED;
 	act__msg_moved(m); /* before the push: from there on m is the receiver's */
 	act__mpsc_push(&a->mb, act__qn(m));
-	if (ZB_UNLIKELY(port)) {
-		if (first)
-			act__port_wake(&a->port_seq);
-	} else if (first) {
+	if (ZB_UNLIKELY(port))
+		act__port_wake(&a->port_seq);
+	else if (first)
 		act__make_runnable(rt, a);
-	}
 	return 0;
 }
 
