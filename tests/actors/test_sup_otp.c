@@ -28,11 +28,7 @@ static const struct act_behaviour cb = {.name = "c", .init = c_init, .handle = c
 
 static void pump(uint64_t ms)
 {
-	uint64_t end = zb_now_ns() + ms * 1000000ull;
-	do {
-		if (!act_worker_poll(rt, 0, 1000))
-			usleep(100);
-	} while (zb_now_ns() < end);
+	pump_worker0(rt, ms);
 }
 
 static uint64_t restarts(void)

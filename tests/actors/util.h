@@ -4,6 +4,7 @@
 
 #include "tap.h"
 #include "zbmd/actors.h"
+#include "zbmd/common.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -59,5 +60,16 @@ static inline size_t drain(struct act_runtime *rt, uint32_t workers)
 		while (!(cond) && zb_now_ns() < d__)                           \
 			usleep(500);                                           \
 	} while (0)
+
+/* Runs worker 0's loop from this thread for ms milliseconds (the
+ * supervision tests drive one worker by hand). */
+static inline void pump_worker0(struct act_runtime *rt, uint64_t ms)
+{
+	uint64_t end = zb_now_ns() + ms * 1000000ull;
+	do {
+		if (!act_worker_poll(rt, 0, 1000))
+			usleep(100);
+	} while (zb_now_ns() < end);
+}
 
 #endif
