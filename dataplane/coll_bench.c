@@ -77,8 +77,8 @@ static int parse_size(const char *s, size_t *out)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
+	if (errno || end == s || !(v >= 0) || !isfinite(v))
+		return -EINVAL;   /* !(v >= 0): NaN too */
 	switch (*end) {
 	case 'k': case 'K': v *= 1024; end++; break;
 	case 'm': case 'M': v *= 1024 * 1024; end++; break;
@@ -713,7 +713,9 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 	for (int i = 0; i < nrows; i++)
 		fprintf(f, "%zu %f %f\n", rows[i].bytes, rows[i].busbw[0], rows[i].busbw[1]);
 	fclose(f);
-	g = popen("gnuplot", "w");
+	/* gnuplot's stdout is not ours: on an output it cannot open it draws
+	 * there, and the PNG bytes would land in the results table */
+	g = popen("gnuplot >/dev/null", "w");
 	if (!g) {
 		unlink(dat);
 		return -errno;
@@ -749,6 +751,13 @@ static int bench_output_ok(const char *flag, const char *path)
 				"character\n", flag);
 			return -1;
 		}
+	/* gnuplot opens an output named '|cmd' as a pipe to cmd (a shell
+	 * command): a file name never starts with one here */
+	if (path[0] == '|') {
+		fprintf(stderr, "zbmd bench allreduce: %s %s: a name starting with '|' "
+			"would run a command (write ./%s for such a file)\n", flag, path, path);
+		return -1;
+	}
 
 	if (stat(path, &st) == 0) {
 		if (!S_ISREG(st.st_mode)) {

@@ -244,9 +244,10 @@ static int local_at(const char *s, int *node, long *ms)
 	if (end == s || *end != '@' || n < 0 || n >= LOCAL_MAX_NODES)
 		return -EINVAL;
 	s = end + 1;
+	errno = 0;
 	*ms = strtol(s, &end, 10);
-	if (end == s || *end || *ms < 0)
-		return -EINVAL;
+	if (end == s || *end || errno || *ms < 0 || *ms > 86400000L)
+		return -EINVAL;   /* at most a day: ms * 1e6 ns stays in range */
 	*node = (int)n;
 	return 0;
 }
@@ -1194,6 +1195,9 @@ int coll_local_main(int argc, char **argv)
 	memset(&L, 0, sizeof(L));
 	L.lost = -1;
 	local_signal = 0;
+	/* inherited as ignored, SIGCHLD makes the kernel reap the nodes: their
+	 * exit statuses would be lost and a run of failed nodes read as 0 */
+	signal(SIGCHLD, SIG_DFL);
 	rc = local_parse(argc, argv, &L.o);
 	if (rc)
 		return rc > 0 ? 0 : 2;

@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 9
+plan 13
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
@@ -43,3 +43,20 @@ show ZBN_MTU=4000
 grep -qx 'mtu = 4000' "$T/out" && grep -qx 'memory_mb = 768' "$T/out" &&
 	grep -q '^vdev = net_memif0,.*,bsize=4096,rsize=8$' "$T/out"
 ok $? "ZBN_MTU=4000: 4 KB buffers, 256 slots, 768 MB" || diag "$(cat "$T/out")"
+
+# bad input to zbmd local and the benchmark: refused, nothing run
+rm_kept() {  # the logs directory a failed zbmd local kept, named in $T/err
+	sed -n 's|.*kept in \(/tmp/zbmd-local-[A-Za-z0-9]*\).*|\1|p' "$T/err" | xargs -r rm -rf
+}
+(cd "$T" && "$ZBMD" local --nodes 2 --link tcp -- bench allreduce -b 1K -e 1K -n 1 -w 0 \
+	--plot '|touch INJECTED' >/dev/null 2>"$T/err")
+[ ! -e "$T/INJECTED" ] && grep -q "would run a command" "$T/err"
+ok $? "--plot '|cmd' is refused, not handed to gnuplot as a pipe"; rm_kept
+"$ZBMD" local --nodes 2 --link tcp -- bench allreduce -b nan -e nan >/dev/null 2>"$T/err"
+grep -q "bad value 'nan' for -b" "$T/err"; ok $? "-b nan is a bad value"; rm_kept
+"$ZBMD" local --nodes 2 --kill 1@18446744073710 -- bench allreduce >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q "bad --kill" "$T/err"
+ok $? "--kill NODE@MS past a day is exit 2 (it wrapped and killed at once)"
+perl -e '$SIG{CHLD}="IGNORE"; exec @ARGV' "$ZBMD" local --nodes 2 --link tcp -- /bin/sh -c "exit 3" \
+	>/dev/null 2>"$T/err"
+[ $? -ne 0 ]; ok $? "nodes that fail fail zbmd local, with SIGCHLD inherited ignored"; rm_kept
