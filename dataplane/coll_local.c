@@ -3,7 +3,7 @@
  *   zbmd local --nodes N [--link tcp|veth|memif] [--netem "loss 2%"] [--ns]
  *              [--qdisc "tbf rate 300mbit burst 16kb limit 16kb"]
  *              [--set SECTION.KEY=VALUE]... [--kill NODE@MS] [--linkdown NODE@MS]
- *              [--keep] -- COMMAND [ARGS...]
+ *              [--cpus-per-node auto|0|W] [--keep] -- COMMAND [ARGS...]
  *
  * Writes one config per node from the embedded default (below, plus --set
  * overrides), starts COMMAND on every node with `--config FILE` appended
@@ -65,6 +65,7 @@
  * on their own before zbmd local stops them (local_lost_cut) */
 #define LOCAL_LOST_GRACE_MS 5000
 #define LOCAL_MEMIF_MEMORY_MB "768"
+#define LOCAL_MAX_CPUS 64       /* --cpus-per-node */
 
 static volatile sig_atomic_t local_signal;
 
@@ -116,6 +117,9 @@ struct local_opts {
 	int ndkv;
 	int kill_node, linkdown_node;
 	long kill_ms, linkdown_ms;
+	int cpus_per_node;              /* --cpus-per-node: -1 auto, 0 shared */
+	int spread;                     /* CPUs per node in use: 0 shared */
+	int cpus[LOCAL_MAX_NODES * LOCAL_MAX_CPUS];   /* the ones we may use */
 	char **cmd;
 	int ncmd;
 };
@@ -134,7 +138,8 @@ static void local_usage(FILE *f)
 	fprintf(f,
 "usage: zbmd local --nodes N [--link tcp|veth|memif] [--netem SPEC] [--ns]\n"
 "                  [--set SECTION.KEY=VALUE]... [--kill NODE@MS]\n"
-"                  [--linkdown NODE@MS] [--keep] -- COMMAND [ARGS...]\n"
+"                  [--linkdown NODE@MS] [--cpus-per-node auto|0|W] [--keep]\n"
+"                  -- COMMAND [ARGS...]\n"
 "Starts an N-node cluster on this machine (embedded default config), runs\n"
 "`zbmd COMMAND ARGS --config nodeI.ini` on every node (a COMMAND with a '/'\n"
 "is run as a program), prints node 0's output and tears everything down.\n"
@@ -151,6 +156,10 @@ static void local_usage(FILE *f)
 "  --set S.K=V       override a key of the embedded config\n"
 "  --kill N@MS       kill -9 node N after MS ms (fault test)\n"
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces)\n"
+"  --cpus-per-node W  memif, veth: node I polls on CPUs W*I .. W*I+W-1 of those\n"
+"                    this process may use, with [dataplane] idle = poll; 0: all\n"
+"                    nodes share CPUs 0-1 (idle adaptive); auto (default): 2\n"
+"                    where there are 2 per node, else 0\n"
 "  --keep            keep the configs and logs directory\n"
 "A run (any command but `run`) that loses a node (killed, crashed, exited\n"
 "non-zero) gives the others [coll] timeout_ms + 5 s to fail on their own,\n"
@@ -252,6 +261,59 @@ static int local_at(const char *s, int *node, long *ms)
 	return 0;
 }
 
+/* --cpus-per-node: where this process may use W CPUs per node (and the
+ * EAL can name them: ids below 128), o->spread = W and o->cpus lists them;
+ * else 0, the nodes sharing CPUs 0-1 (cluster.sh's default). A placement
+ * of the user's own (eal.lcores, ZBN_LCORES) wins over auto. -1 (said why)
+ * where an explicit W cannot be had. */
+static int local_spread(struct local_opts *o)
+{
+	cpu_set_t set;
+	int n = 0, want = o->cpus_per_node > 0 ? o->cpus_per_node : 2;
+
+	o->spread = 0;
+	if (o->cpus_per_node == 0)
+		return 0;
+	if (!o->dpdk) {
+		if (o->cpus_per_node < 0)
+			return 0;
+		fprintf(stderr, "zbmd local: --cpus-per-node places DPDK lcores: it "
+			"needs --link memif or veth\n");
+		return -1;
+	}
+	if (local_kv_find(o->dkv, o->ndkv, "eal", "lcores") >= 0 ||
+	    getenv("ZBN_LCORES")) {
+		if (o->cpus_per_node < 0)
+			return 0;
+		fprintf(stderr, "zbmd local: --cpus-per-node and eal.lcores / "
+			"ZBN_LCORES both place the nodes: give one\n");
+		return -1;
+	}
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < 128 && n < (int)ZB_ARRAY_LEN(o->cpus); c++)
+			if (CPU_ISSET(c, &set))
+				o->cpus[n++] = c;
+	if (n < want * o->nodes) {
+		if (o->cpus_per_node < 0)
+			return 0;
+		fprintf(stderr, "zbmd local: --cpus-per-node %d: %d nodes need %d "
+			"CPUs, this process may use %d (ids below 128)\n", want,
+			o->nodes, want * o->nodes, n);
+		return -1;
+	}
+	o->spread = want;
+	if (local_kv_find(o->dkv, o->ndkv, "dataplane", "idle") < 0 &&
+	    !getenv("ZBN_IDLE")) {
+		/* a CPU of its own: the production default, pure polling */
+		struct local_kv kv = {"dataplane", "idle", "poll"};
+		if (local_kv_put(o->dkv, &o->ndkv, (int)ZB_ARRAY_LEN(o->dkv), &kv) < 0) {
+			fprintf(stderr, "zbmd local: too many --set\n");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int local_parse(int argc, char **argv, struct local_opts *o)
 {
 	static const struct option lo[] = {
@@ -265,6 +327,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		{"linkdown", required_argument, 0, 'd'},
 		{"keep", no_argument, 0, 'K'},
 		{"fault", required_argument, 0, 'F'},
+		{"cpus-per-node", required_argument, 0, 'C'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0}};
 	int c;
@@ -273,6 +336,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 	o->nodes = 4;
 	o->link = "tcp";
 	o->kill_node = o->linkdown_node = -1;
+	o->cpus_per_node = -1;
 	for (size_t i = 0; i < ZB_ARRAY_LEN(local_defaults); i++)
 		o->kv[o->nkv++] = local_defaults[i];
 	for (size_t i = 0; i < ZB_ARRAY_LEN(local_dpdk_defaults); i++)
@@ -313,6 +377,19 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			}
 			break;
 		case 'K': o->keep = true; break;
+		case 'C': {
+			char *end;
+			long v = strcmp(optarg, "auto") ? strtol(optarg, &end, 10) : -1;
+			if (strcmp(optarg, "auto") &&
+			    (end == optarg || *end || v == 1 || v < 0 || v > LOCAL_MAX_CPUS)) {
+				fprintf(stderr, "zbmd local: bad --cpus-per-node '%s' (want "
+					"auto, 0, or 2..%d: a main lcore and dataplane "
+					"lcores)\n", optarg, LOCAL_MAX_CPUS);
+				return -EINVAL;
+			}
+			o->cpus_per_node = (int)v;
+			break;
+		}
 		case 's':
 			if (local_set(o, optarg) < 0) {
 				fprintf(stderr, "zbmd local: bad --set '%s' (want "
@@ -386,6 +463,8 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		fprintf(stderr, "zbmd local: --kill/--linkdown node out of range\n");
 		return -EINVAL;
 	}
+	if (local_spread(o) < 0)
+		return -EINVAL;
 	/* The nodes share this machine's CPUs: each node's BLAS (the cpu GPU
 	 * backend, zbmd train) gets its share of them instead of one thread
 	 * per CPU in every node (4 nodes on 2 CPUs: a gradient took ~2x as
@@ -749,6 +828,10 @@ static void local_dpdk_teardown(struct local_run *L)
 {
 	char out[1024];
 
+	/* the nodes' configs outlive cluster.sh down where the run's
+	 * directory is kept (--keep, a failure): copies beside the logs */
+	if (L->cl_up)
+		local_sh("cp '%s'/node*.ini '%s'/ 2>/dev/null", L->cldir, L->dir);
 	if (L->cl_up && local_cluster(L, out, sizeof(out), "down") < 0)
 		fprintf(stderr, "zbmd local: cluster.sh down failed:\n%s", out);
 	L->cl_up = false;
@@ -841,6 +924,13 @@ static int local_dpdk_prepare(struct local_run *L)
 		if (atoi(getenv("ZBN_MTU")) > 1500)
 			setenv("ZBN_MEMORY_MB", LOCAL_MEMIF_MEMORY_MB, 0);
 	}
+	if (o->spread > 2) {
+		/* cluster.sh sizes af_packet's queue pairs by ZBN_LCORES: one per
+		 * dataplane lcore; each node's own CPUs are merged in below */
+		char lc[16];
+		snprintf(lc, sizeof(lc), "0-%d", o->spread - 1);
+		setenv("ZBN_LCORES", lc, 1);
+	}
 	if (local_cluster(L, out, sizeof(out), "up %d%s", o->nodes,
 			  memif ? " --memif" : "") < 0) {
 		fprintf(stderr, "zbmd local: creating the %s cluster failed:\n%s",
@@ -870,9 +960,24 @@ static int local_dpdk_prepare(struct local_run *L)
 		 * two: odd nodes keep main lcore 0 (dataplane on 1), even nodes
 		 * take main lcore 1 (dataplane on 0) */
 		const char *lc = getenv("ZBN_LCORES"), *zc = getenv("ZBN_MEMIF_ZC");
-		if (!user_extra && (!lc || !strcmp(lc, "0-1")) && i % 2 == 1) {
+		bool sfs = memif && zc && !strcmp(zc, "1");
+		if (o->spread) {
+			/* CPUs of its own: main lcore the first, dataplane the rest */
+			int len = 0;
+			kv[n] = (struct local_kv){"eal", "lcores", ""};
+			for (int c = 0; c < o->spread; c++)
+				len += snprintf(kv[n].val + len, sizeof(kv[n].val) - (size_t)len,
+						"%s%d", c ? "," : "", o->cpus[o->spread * i + c]);
+			ZB_ASSERT(len < (int)sizeof(kv[n].val));
+			n++;
+			if (!user_extra) {
+				kv[n] = (struct local_kv){"eal", "extra_args", ""};
+				if (sfs)
+					snprintf(kv[n].val, sizeof(kv[n].val), "--single-file-segments");
+				n++;
+			}
+		} else if (!user_extra && (!lc || !strcmp(lc, "0-1")) && i % 2 == 1) {
 			/* keeps what cluster.sh needs for memif zero-copy */
-			bool sfs = memif && zc && !strcmp(zc, "1");
 			kv[n++] = (struct local_kv){"eal", "extra_args", ""};
 			snprintf(kv[n - 1].val, sizeof(kv[n - 1].val), "--main-lcore 1%s",
 				 sfs ? " --single-file-segments" : "");
@@ -1177,8 +1282,13 @@ static void local_cleanup(struct local_run *L)
 		return;
 	}
 	for (int i = 0; i < L->o.nodes; i++) {
-		if (!L->o.dpdk)
-			unlink(L->nd[i].cfg);   /* dpdk: cluster.sh down removed them */
+		if (!L->o.dpdk) {
+			unlink(L->nd[i].cfg);
+		} else {   /* cluster.sh down removed them; these are the copies */
+			char p[sizeof(L->dir) + 24];
+			snprintf(p, sizeof(p), "%s/node%d.ini", L->dir, i + 1);
+			unlink(p);
+		}
 		unlink(L->nd[i].log);
 		if (L->nd[i].ready[0])
 			unlink(L->nd[i].ready);

@@ -3,23 +3,26 @@
 # configs with zbmd local's defaults merged in), read back by a program run as
 # the node command: 9000-byte frames, 768 MB, 256-slot rings for frames over
 # 2 KB; the environment overrides each; 1500-byte frames keep the PMD's ring.
+# Where the CPUs are, each node its own two (--cpus-per-node) polling, else
+# all on CPUs 0-1; --keep keeps the nodes' configs; bad flags are refused.
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 13
+plan 22
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
 cat >"$T/show.sh" <<'EOF'
 #!/bin/sh
 [ -n "$ZBMD_READY_FILE" ] && touch "$ZBMD_READY_FILE"
-grep -E '^(mtu|memory_mb|vdev) =' "$2"
+grep -E '^(mtu|memory_mb|vdev|lcores|idle|extra_args) =' "$2"
 EOF
 chmod +x "$T/show.sh"
 
-show() {  # ENV... : node 0's keys into $T/out
-	env "$@" "$ZBMD" local --nodes 2 --link memif -- "$T/show.sh" >"$T/out" 2>"$T/err"
+show() {  # ENV... : node 0's keys into $T/out (NODES nodes, default 2; FLAGS)
+	env "$@" "$ZBMD" local --nodes "${NODES:-2}" --link memif ${FLAGS:-} -- "$T/show.sh" \
+		>"$T/out" 2>"$T/err"
 }
 
 show; ok $? "zbmd local runs the node command on 2 memif nodes" ||
@@ -44,10 +47,42 @@ grep -qx 'mtu = 4000' "$T/out" && grep -qx 'memory_mb = 768' "$T/out" &&
 	grep -q '^vdev = net_memif0,.*,bsize=4096,rsize=8$' "$T/out"
 ok $? "ZBN_MTU=4000: 4 KB buffers, 256 slots, 768 MB" || diag "$(cat "$T/out")"
 
-# bad input to zbmd local and the benchmark: refused, nothing run
 rm_kept() {  # the logs directory a failed zbmd local kept, named in $T/err
 	sed -n 's|.*kept in \(/tmp/zbmd-local-[A-Za-z0-9]*\).*|\1|p' "$T/err" | xargs -r rm -rf
 }
+
+# CPU placement: a node alone has 2 CPUs to itself on any machine here
+NODES=1 show
+grep -Eqx 'lcores = [0-9]+,[0-9]+' "$T/out" && grep -qx 'idle = poll' "$T/out" &&
+	grep -Eqx 'extra_args = ?' "$T/out"
+ok $? "a node with 2 CPUs to itself: its own lcores, pure polling, no --main-lcore" ||
+	diag "$(cat "$T/out" "$T/err")"
+NODES=1 FLAGS="--cpus-per-node 0" show
+grep -qx 'lcores = 0-1' "$T/out" && grep -qx 'idle = adaptive' "$T/out"
+ok $? "--cpus-per-node 0: CPUs 0-1 shared, adaptive idle" || diag "$(cat "$T/out" "$T/err")"
+show   # 2 nodes: their own CPUs only where there are 4
+if [ "$(nproc)" -ge 4 ]; then
+	grep -Eqx 'lcores = [0-9]+,[0-9]+' "$T/out" && grep -qx 'idle = poll' "$T/out"
+else
+	grep -qx 'lcores = 0-1' "$T/out" && grep -qx 'idle = adaptive' "$T/out"
+fi
+ok $? "2 nodes on $(nproc) CPUs: auto placement" || diag "$(cat "$T/out" "$T/err")"
+NODES=1 FLAGS="--keep" show
+d=$(sed -n 's|.*kept in \(/tmp/zbmd-local-[A-Za-z0-9]*\).*|\1|p' "$T/err")
+[ -n "$d" ] && [ -s "$d/node1.ini" ]
+ok $? "--keep keeps a memif node's config (cluster.sh down removed it)"; rm_kept
+for a in "--cpus-per-node 1" "--cpus-per-node 2x" "--cpus-per-node 64 --nodes 9" \
+	 "--cpus-per-node 2 --link tcp"; do
+	"$ZBMD" local --link memif --nodes 2 $a -- /bin/true >/dev/null 2>"$T/err"
+	[ $? -eq 2 ] && grep -q "cpus-per-node" "$T/err"
+	ok $? "$a: exit 2 saying why" || diag "$(cat "$T/err")"
+done
+ZBN_LCORES=0-1 "$ZBMD" local --nodes 1 --link memif --cpus-per-node 2 -- /bin/true \
+	>/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q "both place the nodes" "$T/err"
+ok $? "--cpus-per-node with ZBN_LCORES: exit 2 (two placements)" || diag "$(cat "$T/err")"
+
+# bad input to zbmd local and the benchmark: refused, nothing run
 (cd "$T" && "$ZBMD" local --nodes 2 --link tcp -- bench allreduce -b 1K -e 1K -n 1 -w 0 \
 	--plot '|touch INJECTED' >/dev/null 2>"$T/err")
 [ ! -e "$T/INJECTED" ] && grep -q "would run a command" "$T/err"
