@@ -44,7 +44,9 @@ struct bench_row {
 	double loop_ns;         /* ... wall time of that loop */
 };
 
-#define BENCH_MAX_ROWS 4096
+#define BENCH_MAX_SIZES 256
+/* every dtype x every op x every size: a sweep is never cut short */
+#define BENCH_MAX_ROWS (ZB_DTYPE_COUNT * ZB_REDOP_COUNT * BENCH_MAX_SIZES)
 
 static void bench_usage(FILE *f)
 {
@@ -102,6 +104,9 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 	*out = v;
 	return 0;
 }
+
+static int bench_sizes(const struct bench_opts *o, size_t esize, size_t *out,
+		       int max);
 
 static int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
@@ -247,6 +252,14 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 	if (o->minb > o->maxb) {
 		fprintf(stderr, "zbmd bench allreduce: -b %zu > -e %zu\n", o->minb,
 			o->maxb);
+		return -EINVAL;
+	}
+	size_t sizes[BENCH_MAX_SIZES + 1];
+	if (!o->ncounts && bench_sizes(o, 1, sizes, BENCH_MAX_SIZES + 1) > BENCH_MAX_SIZES) {
+		fprintf(stderr, "zbmd bench allreduce: -b %zu -e %zu with %s %zu is more "
+			"than %d sizes: take a larger step\n", o->minb, o->maxb,
+			o->factor > 1 ? "-f" : "-i", o->factor > 1 ? o->factor :
+			(o->stepb ? o->stepb : o->minb), BENCH_MAX_SIZES);
 		return -EINVAL;
 	}
 	return 0;
@@ -668,7 +681,12 @@ static int bench_write_json(const char *path, const struct bench_ctx *b,
 			    const struct zb_config *cfg, const struct bench_row *rows,
 			    int nrows, double avg)
 {
-	FILE *f = fopen(path, "w");
+	/* written beside it and renamed over it: a reader never sees half a
+	 * file, and a failed write leaves the old one */
+	char tmp[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp-%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	FILE *f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
 	fprintf(f, "{\n  \"benchmark\": \"allreduce\",\n  \"cluster\": {\"id\": %u, "
@@ -692,7 +710,19 @@ static int bench_write_json(const char *path, const struct bench_ctx *b,
 		fprintf(f, "}%s\n", i + 1 < nrows ? "," : "");
 	}
 	fprintf(f, "  ],\n  \"avg_busbw_gbs\": %.6f\n}\n", avg);
-	return fclose(f) == 0 ? 0 : -errno;
+	int rc = 0;
+	errno = 0;
+	if (fflush(f) != 0 || ferror(f))
+		rc = errno ? -errno : -EIO;   /* a failed write's errno (ENOSPC) */
+	else if (fsync(fileno(f)) != 0)
+		rc = -errno;
+	if (fclose(f) != 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
 }
 
 static int bench_plot(const char *png, const struct bench_ctx *b,
@@ -770,7 +800,9 @@ static int bench_output_ok(const char *flag, const char *path)
 				flag, path, strerror(errno));
 			return -1;
 		}
-		return 0;
+		/* --json replaces it through a new file in its directory */
+		if (strcmp(flag, "--json") != 0)
+			return 0;
 	}
 	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
 		fprintf(stderr, "zbmd bench allreduce: %s: path too long\n", flag);
@@ -883,13 +915,13 @@ static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
 {
 	enum zb_dtype dts[ZB_DTYPE_COUNT];
 	enum zb_redop ops[ZB_REDOP_COUNT];
-	size_t counts[256];
+	size_t counts[BENCH_MAX_SIZES];
 	int nd = bench_dtypes(o, dts), no = bench_ops(o, ops), nrows = 0;
 
 	*maxbytes = 0;
 	for (int d = 0; d < nd; d++) {
 		size_t es = zb_dtype_size(dts[d]);
-		int ns = bench_sizes(o, es, counts, 256);
+		int ns = bench_sizes(o, es, counts, BENCH_MAX_SIZES);
 		for (int p = 0; p < no; p++)
 			for (int i = 0; i < ns && nrows < BENCH_MAX_ROWS; i++) {
 				rows[nrows++] = (struct bench_row){

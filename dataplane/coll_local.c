@@ -66,6 +66,7 @@
 #define LOCAL_LOST_GRACE_MS 5000
 #define LOCAL_MEMIF_MEMORY_MB "768"
 #define LOCAL_MAX_CPUS 64       /* --cpus-per-node */
+#define LOCAL_MAX_ARGS 120      /* words of the node command */
 
 static volatile sig_atomic_t local_signal;
 
@@ -421,6 +422,11 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			"allreduce ...)\n");
 		return -EINVAL;
 	}
+	if (o->ncmd > LOCAL_MAX_ARGS) {
+		fprintf(stderr, "zbmd local: the command has %d words, at most %d\n",
+			o->ncmd, LOCAL_MAX_ARGS);
+		return -EINVAL;
+	}
 	if (!strcmp(o->link, "veth") || !strcmp(o->link, "memif")) {
 		o->dpdk = true;
 		if (o->qdisc || o->ns || o->linkdown_node >= 0) {
@@ -532,9 +538,12 @@ static int local_sh(const char *fmt, ...)
 
 static void local_ns_teardown(const struct local_opts *o, int pid)
 {
+	/* teardown commands ignore a ^C (the terminal sends it to our whole
+	 * process group): one killed half-way would leave its namespace */
 	for (int i = 0; i < o->nodes; i++)
-		local_sh("ip netns del zbcoll-%d-%d 2>/dev/null", pid, i);
-	local_sh("ip netns del zbcoll-%d-hub 2>/dev/null", pid);
+		local_sh("trap '' INT TERM HUP; ip netns del zbcoll-%d-%d 2>/dev/null",
+			 pid, i);
+	local_sh("trap '' INT TERM HUP; ip netns del zbcoll-%d-hub 2>/dev/null", pid);
 }
 
 static int local_ns_setup(const struct local_opts *o, int pid, int x)
@@ -580,9 +589,25 @@ static int local_merge_ini(const char *path, const struct local_kv *kv, int nkv)
 	ZB_ASSERT(nkv <= (int)ZB_ARRAY_LEN(done));
 	if (!f)
 		return -errno;
-	while (n < 512 && fgets(line, sizeof(line), f))
-		lines[n++] = strdup(line);
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+		/* a longer file or line would come back cut: refuse it */
+		if (n == (int)ZB_ARRAY_LEN(lines) ||
+		    (line[len - 1] != '\n' && (!feof(f) || len + 1 == sizeof(line)))) {
+			rc = -E2BIG;
+			break;
+		}
+		if (line[len - 1] != '\n')   /* the last line, unterminated */
+			strcpy(line + len, "\n");
+		if (!(lines[n] = strdup(line))) {
+			rc = -ENOMEM;
+			break;
+		}
+		n++;
+	}
 	fclose(f);
+	if (rc)
+		goto out;
 	if (!(f = fopen(path, "w"))) {
 		rc = -errno;
 		goto out;
@@ -696,7 +721,7 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 			dup2(fd, 2);
 		}
 	}
-	char *args[128];
+	char *args[LOCAL_MAX_ARGS + 4];   /* zbmd, --config FILE, NULL */
 	int n = 0;
 	bool prog = strchr(o->cmd[0], '/') != NULL;
 	if (!prog)
@@ -710,7 +735,8 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 	if (!prog)
 		while (words < o->ncmd && o->cmd[words][0] != '-')
 			words++;
-	for (int k = 0; k < o->ncmd && n < 124; k++) {
+	ZB_ASSERT(o->ncmd <= LOCAL_MAX_ARGS);
+	for (int k = 0; k < o->ncmd; k++) {
 		if (!prog && k == words) {
 			args[n++] = "--config";
 			args[n++] = nd->cfg;
@@ -775,6 +801,7 @@ struct local_run {
 	int lost;                       /* the first node out with a failure, or -1 */
 	pid_t pgid;
 	bool ns_up, failed, usage_err;
+	bool tearing_down;              /* its commands ignore ^C */
 	/* dpdk links: the cluster made by scripts/cluster.sh */
 	bool cl_up;
 	char tag[32], cldir[64], scripts[400];
@@ -819,8 +846,9 @@ static int local_cluster(struct local_run *L, char *out, size_t outlen,
 	va_start(ap, fmt);
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "'%s/cluster.sh' --tag %s --dir '%s' %s 2>&1",
-		 L->scripts, L->tag, L->cldir, args);
+	snprintf(cmd, sizeof(cmd), "%s'%s/cluster.sh' --tag %s --dir '%s' %s 2>&1",
+		 L->tearing_down ? "trap '' INT TERM HUP; " : "", L->scripts, L->tag,
+		 L->cldir, args);
 	return local_capture(cmd, out, outlen) == 0 ? 0 : -1;
 }
 
@@ -832,6 +860,9 @@ static void local_dpdk_teardown(struct local_run *L)
 	 * directory is kept (--keep, a failure): copies beside the logs */
 	if (L->cl_up)
 		local_sh("cp '%s'/node*.ini '%s'/ 2>/dev/null", L->cldir, L->dir);
+	/* "trap '' ...": as local_ns_teardown's, cluster.sh and its ip
+	 * commands ignore a ^C that comes while they run */
+	L->tearing_down = true;
 	if (L->cl_up && local_cluster(L, out, sizeof(out), "down") < 0)
 		fprintf(stderr, "zbmd local: cluster.sh down failed:\n%s", out);
 	L->cl_up = false;
@@ -991,7 +1022,8 @@ static int local_dpdk_prepare(struct local_run *L)
 		int rc = local_merge_ini(nd->cfg, kv, n);
 		if (rc < 0) {
 			fprintf(stderr, "zbmd local: writing %s: %s\n", nd->cfg,
-				strerror(-rc));
+				rc == -E2BIG ? "more than 512 lines, or a line of more "
+				"than 510 characters (ZBN_EXTRA_INI?)" : strerror(-rc));
 			return rc;
 		}
 	}

@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 23
+plan 25
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -34,6 +34,26 @@ ok $? "--json writes the same figures"
 [ "$(head -c 4 /tmp/zbcoll-$$.png 2>/dev/null | od -An -c | tr -d ' ')" = "211PNG" ]
 ok $? "--plot draws a PNG with gnuplot"
 rm -f /tmp/zbcoll-$$.json /tmp/zbcoll-$$.png /tmp/zbcoll-err.$$
+# --json on a file system that fills up: the old results stay whole, the
+# error says why (the file was truncated first, and half written)
+if [ "$(id -u)" = 0 ] && mkdir -p /tmp/zbcoll-full.$$ && mount -t tmpfs -o size=64k tmpfs /tmp/zbcoll-full.$$; then
+	echo OLD >/tmp/zbcoll-full.$$/r.json
+	dd if=/dev/zero of=/tmp/zbcoll-full.$$/fill bs=4k count=64 2>/dev/null
+	"$Z" local --nodes 2 -- bench allreduce -N 1000 -n 1 -w 1 -d all -o all \
+		--json /tmp/zbcoll-full.$$/r.json >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+	[ $rc -ne 0 ] && [ "$(cat /tmp/zbcoll-full.$$/r.json)" = OLD ] &&
+		grep -q "writing /tmp/zbcoll-full.$$/r.json: No space left on device" /tmp/zbcoll-err.$$ &&
+		[ "$(ls /tmp/zbcoll-full.$$)" = "$(printf 'fill\nr.json')" ]
+	ok $? "--json to a full file system: exit $rc saying why, the old file whole, no temporary left" ||
+		diag "$(head -3 /tmp/zbcoll-err.$$; ls /tmp/zbcoll-full.$$)"
+	drop_kept /tmp/zbcoll-err.$$
+	umount /tmp/zbcoll-full.$$; rmdir /tmp/zbcoll-full.$$
+else
+	ok 0 "# SKIP --json to a full file system: needs root (a small tmpfs)"
+fi
+"$Z" bench allreduce -c x.ini -b 1 -e 1M -f 1 -i 1 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q "more than 256 sizes: take a larger step" /tmp/zbcoll-err.$$
+ok $? "a sweep of more than 256 sizes: exit 2 (it was cut at 256 without a word)"
 # Bad input: clear errors, exit 2.
 "$Z" bench allreduce -c /nonexistent.ini >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 [ $rc -eq 2 ] && grep -q "nonexistent" /tmp/zbcoll-err.$$

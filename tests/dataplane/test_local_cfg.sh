@@ -9,7 +9,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 22
+plan 24
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
@@ -81,6 +81,16 @@ ZBN_LCORES=0-1 "$ZBMD" local --nodes 1 --link memif --cpus-per-node 2 -- /bin/tr
 	>/dev/null 2>"$T/err"
 [ $? -eq 2 ] && grep -q "both place the nodes" "$T/err"
 ok $? "--cpus-per-node with ZBN_LCORES: exit 2 (two placements)" || diag "$(cat "$T/err")"
+
+# a node config too long to merge our keys into: refused, not cut short
+ZBN_EXTRA_INI="$(for i in $(seq 600); do echo "; c$i"; done)" \
+	"$ZBMD" local --nodes 2 --link memif -- /bin/true >/dev/null 2>"$T/err"
+[ $? -ne 0 ] && grep -q "more than 512 lines" "$T/err"
+ok $? "a 600-line node config: refused saying why (it was cut at 512 lines)" ||
+	diag "$(cat "$T/err")"; rm_kept
+"$ZBMD" local --nodes 2 -- /bin/echo $(seq 130) >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -q "the command has 131 words, at most 120" "$T/err"
+ok $? "a node command of 131 words: exit 2 (words past 124 were dropped)"
 
 # bad input to zbmd local and the benchmark: refused, nothing run
 (cd "$T" && "$ZBMD" local --nodes 2 --link tcp -- bench allreduce -b 1K -e 1K -n 1 -w 0 \
