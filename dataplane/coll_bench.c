@@ -271,6 +271,28 @@ bad:
 
 /* ---- data: exact, per element, per rank ---------------------------------- */
 
+/* min / max: rank r contributes (3i + 5r) mod p - p/2 at element i, p the
+ * least prime >= n from 11 to 257: every rank's values differ from every
+ * other's (of up to 257 ranks), so each is the only extreme at some
+ * elements and a rank left out shows; |v| <= 128 is exact in bf16. */
+static uint32_t bench_minmax_mod(uint32_t n)
+{
+	static _Thread_local uint32_t last_n, last_p;   /* called per element */
+	if (n == last_n && last_p)
+		return last_p;
+	uint32_t p = n < 11 ? 11 : n > 257 ? 257 : n;
+	for (;; p++) {
+		bool prime = true;
+		for (uint32_t d = 2; d * d <= p && prime; d++)
+			prime = p % d != 0;
+		if (prime)
+			break;
+	}
+	last_n = n;
+	last_p = p;
+	return p;
+}
+
 /* The value rank r contributes at element i. Small integers (and their
  * products ±2^k), so that every dtype represents every partial result
  * exactly for up to 32 ranks: a wrong element is a real error. */
@@ -288,8 +310,10 @@ static double bench_value(enum zb_redop op, uint32_t r, uint32_t n, size_t i)
 		if ((i + r) % 5 == 0)
 			return 2.0;
 		return (i + 3 * (size_t)r) % 7 == 0 ? -1.0 : 1.0;
-	default:                /* min, max */
-		return (double)((i * 3 + (size_t)r * 5) % 11) - 5.0;
+	default: {              /* min, max */
+		uint32_t p = bench_minmax_mod(n);
+		return (double)((i * 3 + (size_t)r * 5) % p) - (double)(p / 2);
+	}
 	}
 }
 
