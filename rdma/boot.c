@@ -3,7 +3,10 @@
  * on [transport] tcp_port + 1 and hands every blob it receives to
  * rdma_conn_deliver (which validates it strictly); blobs queued with
  * rdma__boot_send are pushed to the peer, retried every 100 ms until the
- * peer listens or 60 s pass. Frame: u16 length (little-endian), blob.
+ * peer listens or 60 s pass. Frame: u16 length (little-endian), blob;
+ * the receiver answers each frame with one byte: BOOT_ACK_OK (delivered),
+ * BOOT_ACK_LATER (refused for now: the sender tries again) or
+ * BOOT_ACK_REFUSED (an invalid blob: the sender drops it and counts it).
  * Blobs are not authenticated here: production exchanges them through the
  * control plane, whose messages carry a MAC (rdma_provider_args). */
 #include "internal.h"
@@ -22,6 +25,9 @@
 #define BOOT_FRAME_MAX 256
 #define BOOT_RETRY_NS  (100 * 1000000ull)
 #define BOOT_GIVEUP_NS (60 * 1000000000ull)
+#define BOOT_ACK_MS    500
+
+enum { BOOT_ACK_OK = 0, BOOT_ACK_LATER = 1, BOOT_ACK_REFUSED = 2 };
 
 struct boot_out {
 	uint32_t ip;            /* network order */
@@ -49,9 +55,10 @@ struct rdma_boot {
 	void *arg;
 	struct boot_out out[BOOT_OUT_MAX];
 	struct boot_conn conns[BOOT_CONN_MAX];
-	_Atomic uint32_t delivered, rejected, sent, dropped;
+	_Atomic uint32_t delivered, rejected, sent, dropped, refused;
 };
 
+/* 0: delivered; -EBADMSG: the peer refused the blob; else not (yet). */
 static int send_one(const struct boot_out *o)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = o->ip,
@@ -73,8 +80,14 @@ static int send_one(const struct boot_out *o)
 	frame[1] = (uint8_t)(o->len >> 8);
 	memcpy(frame + 2, o->blob, o->len);
 	/* 74 bytes into an empty socket buffer: one send completes it. */
-	if (send(fd, frame, o->len + 2u, MSG_NOSIGNAL) == (ssize_t)(o->len + 2u))
-		rc = 0;
+	if (send(fd, frame, o->len + 2u, MSG_NOSIGNAL) != (ssize_t)(o->len + 2u))
+		goto out;
+	/* the peer's verdict: until 2026-11-27 a blob its provider refused
+	 * was counted as sent here, and one refused for now was lost */
+	uint8_t ack;
+	pf = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&pf, 1, BOOT_ACK_MS) == 1 && recv(fd, &ack, 1, MSG_DONTWAIT) == 1)
+		rc = ack == BOOT_ACK_OK ? 0 : ack == BOOT_ACK_LATER ? -EAGAIN : -EBADMSG;
 out:
 	close(fd);
 	return rc;
@@ -107,10 +120,15 @@ static void conn_read(struct rdma_boot *b, struct boot_conn *c)
 		return;
 	}
 	if (c->want && c->have == c->want + 2u) {
-		if (b->deliver(b->arg, c->buf + 2, c->want) == 0)
-			atomic_fetch_add(&b->delivered, 1);
-		else
-			atomic_fetch_add(&b->rejected, 1);
+		int rc = b->deliver(b->arg, c->buf + 2, c->want);
+		/* not ready to take it (no room, a comm being replaced): the
+		 * sender tries again; anything else is the blob's fault */
+		uint8_t ack = rc == 0 ? BOOT_ACK_OK :
+			      rc == -EAGAIN || rc == -ENOSPC || rc == -ENOMEM ||
+			      rc == -EBUSY ? BOOT_ACK_LATER : BOOT_ACK_REFUSED;
+		atomic_fetch_add(rc == 0 ? &b->delivered : &b->rejected, 1);
+		/* one byte into the socket's empty send buffer */
+		(void)send(c->fd, &ack, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 		c->have = 0;
 		c->want = 0;
 	}
@@ -144,9 +162,10 @@ static void push_out(struct rdma_boot *b, uint64_t now)
 			continue;
 		int rc = send_one(&o);
 		pthread_mutex_lock(&b->lock);
-		if (rc == 0 || now >= o.giveup_ns) {
+		if (rc == 0 || rc == -EBADMSG || now >= o.giveup_ns) {
 			b->out[i].used = false;
-			atomic_fetch_add(rc == 0 ? &b->sent : &b->dropped, 1);
+			atomic_fetch_add(rc == 0 ? &b->sent : rc == -EBADMSG ? &b->refused :
+					 &b->dropped, 1);
 		} else {
 			b->out[i].next_ns = now + BOOT_RETRY_NS;
 		}
@@ -260,9 +279,10 @@ int rdma__boot_send(struct rdma_boot *b, uint32_t ip_be, uint16_t port,
 }
 
 void rdma__boot_stats(const struct rdma_boot *b, uint32_t *delivered, uint32_t *rejected,
-		      uint32_t *sent, uint32_t *dropped)
+		      uint32_t *sent, uint32_t *dropped, uint32_t *refused)
 {
 	ZB_ASSERT(b != NULL);
+	*refused = atomic_load(&b->refused);
 	*delivered = atomic_load(&b->delivered);
 	*rejected = atomic_load(&b->rejected);
 	*sent = atomic_load(&b->sent);

@@ -438,8 +438,11 @@ int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,
 uint16_t rdma__boot_port(const struct rdma_boot *b);
 int rdma__boot_send(struct rdma_boot *b, uint32_t ip_be, uint16_t port,
 		    const void *blob, size_t len);
+/* delivered / rejected: blobs received here; sent: blobs the peer's
+ * provider took, refused: ones it refused as invalid, dropped: ones that
+ * never got through in 60 s (no listener, or "later" each time) */
 void rdma__boot_stats(const struct rdma_boot *b, uint32_t *delivered, uint32_t *rejected,
-		      uint32_t *sent, uint32_t *dropped);
+		      uint32_t *sent, uint32_t *dropped, uint32_t *refused);
 void rdma__boot_stop(struct rdma_boot *b);
 
 /* mr.c */

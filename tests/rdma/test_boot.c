@@ -1,6 +1,8 @@
 /* The bootstrap blob exchange over real TCP on 127.0.0.1: delivery,
  * retry until the peer listens, several frames per connection, bad frames
- * and bad blobs rejected and counted, prompt stop. */
+ * and bad blobs rejected and counted, the receiver's verdict at the sender
+ * (a refused blob is not "sent"; one refused for now is sent again), prompt
+ * stop. */
 #include "../../rdma/internal.h"
 #include "tap.h"
 
@@ -17,7 +19,13 @@ static int got;
 static int deliver(void *arg, const void *blob, size_t len)
 {
 	struct rdma_conn c;
-	(void)arg;
+	/* arg: a count of "not now" answers to give first (-EAGAIN, as a
+	 * provider whose comm is being replaced) */
+	if (arg) {
+		_Atomic int *later = arg;
+		if (atomic_fetch_sub(later, 1) > 0)
+			return -EAGAIN;
+	}
 	if (rdma__conn_decode(blob, len, &c, NULL, 0))
 		return ZB_ERR_BAD_FRAME;
 	pthread_mutex_lock(&mu);
@@ -63,13 +71,14 @@ static int raw_send(uint16_t port, const void *p, size_t n)
 
 int main(void)
 {
-	struct rdma_boot *a, *b, *c;
+	struct rdma_boot *a, *b, *c, *e;
+	_Atomic int later = 3;
 	uint8_t blob[RDMA_CONN_BLOB_LEN], frames[3 * (RDMA_CONN_BLOB_LEN + 2)];
-	uint32_t lo = htonl(INADDR_LOOPBACK), d, r, s, x;
+	uint32_t lo = htonl(INADDR_LOOPBACK), d, r, s, x, f;
 	uint16_t pb, pc;
 	uint64_t t0;
 
-	tap_plan(11);
+	tap_plan(15);
 	ok(rdma__boot_start(&a, lo, 0, deliver, NULL) == 0 && rdma__boot_start(&b, lo, 0, deliver, NULL) == 0,
 	   "two bootstrap listeners on 127.0.0.1");
 	pb = rdma__boot_port(b);
@@ -103,17 +112,38 @@ int main(void)
 	frames[10] ^= 0x55;
 	raw_send(pb, frames, RDMA_CONN_BLOB_LEN + 2);
 	usleep(100000);
-	rdma__boot_stats(b, &d, &r, &s, &x);
+	rdma__boot_stats(b, &d, &r, &s, &x, &f);
 	ok(d == 4 && r == 2, "bad length and corrupt blob rejected and counted (delivered %u, rejected %u)", d, r);
 	is_int(wait_got(5, 10), 5, "nothing bad reached the provider");
-	rdma__boot_stats(a, &d, &r, &s, &x);
-	ok(s == 2 && x == 0, "sender: 2 sent, none dropped");
+	rdma__boot_stats(a, &d, &r, &s, &x, &f);
+	ok(s == 2 && x == 0 && f == 0, "sender: 2 sent, none dropped or refused");
+
+	/* the receiver's verdict: a blob its provider refuses is counted so
+	 * at the sender, not as sent (frames[2..] is the corrupt blob) */
+	rdma__boot_send(a, lo, pb, frames + 2, RDMA_CONN_BLOB_LEN);
+	for (int i = 0; i < 200; i++) {
+		rdma__boot_stats(a, &d, &r, &s, &x, &f);
+		if (f + s + x > 2)
+			break;
+		usleep(10000);
+	}
+	ok(f == 1 && s == 2 && x == 0, "a blob the peer refuses: refused 1, not sent (sent %u, "
+	   "refused %u, dropped %u)", s, f, x);
+	/* "not now" three times, then taken: the sender tries again */
+	ok(rdma__boot_start(&e, lo, 0, deliver, &later) == 0, "a listener that says \"later\" 3 times");
+	make_blob(blob, 0x444);
+	rdma__boot_send(a, lo, rdma__boot_port(e), blob, sizeof(blob));
+	ok(wait_got(6, 3000) == 6 && memcmp(last, blob, sizeof(blob)) == 0 && later < 0,
+	   "sent again until taken: delivered after 3 refusals for now");
+	rdma__boot_stats(a, &d, &r, &s, &x, &f);
+	is_int(s, 3, "sender: counted sent once, when taken");
 	is_int(rdma__boot_send(a, lo, pb, blob, 300), -EINVAL, "oversize blob refused at queueing");
 
 	t0 = zb_now_ns();
 	rdma__boot_stop(a);
 	rdma__boot_stop(b);
 	rdma__boot_stop(c);
+	rdma__boot_stop(e);
 	ok(zb_now_ns() - t0 < 500000000ull, "stop joins the threads promptly (%llu ms)",
 	   (unsigned long long)((zb_now_ns() - t0) / 1000000));
 	return tap_done();
