@@ -2,7 +2,7 @@
 # scripts/gpu-bundle.sh: the gpu tests and bench in a folder that runs on its
 # own (a GPU machine without OpenBLAS/libnuma development packages or DPDK).
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 8
+plan 9
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 B=$tmp/b
@@ -25,6 +25,12 @@ passed=$(grep -Ec '^test_[a-z_]+\.(t|sh) +rc=0 ok=[1-9][0-9]* not_ok=0 ' "$tmp/r
 ok $? "every test file of the bundle ran and passed ($passed of $files)"
 grep -q '^ok [0-9]* - cpu: reduce float sum matches the reference' "$tmp/logs/test_conformance.t.log"
 ok $? "the logs land in OUT"
+# zbmd travels too: a 2-node training run on every usable backend (cpu at least)
+grep -q '^train --backend cpu: rc=0$' "$tmp/run.log" &&
+	[ "$(grep -c '^# replicas: bit-identical on all 2 nodes' "$tmp/run.log")" -eq \
+	  "$(grep -c '^train --backend ' "$tmp/run.log")" ] && [ ! -e "$B/build/obj" ]
+ok $? "zbmd train on each usable backend ($(grep -o '^train --backend [a-z]*' "$tmp/run.log" | cut -d' ' -f3 | tr '\n' ' ')): bit-identical replicas; no objects carried" ||
+	grep -E '^train|zbmd' "$tmp/run.log" | sed 's/^/# /'
 
 # a failing test file fails the run and is named
 printf '#!/bin/sh\necho 1..1\necho "not ok 1 - planted"\nexit 1\n' >"$B/tests/test_planted.sh"
