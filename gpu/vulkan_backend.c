@@ -25,6 +25,16 @@
  * wants enough to fill every compute unit. */
 #define VK_MAX_GROUPS_SOFTWARE 64u
 #define VK_MAX_GROUPS_HW 65535u
+#define VK_SPIN_NS 200000ull    /* a sync polls its fence this long, then sleeps */
+
+static inline void vk_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 #define VK_SPV_NAME 24
 
 enum { PIPE_REDUCE = 0, PIPE_SCALE = ZB_DTYPE_COUNT,
@@ -43,6 +53,7 @@ struct vk_be {
 	VkPipeline pipes[PIPE_COUNT]; /* VK_NULL_HANDLE = dtype unsupported */
 	uint64_t next_tag;
 	uint32_t max_groups;
+	bool spin;              /* poll the fence a while before sleeping on it */
 };
 
 struct vk_chunk {
@@ -411,6 +422,9 @@ static int vk_open(struct gpu_ctx *ctx, int index)
 	VkPhysicalDeviceProperties p;
 	vkGetPhysicalDeviceProperties(be->pd, &p);
 	be->max_groups = ctx->dev.software ? VK_MAX_GROUPS_SOFTWARE : VK_MAX_GROUPS_HW;
+	/* not on a software device: the spinning thread would take a CPU
+	 * from the threads doing the work */
+	be->spin = !ctx->dev.software;
 	if (be->max_groups > p.limits.maxComputeWorkGroupCount[0])
 		be->max_groups = p.limits.maxComputeWorkGroupCount[0];
 	ctx->max_chunk = p.limits.maxStorageBufferRange & ~(size_t)(GPU_POOL_ALIGN - 1);
@@ -580,6 +594,16 @@ static int vk_stream_sync(struct gpu_ctx *ctx, struct gpu_stream *s)
 			.pCommandBuffers = &vs->cb,
 		};
 		r = vkQueueSubmit(be->queue, 1, &si, vs->fence);
+	}
+	if (r == VK_SUCCESS && be->spin) {
+		/* a hardware device: most syncs wait tens of microseconds,
+		 * which vkWaitForFences turns into a sleep and a wake-up */
+		uint64_t t0 = zb_now_ns();
+		while ((r = vkGetFenceStatus(be->dev, vs->fence)) == VK_NOT_READY &&
+		       zb_now_ns() - t0 < VK_SPIN_NS)
+			vk_pause();
+		if (r == VK_NOT_READY)
+			r = VK_SUCCESS;   /* still running: sleep on it below */
 	}
 	if (r == VK_SUCCESS)
 		r = vkWaitForFences(be->dev, 1, &vs->fence, VK_TRUE, UINT64_MAX);
