@@ -90,6 +90,10 @@ struct tp_peer {
 	uint32_t credit;                /* last credit from the peer */
 	uint32_t queued_msgs;           /* accepted, not completed */
 	uint32_t tx_pending_streams;    /* streams with unassigned fragments */
+	/* arena blocks the receiver holds for our messages that are started
+	 * but not fully assigned (tp__rx_blocks): a message starts only if
+	 * it fits the arena beside them (docs/wire.md, "Progress") */
+	uint32_t tx_partial_blk;
 	uint32_t rr;                    /* round-robin cursor over streams */
 	uint64_t srtt_ns, rttvar_ns, rto_ns;
 	uint8_t has_rtt, backoff, stalled;
@@ -195,6 +199,15 @@ static inline void tp__arm(struct tp *tp, uint64_t t)
 static inline size_t tp__fmap_off(uint64_t len)
 {
 	return (size_t)((len + 63) & ~63ull);
+}
+
+/* Arena blocks a receiver allocates for a message of len bytes in
+ * frag_count fragments: the data, then (over 64 fragments) its map. */
+static inline uint32_t tp__rx_blocks(uint64_t len, uint32_t frag_count)
+{
+	size_t fmap = frag_count > 64 ? ((size_t)frag_count + 63) / 64 * 8 : 0;
+	size_t need = fmap ? tp__fmap_off(len) + fmap : (size_t)len;
+	return (uint32_t)((need + TP_BLK - 1) / TP_BLK);
 }
 
 /* A message of len bytes is "large" (tp_params.stream_min): whole-line

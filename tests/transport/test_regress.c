@@ -10,7 +10,9 @@
  * - a send_done run by a peer's restart sends to its new epoch;
  * - tp_send from tp_destroy's callbacks is refused, not lost;
  * - an orphan the consumer refuses holds back its own peer only, and that
- *   peer's new session waits for all its orphans, on every stream.
+ *   peer's new session waits for all its orphans, on every stream;
+ * - two messages longer than the window on two streams, together more
+ *   than the receiver's arena, both arrive (the session stalled for good).
  * Crafted frames come "from" node 1 to the instance under test (node 0). */
 #include "tap.h"
 #include "sim.h"
@@ -557,9 +559,77 @@ static void test_destroy_sends(void)
 	       "destroy: every message accepted got its send_done (%d)", destroy_accepted);
 }
 
+/* ---- two large messages on two streams, together more than the arena ---- */
+/* Each needs more frames than the window, and the receiver allocates a
+ * message's whole run on its first fragment: the second's first fragment
+ * found no room and stayed at rcv_next, and the first could not complete
+ * behind it (the session stalled for good). The sender now starts a
+ * message longer than the window only when no other such message to that
+ * peer is unfinished. */
+static uint64_t big_ok, big_bad, big_done;
+static uint8_t *big_src[2];
+static const size_t BIG = 6u << 20;
+
+static int big_deliver(struct sim_node *n, struct tp_msg *m)
+{
+	/* each message's bytes as sent: the stream's own pattern (the sim
+	 * keeps no frames, so the message is one run in the arena) */
+	if (m->len == BIG && m->stream < 2 && m->data && !m->segs &&
+	    memcmp(m->data, big_src[m->stream], BIG) == 0)
+		big_ok++;
+	else
+		big_bad++;
+	tp_msg_release(n->tp, m);
+	return 0;
+}
+
+static void big_send_done(struct sim_node *n, uint64_t c, int st)
+{
+	(void)n;
+	(void)c;
+	if (st == 0)
+		big_done++;
+}
+
+static void test_two_big_streams(void)
+{
+	struct sim_link l = {.delay_ns = 10000};
+	uint64_t t0;
+
+	for (int s = 0; s < 2; s++) {
+		big_src[s] = malloc(BIG);
+		ZB_ASSERT(big_src[s]);
+		for (size_t i = 0; i < BIG; i++)
+			big_src[s][i] = (uint8_t)(i * 7 + s * 101 + (i >> 12));
+	}
+	ZB_ASSERT(sim_init(&S, 2, &l, 3, 1 << 13) == 0);
+	S.deliver = big_deliver;
+	S.send_done = big_send_done;
+	for (int i = 0; i < 2; i++) {
+		struct tp_params p;
+		sim_params(&p, (uint16_t)i, 300 + i);
+		p.max_message = 8u << 20;   /* arena: 8 MiB + 4 windows, ~9.5 MiB */
+		ZB_ASSERT(sim_node_start(&S, (uint16_t)i, &p) == 0);
+	}
+	ZB_ASSERT(tp_send(S.nodes[1].tp, 0, 0, big_src[0], BIG, NULL, 1, S.now) == 0);
+	ZB_ASSERT(tp_send(S.nodes[1].tp, 0, 1, big_src[1], BIG, NULL, 2, S.now) == 0);
+	t0 = S.now;
+	while (S.now - t0 < 10000000000ull && (big_ok + big_bad < 2 || big_done < 2))
+		sim_step(&S, 100000);
+	is_int(big_ok, 2, "two 6 MiB messages on two streams into a 9.5 MiB arena: both "
+	       "delivered intact (%.0f ms)", (double)(S.now - t0) / 1e6);
+	is_int(big_done, 2, "two big messages: both sends done");
+	tap_diag("two big: no_buffer_drops %" PRIu64 ", window_stalls %" PRIu64,
+		 tp_stats(S.nodes[0].tp)->no_buffer_drops,
+		 tp_stats(S.nodes[1].tp)->window_stalls);
+	sim_fini(&S);
+	free(big_src[0]);
+	free(big_src[1]);
+}
+
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -570,5 +640,6 @@ int main(void)
 	test_restart_resend_epoch();
 	test_destroy_sends();
 	test_orphan_refused();
+	test_two_big_streams();
 	return tap_done();
 }
