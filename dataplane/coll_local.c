@@ -69,6 +69,11 @@
 #define LOCAL_MAX_ARGS 120      /* words of the node command */
 
 static volatile sig_atomic_t local_signal;
+/* Tearing down: every shell command (local_sh, local_capture) ignores a ^C,
+ * which the terminal sends to our whole process group; one killed half-way
+ * would leave its namespace or its cluster behind. */
+static bool local_noint;
+#define LOCAL_NOINT "trap '' INT TERM HUP; "
 
 static void local_on_signal(int sig) { local_signal = sig; }
 
@@ -527,10 +532,12 @@ static int local_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int local_sh(const char *fmt, ...)
 {
 	char cmd[2048];
+	size_t pre = local_noint ? strlen(LOCAL_NOINT) : 0;
 	va_list ap;
 
+	memcpy(cmd, LOCAL_NOINT, pre);
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	vsnprintf(cmd + pre, sizeof(cmd) - pre, fmt, ap);
 	va_end(ap);
 	int rc = system(cmd);
 	return (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) ? 0 : -1;
@@ -538,12 +545,9 @@ static int local_sh(const char *fmt, ...)
 
 static void local_ns_teardown(const struct local_opts *o, int pid)
 {
-	/* teardown commands ignore a ^C (the terminal sends it to our whole
-	 * process group): one killed half-way would leave its namespace */
 	for (int i = 0; i < o->nodes; i++)
-		local_sh("trap '' INT TERM HUP; ip netns del zbcoll-%d-%d 2>/dev/null",
-			 pid, i);
-	local_sh("trap '' INT TERM HUP; ip netns del zbcoll-%d-hub 2>/dev/null", pid);
+		local_sh("ip netns del zbcoll-%d-%d 2>/dev/null", pid, i);
+	local_sh("ip netns del zbcoll-%d-hub 2>/dev/null", pid);
 }
 
 static int local_ns_setup(const struct local_opts *o, int pid, int x)
@@ -801,7 +805,6 @@ struct local_run {
 	int lost;                       /* the first node out with a failure, or -1 */
 	pid_t pgid;
 	bool ns_up, failed, usage_err;
-	bool tearing_down;              /* its commands ignore ^C */
 	/* dpdk links: the cluster made by scripts/cluster.sh */
 	bool cl_up;
 	char tag[32], cldir[64], scripts[400];
@@ -815,7 +818,9 @@ struct local_run {
  * stderr when OUT is NULL. Its exit status, or -1 when it did not exit. */
 static int local_capture(const char *cmd, char *out, size_t outlen)
 {
-	FILE *p = popen(cmd, "r");
+	char line[4096];
+	snprintf(line, sizeof(line), "%s%s", local_noint ? LOCAL_NOINT : "", cmd);
+	FILE *p = popen(line, "r");
 	size_t used = 0;
 	char buf[256];
 
@@ -846,9 +851,8 @@ static int local_cluster(struct local_run *L, char *out, size_t outlen,
 	va_start(ap, fmt);
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "%s'%s/cluster.sh' --tag %s --dir '%s' %s 2>&1",
-		 L->tearing_down ? "trap '' INT TERM HUP; " : "", L->scripts, L->tag,
-		 L->cldir, args);
+	snprintf(cmd, sizeof(cmd), "'%s/cluster.sh' --tag %s --dir '%s' %s 2>&1",
+		 L->scripts, L->tag, L->cldir, args);
 	return local_capture(cmd, out, outlen) == 0 ? 0 : -1;
 }
 
@@ -860,9 +864,6 @@ static void local_dpdk_teardown(struct local_run *L)
 	 * directory is kept (--keep, a failure): copies beside the logs */
 	if (L->cl_up)
 		local_sh("cp '%s'/node*.ini '%s'/ 2>/dev/null", L->cldir, L->dir);
-	/* "trap '' ...": as local_ns_teardown's, cluster.sh and its ip
-	 * commands ignore a ^C that comes while they run */
-	L->tearing_down = true;
 	if (L->cl_up && local_cluster(L, out, sizeof(out), "down") < 0)
 		fprintf(stderr, "zbmd local: cluster.sh down failed:\n%s", out);
 	L->cl_up = false;
@@ -1302,6 +1303,7 @@ static void local_qdisc_stats(const struct local_run *L)
 
 static void local_cleanup(struct local_run *L)
 {
+	local_noint = true;
 	if (L->ns_up && L->o.qdisc && L->t0)
 		local_qdisc_stats(L);
 	if (L->ns_up)
@@ -1337,6 +1339,7 @@ int coll_local_main(int argc, char **argv)
 	memset(&L, 0, sizeof(L));
 	L.lost = -1;
 	local_signal = 0;
+	local_noint = false;
 	/* inherited as ignored, SIGCHLD makes the kernel reap the nodes: their
 	 * exit statuses would be lost and a run of failed nodes read as 0 */
 	signal(SIGCHLD, SIG_DFL);

@@ -26,6 +26,7 @@
 #define VK_MAX_GROUPS_SOFTWARE 64u
 #define VK_MAX_GROUPS_HW 65535u
 #define VK_SPIN_NS 200000ull    /* a sync polls its fence this long, then sleeps */
+#define VK_SPV_NAME 24
 
 static inline void vk_pause(void)
 {
@@ -35,7 +36,6 @@ static inline void vk_pause(void)
 	__asm__ __volatile__("yield");
 #endif
 }
-#define VK_SPV_NAME 24
 
 enum { PIPE_REDUCE = 0, PIPE_SCALE = ZB_DTYPE_COUNT,
        PIPE_SGEMM = 2 * ZB_DTYPE_COUNT, PIPE_COUNT };
