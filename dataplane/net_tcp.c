@@ -11,6 +11,16 @@
  * accept() hands it out. One port for every channel: the hello names the
  * channel, so no port range has to be reserved per node.
  *
+ * A peer opens a connection for (src, channel) only when it has none (it
+ * closed, failed or restarted), so of two connections from the same
+ * (src, channel) the one accepted later is the peer's current one and the
+ * earlier one is abandoned: a later connection replaces a parked one, and
+ * fails one already handed out (its owner sees ZB_ERR_PEER_DOWN, closes
+ * it, and accept() then hands out the new one). Refusing the newcomer
+ * instead would leave the peer holding a connection nobody reads, while
+ * this node waits for one that never comes. accept() also drops a parked
+ * connection the peer has closed already.
+ *
  * Framing. Each message is a 16-byte header {magic, tag, size (64-bit)},
  * little-endian, then `size` payload bytes. The receiver reads the header,
  * then the payload straight into the posted irecv buffer (no bounce copy);
@@ -95,6 +105,7 @@ struct tcp_comm {
 	uint16_t peer, channel;
 	int err;                /* why the comm died */
 	uint64_t retry_at_ns;
+	uint64_t seq;           /* recv: accept order of its connection */
 	size_t hello_off;
 	struct tcp_hello hello;
 	uint32_t head, tail;    /* requests [head, tail) are in flight */
@@ -104,6 +115,7 @@ struct tcp_comm {
 struct tcp_pending {
 	int fd;
 	size_t off;
+	uint64_t seq;           /* accept order (tcp_ctx.accepted) */
 	struct tcp_hello hello;
 };
 
@@ -112,6 +124,7 @@ struct tcp_ctx {
 	uint16_t self, channels;
 	uint32_t cluster;
 	int lfd;
+	uint64_t accepted;      /* connections accepted so far */
 	struct tcp_comm *send;  /* [CFG_MAX_NODES * channels] */
 	struct tcp_comm *recv;
 	struct tcp_pending pend[TCP_PENDING_MAX];
@@ -296,7 +309,10 @@ static int tcp_comm_progress(struct tcp_comm *c)
 /* ---- connection set-up ----------------------------------------------------- */
 
 /* Accept new sockets and read their hellos; a complete, valid hello parks
- * the socket as recv comm (src, channel). Bad hellos close the socket. */
+ * the socket as recv comm (src, channel), replacing or failing an earlier
+ * connection of the same (src, channel) (see the top of the file). A
+ * newcomer whose comm is still handed out waits here, hello read, until
+ * the owner closes the failed comm. Bad hellos close the socket. */
 static int tcp_accept_progress(struct tcp_ctx *x)
 {
 	int events = 0;
@@ -314,20 +330,23 @@ static int tcp_accept_progress(struct tcp_ctx *x)
 		}
 		x->pend[i].fd = fd;
 		x->pend[i].off = 0;
+		x->pend[i].seq = ++x->accepted;
 	}
 	for (unsigned i = 0; i < TCP_PENDING_MAX; i++) {
 		struct tcp_pending *p = &x->pend[i];
 		if (p->fd < 0)
 			continue;
-		ssize_t n = recv(p->fd, (char *)&p->hello + p->off,
-				 sizeof(p->hello) - p->off, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n <= 0)
-			goto drop;
-		p->off += (size_t)n;
-		if (p->off < sizeof(p->hello))
-			continue;
+		if (p->off < sizeof(p->hello)) {
+			ssize_t n = recv(p->fd, (char *)&p->hello + p->off,
+					 sizeof(p->hello) - p->off, MSG_DONTWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (n <= 0)
+				goto drop;
+			p->off += (size_t)n;
+			if (p->off < sizeof(p->hello))
+				continue;
+		}
 		uint16_t src = le16toh(p->hello.src), ch = le16toh(p->hello.channel);
 		if (le32toh(p->hello.magic) != TCP_MAGIC_HELLO ||
 		    le16toh(p->hello.version) != TCP_VERSION ||
@@ -341,9 +360,21 @@ static int tcp_accept_progress(struct tcp_ctx *x)
 		    !x->cfg->peers[src].present)
 			goto drop;
 		struct tcp_comm *c = tcp_comm_at(x, false, src, ch);
-		if (c->state != CS_IDLE)
-			goto drop;      /* duplicate connection */
+		if (c->state != CS_IDLE) {
+			if (p->seq < c->seq)
+				goto drop;      /* abandoned by the peer already */
+			if (c->handed_out) {
+				/* the owner's connection is the abandoned one */
+				if (c->state == CS_OPEN) {
+					tcp_comm_fail(c, ZB_ERR_PEER_DOWN);
+					events++;
+				}
+				continue;       /* parked once the owner closes it */
+			}
+			close(c->fd);           /* parked, never handed out */
+		}
 		c->fd = p->fd;
+		c->seq = p->seq;
 		c->state = CS_OPEN;
 		p->fd = -1;
 		events++;
@@ -565,6 +596,14 @@ static int tcp_accept(void *ctx, uint16_t peer, uint16_t ch, void **comm)
 	tcp_accept_progress(x);
 	if (c->state != CS_OPEN)
 		return -EAGAIN;
+	/* closed by the peer before it was wanted (it gave up on it): a
+	 * comm that could only fail; its next connection will come */
+	char b;
+	ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		tcp_comm_reset(c);
+		return -EAGAIN;
+	}
 	c->handed_out = true;
 	*comm = c;
 	return 0;
@@ -685,8 +724,8 @@ static int tcp_wait(void *ctx, int timeout_ms)
 
 	ZB_ASSERT(x != NULL && timeout_ms >= 0);
 	tcp_pfd_add(x, &n, x->lfd, POLLIN);
-	for (unsigned i = 0; i < TCP_PENDING_MAX; i++)
-		if (x->pend[i].fd >= 0)
+	for (unsigned i = 0; i < TCP_PENDING_MAX; i++)   /* hellos to read */
+		if (x->pend[i].fd >= 0 && x->pend[i].off < sizeof(x->pend[i].hello))
 			tcp_pfd_add(x, &n, x->pend[i].fd, POLLIN);
 	for (size_t i = 0; i < (size_t)CFG_MAX_NODES * x->channels; i++) {
 		struct tcp_comm *s = &x->send[i], *r = &x->recv[i];

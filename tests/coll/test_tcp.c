@@ -64,6 +64,35 @@ static int finish(void *sreq, void *rreq, size_t *ssz, size_t *rsz)
 	return (!sd || !rd) ? -ETIMEDOUT : err;
 }
 
+/* Node 0's send comm on ch, connected (node 1 not driven). */
+static int connect_only(uint16_t ch, void **s)
+{
+	uint64_t end = zb_now_ns() + 5000000000ull;
+	int rc;
+	while ((rc = T->connect(ctx[0], 1, ch, s)) == -EAGAIN && zb_now_ns() < end)
+		usleep(1000);
+	return rc;
+}
+
+/* Node 1's accept on ch, driven for up to ms milliseconds. */
+static int accept_for(uint16_t ch, void **r, int ms)
+{
+	uint64_t end = zb_now_ns() + (uint64_t)ms * 1000000ull;
+	int rc;
+	while ((rc = T->accept(ctx[1], 0, ch, r)) == -EAGAIN && zb_now_ns() < end)
+		T->wait(ctx[1], 2);
+	return rc;
+}
+
+/* Drive node 1's listener for ms milliseconds. */
+static void drive(int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		T->progress(ctx[1]);
+		usleep(1000);
+	}
+}
+
 static int noop_init(const struct net_init_args *a, void **c) { (void)a; (void)c; return 0; }
 
 int main(void)
@@ -71,7 +100,7 @@ int main(void)
 	void *s, *r, *mh, *sq, *rq;
 	int rc;
 
-	tap_plan(24);
+	tap_plan(31);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 200);
 
@@ -210,8 +239,95 @@ int main(void)
 	is_int(rc ? rc : finish(NULL, rq, NULL, NULL), ZB_ERR_PEER_DOWN,
 	       "peer closed the connection: -ZB_ERR_PEER_DOWN");
 
+	/* A peer that reconnects while this node still holds its previous
+	 * connection (handed out, its end not noticed yet: the peer was
+	 * stopped, or this node was busy). The newer connection must win:
+	 * refused as a duplicate, the peer would hold a connection nobody
+	 * reads while this node waited for one that never came. */
 	T->close_send(s);
+	void *sn = NULL, *rn = NULL;
+	int v = 0x5eed, g = 0;
+	rc = connect_only(0, &sn);
+	rc = rc ? rc : T->isend(sn, &v, sizeof(v), 8, mh, &sq);
+	drive(50);
+	is_int(rc ? rc : (T->irecv(r, &g, sizeof(g), 8, mh, &rq) ?: finish(NULL, rq, NULL, NULL)),
+	       ZB_ERR_PEER_DOWN, "a reconnect fails the held, abandoned recv comm (PEER_DOWN)");
 	T->close_recv(r);
+	rc = accept_for(0, &rn, 2000);
+	rc = rc ? rc : T->irecv(rn, &g, sizeof(g), 8, mh, &rq);
+	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
+	   "... and accept() then hands out the new connection, whose message arrives (rc %d)", rc);
+
+	/* A connection parked and not handed out yet, then replaced by the
+	 * peer's next one: the next one is handed out. */
+	T->close_recv(r3);
+	void *s4 = NULL, *s5 = NULL, *r5 = NULL;
+	rc = connect_only(3, &s4);
+	drive(30);
+	T->close_send(s4);
+	rc = rc ? rc : connect_only(3, &s5);
+	v = 0x7a11;
+	rc = rc ? rc : T->isend(s5, &v, sizeof(v), 8, mh, &sq);
+	drive(30);
+	rc = rc ? rc : accept_for(3, &r5, 2000);
+	g = 0;
+	rc = rc ? rc : T->irecv(r5, &g, sizeof(g), 8, mh, &rq);
+	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
+	   "a parked connection replaced by the peer's next one: the next one is handed out (rc %d)",
+	   rc);
+
+	/* A parked connection the peer closed before anyone wanted it is
+	 * dropped at accept(), not handed out to fail. */
+	T->close_send(s5);
+	T->close_recv(r5);
+	void *s6 = NULL, *r6 = NULL, *s7 = NULL, *r7 = NULL;
+	rc = connect_only(3, &s6);
+	drive(30);
+	T->close_send(s6);
+	usleep(30000);
+	is_int(rc ? rc : accept_for(3, &r6, 50), -EAGAIN,
+	       "a parked connection its peer closed is not handed out");
+	rc = connect_only(3, &s7);
+	rc = rc ? rc : accept_for(3, &r7, 2000);
+	v = 0x600d;
+	g = 0;
+	rc = rc ? rc : T->isend(s7, &v, sizeof(v), 8, mh, &sq);
+	rc = rc ? rc : T->irecv(r7, &g, sizeof(g), 8, mh, &rq);
+	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
+	   "... and the peer's next connection is (rc %d)", rc);
+
+	/* An older connection than the one parked loses: node 1 accepts a
+	 * raw socket first and a real comm later; the raw one's hello,
+	 * read after, is refused and closed. */
+	T->close_send(s7);
+	T->close_recv(r7);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	drive(20);   /* accepted: it waits for its hello */
+	void *s8 = NULL, *r8 = NULL;
+	rc = rc ? rc : connect_only(3, &s8);
+	drive(20);
+	uint32_t h3[4] = {htole32(0x5a42484cu), htole32(1u | (0u << 16)),
+			  htole32(3u | (1u << 16)), htole32(99)};
+	rc = rc ? rc : (int)write(fd, h3, sizeof(h3)) - (int)sizeof(h3);
+	drive(30);
+	struct timeval tv1 = {.tv_sec = 1};
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1));
+	ok(rc == 0 && recv(fd, &c, 1, 0) == 0,
+	   "a connection accepted before the parked one, its hello late, is refused and closed");
+	close(fd);
+	rc = accept_for(3, &r8, 2000);
+	v = 0xface;
+	g = 0;
+	rc = rc ? rc : T->isend(s8, &v, sizeof(v), 8, mh, &sq);
+	rc = rc ? rc : T->irecv(r8, &g, sizeof(g), 8, mh, &rq);
+	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
+	   "... and the parked one is handed out and works (rc %d)", rc);
+
+	T->close_send(s8);
+	T->close_recv(r8);
+	T->close_send(sn);
+	T->close_recv(rn);
 	T->fini(ctx[0]);
 	T->fini(ctx[1]);
 	free(sb);
