@@ -167,14 +167,20 @@ static int send_slot(struct tp *tp, struct tp_peer *pe, uint32_t seq,
  * not fully assigned may still need frames after m's first one; if the
  * receiver could not hold m beside them, m's first fragment would wait at
  * its rcv_next while they wait for frames the window cannot reach: the
- * session would stall for good. So m starts alone, or where it fits the
- * arena beside them (the peer's arena taken to be ours: one config). */
+ * session would stall for good. So m starts alone, or where it fits beside
+ * them in this sender's share of the receiver's arena: the arena (the
+ * peer's taken to be ours: one config) over the peers that may send to it
+ * (ours: one peer list). Were each sender to budget the whole arena, two
+ * could each start two messages that fit it alone, and the four not: both
+ * second ones would wait for room that neither first could free. Within
+ * shares, the senders' side-by-side messages together leave room for each
+ * one's next (docs/wire.md, "Large messages on several streams"). */
 static inline bool may_start(const struct tp *tp, const struct tp_peer *pe,
 			     const struct tp_txmsg *m)
 {
 	return m->next_frag != 0 || m->frag_count == 1 || pe->tx_partial_blk == 0 ||
-	       (uint64_t)pe->tx_partial_blk + tp__rx_blocks(m->len, m->frag_count) <=
-		       tp->arena.nblk;
+	       ((uint64_t)pe->tx_partial_blk + tp__rx_blocks(m->len, m->frag_count)) *
+			       (tp->npeers ? tp->npeers : 1) <= tp->arena.nblk;
 }
 
 /* Next stream with unassigned fragments that may go (may_start), round

@@ -627,9 +627,80 @@ static void test_two_big_streams(void)
 	free(big_src[1]);
 }
 
+/* ---- two senders, two large messages each, into one receiver's arena ---- */
+/* Nodes 1 and 2 each send node 0 two 4 MiB messages (each more frames
+ * than the window) on streams 0 and 1. Each sender alone may run its two
+ * side by side (8 MiB fits the 9.5 MiB arena), but together the four do
+ * not: the two first messages took 8 MiB, both second ones found no room
+ * for their first fragment, which stayed at their rcv_next, and neither
+ * first message could complete behind it (the receiver stalled for good).
+ * A sender now runs messages side by side only within its share of the
+ * arena: the arena over the peers that may send to it. */
+static uint64_t two_ok, two_bad, two_done;
+static uint8_t *two_src[2][2];
+static const size_t TWO = 4u << 20;
+
+static int two_deliver(struct sim_node *n, struct tp_msg *m)
+{
+	if (m->len == TWO && m->stream < 2 && m->peer >= 1 && m->peer <= 2 && m->data &&
+	    !m->segs && memcmp(m->data, two_src[m->peer - 1][m->stream], TWO) == 0)
+		two_ok++;
+	else
+		two_bad++;
+	tp_msg_release(n->tp, m);
+	return 0;
+}
+
+static void two_send_done(struct sim_node *n, uint64_t c, int st)
+{
+	(void)n;
+	(void)c;
+	if (st == 0)
+		two_done++;
+}
+
+static void test_two_senders_big(void)
+{
+	struct sim_link l = {.delay_ns = 10000};
+	uint64_t t0;
+
+	for (int p = 0; p < 2; p++)
+		for (int s = 0; s < 2; s++) {
+			two_src[p][s] = malloc(TWO);
+			ZB_ASSERT(two_src[p][s]);
+			for (size_t i = 0; i < TWO; i++)
+				two_src[p][s][i] = (uint8_t)(i * 5 + s * 31 + p * 77 + (i >> 11));
+		}
+	ZB_ASSERT(sim_init(&S, 3, &l, 4, 1 << 14) == 0);
+	S.deliver = two_deliver;
+	S.send_done = two_send_done;
+	for (int i = 0; i < 3; i++) {
+		struct tp_params p;
+		sim_params(&p, (uint16_t)i, 400 + i);
+		p.max_message = 8u << 20;   /* arena: 8 MiB + 4 windows, ~9.5 MiB */
+		ZB_ASSERT(sim_node_start(&S, (uint16_t)i, &p) == 0);
+	}
+	for (int p = 0; p < 2; p++)
+		for (int s = 0; s < 2; s++)
+			ZB_ASSERT(tp_send(S.nodes[p + 1].tp, 0, (uint16_t)s, two_src[p][s], TWO,
+					  NULL, (uint64_t)(p * 2 + s + 1), S.now) == 0);
+	t0 = S.now;
+	while (S.now - t0 < 10000000000ull && (two_ok + two_bad < 4 || two_done < 4))
+		sim_step(&S, 100000);
+	is_int(two_ok, 4, "two senders, two 4 MiB messages each on two streams, into a "
+	       "9.5 MiB arena: all four delivered intact (%.0f ms)", (double)(S.now - t0) / 1e6);
+	is_int(two_done, 4, "two senders: all four sends done");
+	tap_diag("two senders: no_buffer_drops %" PRIu64,
+		 tp_stats(S.nodes[0].tp)->no_buffer_drops);
+	sim_fini(&S);
+	for (int p = 0; p < 2; p++)
+		for (int s = 0; s < 2; s++)
+			free(two_src[p][s]);
+}
+
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2 + 2);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -641,5 +712,6 @@ int main(void)
 	test_destroy_sends();
 	test_orphan_refused();
 	test_two_big_streams();
+	test_two_senders_big();
 	return tap_done();
 }
