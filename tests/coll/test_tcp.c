@@ -93,6 +93,19 @@ static void drive(int ms)
 	}
 }
 
+/* One int over s to r; 0 when it arrives intact. */
+static int carries(void *s, void *r, int v, void *mh)
+{
+	static int sv, rv;
+	void *sq, *rq;
+	sv = v;
+	rv = ~v;
+	int rc = T->isend(s, &sv, sizeof(sv), 8, mh, &sq);
+	rc = rc ? rc : T->irecv(r, &rv, sizeof(rv), 8, mh, &rq);
+	rc = rc ? rc : finish(sq, rq, NULL, NULL);
+	return rc ? rc : rv == v ? 0 : -EBADMSG;
+}
+
 static int noop_init(const struct net_init_args *a, void **c) { (void)a; (void)c; return 0; }
 
 int main(void)
@@ -246,17 +259,15 @@ int main(void)
 	 * reads while this node waited for one that never came. */
 	T->close_send(s);
 	void *sn = NULL, *rn = NULL;
-	int v = 0x5eed, g = 0;
+	int g = 0;
 	rc = connect_only(0, &sn);
-	rc = rc ? rc : T->isend(sn, &v, sizeof(v), 8, mh, &sq);
 	drive(50);
 	is_int(rc ? rc : (T->irecv(r, &g, sizeof(g), 8, mh, &rq) ?: finish(NULL, rq, NULL, NULL)),
 	       ZB_ERR_PEER_DOWN, "a reconnect fails the held, abandoned recv comm (PEER_DOWN)");
 	T->close_recv(r);
 	rc = accept_for(0, &rn, 2000);
-	rc = rc ? rc : T->irecv(rn, &g, sizeof(g), 8, mh, &rq);
-	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
-	   "... and accept() then hands out the new connection, whose message arrives (rc %d)", rc);
+	rc = rc ? rc : carries(sn, rn, 0x5eed, mh);
+	is_int(rc, 0, "... and accept() then hands out the new connection, which carries data");
 
 	/* A connection parked and not handed out yet, then replaced by the
 	 * peer's next one: the next one is handed out. */
@@ -266,15 +277,10 @@ int main(void)
 	drive(30);
 	T->close_send(s4);
 	rc = rc ? rc : connect_only(3, &s5);
-	v = 0x7a11;
-	rc = rc ? rc : T->isend(s5, &v, sizeof(v), 8, mh, &sq);
 	drive(30);
 	rc = rc ? rc : accept_for(3, &r5, 2000);
-	g = 0;
-	rc = rc ? rc : T->irecv(r5, &g, sizeof(g), 8, mh, &rq);
-	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
-	   "a parked connection replaced by the peer's next one: the next one is handed out (rc %d)",
-	   rc);
+	is_int(rc ? rc : carries(s5, r5, 0x7a11, mh), 0,
+	       "a parked connection replaced by the peer's next one: the next one is handed out");
 
 	/* A parked connection the peer closed before anyone wanted it is
 	 * dropped at accept(), not handed out to fail. */
@@ -289,12 +295,7 @@ int main(void)
 	       "a parked connection its peer closed is not handed out");
 	rc = connect_only(3, &s7);
 	rc = rc ? rc : accept_for(3, &r7, 2000);
-	v = 0x600d;
-	g = 0;
-	rc = rc ? rc : T->isend(s7, &v, sizeof(v), 8, mh, &sq);
-	rc = rc ? rc : T->irecv(r7, &g, sizeof(g), 8, mh, &rq);
-	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
-	   "... and the peer's next connection is (rc %d)", rc);
+	is_int(rc ? rc : carries(s7, r7, 0x600d, mh), 0, "... and the peer's next connection is");
 
 	/* An older connection than the one parked loses: node 1 accepts a
 	 * raw socket first and a real comm later; the raw one's hello,
@@ -317,12 +318,8 @@ int main(void)
 	   "a connection accepted before the parked one, its hello late, is refused and closed");
 	close(fd);
 	rc = accept_for(3, &r8, 2000);
-	v = 0xface;
-	g = 0;
-	rc = rc ? rc : T->isend(s8, &v, sizeof(v), 8, mh, &sq);
-	rc = rc ? rc : T->irecv(r8, &g, sizeof(g), 8, mh, &rq);
-	ok(rc == 0 && finish(sq, rq, NULL, NULL) == 0 && g == v,
-	   "... and the parked one is handed out and works (rc %d)", rc);
+	is_int(rc ? rc : carries(s8, r8, 0xface, mh), 0,
+	       "... and the parked one is handed out and works");
 
 	T->close_send(s8);
 	T->close_recv(r8);

@@ -559,23 +559,30 @@ static void test_destroy_sends(void)
 	       "destroy: every message accepted got its send_done (%d)", destroy_accepted);
 }
 
-/* ---- two large messages on two streams, together more than the arena ---- */
-/* Each needs more frames than the window, and the receiver allocates a
- * message's whole run on its first fragment: the second's first fragment
- * found no room and stayed at rcv_next, and the first could not complete
- * behind it (the session stalled for good). The sender now starts a
- * message longer than the window only when no other such message to that
- * peer is unfinished. */
+/* ---- large messages on two streams, together more than the arena ---- */
+/* Each message needs more frames than the window, and the receiver
+ * allocates a message's whole run on its first fragment.
+ * - One sender, two 6 MiB messages on streams 0 and 1, into a 9.5 MiB
+ *   arena: the second's first fragment found no room and stayed at
+ *   rcv_next, and the first could not complete behind it (the session
+ *   stalled for good). A sender now starts such a message only alone or
+ *   where it fits beside its unfinished ones.
+ * - Two senders (nodes 1 and 2), two 4 MiB messages each: each pair fits
+ *   the arena alone, the four do not. The two first messages took 8 MiB,
+ *   both second ones found no room, and neither first could complete
+ *   (the receiver stalled for good). A sender now runs messages side by
+ *   side only within its share of the arena: arena / declared peers. */
 static uint64_t big_ok, big_bad, big_done;
-static uint8_t *big_src[2];
-static const size_t BIG = 6u << 20;
+static uint8_t *big_src[2][2];   /* [sender - 1][stream] */
+static size_t big_len;
 
 static int big_deliver(struct sim_node *n, struct tp_msg *m)
 {
-	/* each message's bytes as sent: the stream's own pattern (the sim
-	 * keeps no frames, so the message is one run in the arena) */
-	if (m->len == BIG && m->stream < 2 && m->data && !m->segs &&
-	    memcmp(m->data, big_src[m->stream], BIG) == 0)
+	/* each message's bytes as sent: its sender's and stream's own
+	 * pattern (the sim keeps no frames, so the message is one run in
+	 * the arena) */
+	if (m->len == big_len && m->stream < 2 && m->peer >= 1 && m->peer <= 2 && m->data &&
+	    !m->segs && memcmp(m->data, big_src[m->peer - 1][m->stream], big_len) == 0)
 		big_ok++;
 	else
 		big_bad++;
@@ -591,111 +598,49 @@ static void big_send_done(struct sim_node *n, uint64_t c, int st)
 		big_done++;
 }
 
-static void test_two_big_streams(void)
+/* senders nodes 1..senders each send node 0 a len-byte message on streams
+ * 0 and 1 at once; 9.5 MiB arenas (max_message 8 MiB + 4 windows) */
+static void big_case(int senders, size_t len, const char *what)
 {
 	struct sim_link l = {.delay_ns = 10000};
+	const uint64_t want = 2u * (unsigned)senders;
 	uint64_t t0;
 
-	for (int s = 0; s < 2; s++) {
-		big_src[s] = malloc(BIG);
-		ZB_ASSERT(big_src[s]);
-		for (size_t i = 0; i < BIG; i++)
-			big_src[s][i] = (uint8_t)(i * 7 + s * 101 + (i >> 12));
-	}
-	ZB_ASSERT(sim_init(&S, 2, &l, 3, 1 << 13) == 0);
+	big_ok = big_bad = big_done = 0;
+	big_len = len;
+	for (int p = 0; p < senders; p++)
+		for (int s = 0; s < 2; s++) {
+			big_src[p][s] = malloc(len);
+			ZB_ASSERT(big_src[p][s]);
+			for (size_t i = 0; i < len; i++)
+				big_src[p][s][i] = (uint8_t)(i * 7 + s * 101 + p * 77 + (i >> 12));
+		}
+	ZB_ASSERT(sim_init(&S, senders + 1, &l, 3 + (uint64_t)senders, 1 << 14) == 0);
 	S.deliver = big_deliver;
 	S.send_done = big_send_done;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i <= senders; i++) {
 		struct tp_params p;
-		sim_params(&p, (uint16_t)i, 300 + i);
-		p.max_message = 8u << 20;   /* arena: 8 MiB + 4 windows, ~9.5 MiB */
+		sim_params(&p, (uint16_t)i, 300 + 100 * (uint32_t)senders + (uint32_t)i);
+		p.max_message = 8u << 20;
 		ZB_ASSERT(sim_node_start(&S, (uint16_t)i, &p) == 0);
 	}
-	ZB_ASSERT(tp_send(S.nodes[1].tp, 0, 0, big_src[0], BIG, NULL, 1, S.now) == 0);
-	ZB_ASSERT(tp_send(S.nodes[1].tp, 0, 1, big_src[1], BIG, NULL, 2, S.now) == 0);
+	for (int p = 0; p < senders; p++)
+		for (int s = 0; s < 2; s++)
+			ZB_ASSERT(tp_send(S.nodes[p + 1].tp, 0, (uint16_t)s, big_src[p][s], len,
+					  NULL, (uint64_t)(p * 2 + s + 1), S.now) == 0);
 	t0 = S.now;
-	while (S.now - t0 < 10000000000ull && (big_ok + big_bad < 2 || big_done < 2))
+	while (S.now - t0 < 10000000000ull && (big_ok + big_bad < want || big_done < want))
 		sim_step(&S, 100000);
-	is_int(big_ok, 2, "two 6 MiB messages on two streams into a 9.5 MiB arena: both "
-	       "delivered intact (%.0f ms)", (double)(S.now - t0) / 1e6);
-	is_int(big_done, 2, "two big messages: both sends done");
-	tap_diag("two big: no_buffer_drops %" PRIu64 ", window_stalls %" PRIu64,
+	is_int(big_ok, want, "%s into a 9.5 MiB arena: all delivered intact (%.0f ms)", what,
+	       (double)(S.now - t0) / 1e6);
+	is_int(big_done, want, "%s: all sends done", what);
+	tap_diag("%s: no_buffer_drops %" PRIu64 ", window_stalls %" PRIu64, what,
 		 tp_stats(S.nodes[0].tp)->no_buffer_drops,
 		 tp_stats(S.nodes[1].tp)->window_stalls);
 	sim_fini(&S);
-	free(big_src[0]);
-	free(big_src[1]);
-}
-
-/* ---- two senders, two large messages each, into one receiver's arena ---- */
-/* Nodes 1 and 2 each send node 0 two 4 MiB messages (each more frames
- * than the window) on streams 0 and 1. Each sender alone may run its two
- * side by side (8 MiB fits the 9.5 MiB arena), but together the four do
- * not: the two first messages took 8 MiB, both second ones found no room
- * for their first fragment, which stayed at their rcv_next, and neither
- * first message could complete behind it (the receiver stalled for good).
- * A sender now runs messages side by side only within its share of the
- * arena: the arena over the peers that may send to it. */
-static uint64_t two_ok, two_bad, two_done;
-static uint8_t *two_src[2][2];
-static const size_t TWO = 4u << 20;
-
-static int two_deliver(struct sim_node *n, struct tp_msg *m)
-{
-	if (m->len == TWO && m->stream < 2 && m->peer >= 1 && m->peer <= 2 && m->data &&
-	    !m->segs && memcmp(m->data, two_src[m->peer - 1][m->stream], TWO) == 0)
-		two_ok++;
-	else
-		two_bad++;
-	tp_msg_release(n->tp, m);
-	return 0;
-}
-
-static void two_send_done(struct sim_node *n, uint64_t c, int st)
-{
-	(void)n;
-	(void)c;
-	if (st == 0)
-		two_done++;
-}
-
-static void test_two_senders_big(void)
-{
-	struct sim_link l = {.delay_ns = 10000};
-	uint64_t t0;
-
-	for (int p = 0; p < 2; p++)
-		for (int s = 0; s < 2; s++) {
-			two_src[p][s] = malloc(TWO);
-			ZB_ASSERT(two_src[p][s]);
-			for (size_t i = 0; i < TWO; i++)
-				two_src[p][s][i] = (uint8_t)(i * 5 + s * 31 + p * 77 + (i >> 11));
-		}
-	ZB_ASSERT(sim_init(&S, 3, &l, 4, 1 << 14) == 0);
-	S.deliver = two_deliver;
-	S.send_done = two_send_done;
-	for (int i = 0; i < 3; i++) {
-		struct tp_params p;
-		sim_params(&p, (uint16_t)i, 400 + i);
-		p.max_message = 8u << 20;   /* arena: 8 MiB + 4 windows, ~9.5 MiB */
-		ZB_ASSERT(sim_node_start(&S, (uint16_t)i, &p) == 0);
-	}
-	for (int p = 0; p < 2; p++)
+	for (int p = 0; p < senders; p++)
 		for (int s = 0; s < 2; s++)
-			ZB_ASSERT(tp_send(S.nodes[p + 1].tp, 0, (uint16_t)s, two_src[p][s], TWO,
-					  NULL, (uint64_t)(p * 2 + s + 1), S.now) == 0);
-	t0 = S.now;
-	while (S.now - t0 < 10000000000ull && (two_ok + two_bad < 4 || two_done < 4))
-		sim_step(&S, 100000);
-	is_int(two_ok, 4, "two senders, two 4 MiB messages each on two streams, into a "
-	       "9.5 MiB arena: all four delivered intact (%.0f ms)", (double)(S.now - t0) / 1e6);
-	is_int(two_done, 4, "two senders: all four sends done");
-	tap_diag("two senders: no_buffer_drops %" PRIu64,
-		 tp_stats(S.nodes[0].tp)->no_buffer_drops);
-	sim_fini(&S);
-	for (int p = 0; p < 2; p++)
-		for (int s = 0; s < 2; s++)
-			free(two_src[p][s]);
+			free(big_src[p][s]);
 }
 
 int main(void)
@@ -711,7 +656,7 @@ int main(void)
 	test_restart_resend_epoch();
 	test_destroy_sends();
 	test_orphan_refused();
-	test_two_big_streams();
-	test_two_senders_big();
+	big_case(1, 6u << 20, "one sender, two 6 MiB messages on two streams");
+	big_case(2, 4u << 20, "two senders, two 4 MiB messages each on two streams");
 	return tap_done();
 }
