@@ -218,6 +218,13 @@ fail:
 }
 
 /* Take the peer's parameters and publish them to the owner thread. */
+/* The peer's blob: its QP's parameters. The QP goes to RTR at once, on
+ * the delivering thread: from then on it takes the peer's packets. The
+ * peer's comm may be handed out as soon as it has our blob, and its first
+ * packet (a CTS write, an eager send) may come before our owner calls
+ * connect/accept; a QP still in INIT drops it silently, and the peer's
+ * retries (about 0.5 s) would run out if our owner came later. A failure
+ * here leaves the QP in INIT: establish tries again and reports it. */
 static void apply_remote(struct rdma_comm *c, const struct rdma_conn *r)
 {
 	ZB_ASSERT(atomic_load(&c->state) == RDMA_COMM_LOCAL);
@@ -225,7 +232,8 @@ static void apply_remote(struct rdma_comm *c, const struct rdma_conn *r)
 	c->remote = *r;
 	c->eff = r->slots < c->slots ? r->slots : c->slots;
 	c->peer_eager = r->eager_max < RDMA_EAGER_MAX ? r->eager_max : RDMA_EAGER_MAX;
-	atomic_store(&c->state, RDMA_COMM_REMOTE);   /* publishes remote */
+	c->rtr = modify(c, IBV_QPS_INIT, IBV_QPS_RTR) == 0;
+	atomic_store(&c->state, RDMA_COMM_REMOTE);   /* publishes remote and rtr */
 }
 
 /* Look up or create. Creation takes ctx->lock; an lcore calling connect
@@ -387,16 +395,20 @@ int rdma_conn_deliver_from(void *vctx, uint16_t from, const void *blob, size_t l
 	return conn_deliver(vctx, from, blob, len);
 }
 
-/* INIT -> RTR -> RTS with the peer's parameters (owner thread). */
+/* RTR (unless apply_remote got it there) -> RTS with the peer's
+ * parameters (owner thread). */
 int rdma__comm_establish(struct rdma_comm *c)
 {
 	int rc;
 
 	ZB_ASSERT(c != NULL);
 	ZB_ASSERT(atomic_load(&c->state) == RDMA_COMM_REMOTE);
-	rc = modify(c, IBV_QPS_INIT, IBV_QPS_RTR);
-	if (rc)
-		return rc;
+	if (!c->rtr) {
+		rc = modify(c, IBV_QPS_INIT, IBV_QPS_RTR);
+		if (rc)
+			return rc;
+		c->rtr = true;
+	}
 	{
 		struct ibv_qp_attr a;
 		int mask;

@@ -330,6 +330,7 @@ struct rdma_comm {
 	bool qp_error;           /* moved to ERR */
 	bool abort_posted;       /* sent the peer an abort: keep the QP up */
 	bool blob_sent;          /* bootstrap / send_blob: our blob is on its way */
+	bool rtr;                /* the QP is in RTR (or past): it takes the peer's packets */
 	/* send side: CTS FIFO written by the peer */
 	struct rdma_cts *fifo;
 	struct ibv_mr *fifo_mr;

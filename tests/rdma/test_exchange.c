@@ -34,7 +34,7 @@ int main(void)
 	char small[64], why[128];
 	size_t n = 0;
 
-	tap_plan(17);
+	tap_plan(18);
 	setup_local(4);
 	ctx.self = 1;
 	ctx.pargs.external_exchange = true;
@@ -65,6 +65,11 @@ int main(void)
 	ctx.self = 0;
 	is_int(rdma_conn_deliver(&ctx, sent[1], RDMA_CONN_BLOB_LEN), 0,
 	       "the recv side's blob completes the send comm");
+	/* the peer may hand out its recv comm and write a CTS as soon as it
+	 * has our blob: a QP still in INIT would drop it */
+	ok(nstate[0] == 1 && states[0][0] == IBV_QPS_RTR && nstate[1] == 0,
+	   "the send comm's QP is in RTR once the peer's blob is delivered, before its "
+	   "owner calls connect (%d transition(s))", nstate[0]);
 	is_int(rdma_conn_deliver(&ctx, sent[1], RDMA_CONN_BLOB_LEN), 0,
 	       "delivered twice (a control-plane duplicate): no effect");
 	is_int(rdma_conn_deliver(&ctx, sent[0], RDMA_CONN_BLOB_LEN), 0,
@@ -74,8 +79,9 @@ int main(void)
 	   rdma_net_ops.accept(&ctx, 0, 0, &rc_) == 0 && rc_ == &cr,
 	   "connect and accept return the comms");
 	is_int(calls, 4, "no blob sent again");
-	ok(nstate[0] == 2 && states[0][1] == IBV_QPS_RTS && states[1][1] == IBV_QPS_RTS,
-	   "both QPs went INIT -> RTR -> RTS");
+	ok(nstate[0] == 2 && states[0][0] == IBV_QPS_RTR && states[0][1] == IBV_QPS_RTS &&
+	   nstate[1] == 2 && states[1][0] == IBV_QPS_RTR && states[1][1] == IBV_QPS_RTS,
+	   "both QPs went INIT -> RTR -> RTS, each state once");
 
 	rdma__irecv(&cr, small, sizeof(small), 0, NULL, &rq);
 	unsigned polled = rdma_dp_poll(rdma_cq_source(&ctx, 0), 0);
