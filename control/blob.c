@@ -66,6 +66,8 @@ struct rx_peer {
 struct hook {
 	ctl_blob_fn fn;
 	void *arg;
+	ctl_blob_acked_fn acked;       /* our blob of this kind was delivered */
+	void *acked_arg;
 };
 
 struct ctl__blobs {
@@ -189,6 +191,18 @@ int ctl__blobs_handle(struct ctl__blobs *b, uint8_t kind, ctl_blob_fn fn, void *
 	pthread_mutex_lock(&b->hook_lock);
 	b->hooks[kind].fn = fn;
 	b->hooks[kind].arg = fn ? arg : NULL;
+	pthread_mutex_unlock(&b->hook_lock);
+	return 0;
+}
+
+int ctl__blobs_on_acked(struct ctl__blobs *b, uint8_t kind, ctl_blob_acked_fn fn, void *arg)
+{
+	ZB_ASSERT(b != NULL);
+	if (kind == 0 || kind >= CTL_BLOB_KINDS)
+		return -EINVAL;
+	pthread_mutex_lock(&b->hook_lock);
+	b->hooks[kind].acked = fn;
+	b->hooks[kind].acked_arg = fn ? arg : NULL;
 	pthread_mutex_unlock(&b->hook_lock);
 	return 0;
 }
@@ -371,6 +385,13 @@ static void on_ack(struct ctl__blobs *b, uint16_t from, const uint8_t *p, size_t
 			     s->r.kind, s->r.len, from, WIN_BITS);
 		} else {
 			b->st.acked++;
+			/* the slot's copy stays as it is until this thread
+			 * reuses the slot */
+			pthread_mutex_lock(&b->hook_lock);
+			const struct hook *h = &b->hooks[s->r.kind];
+			if (h->acked)
+				h->acked(h->acked_arg, from, s->r.kind, s->r.data, s->r.len);
+			pthread_mutex_unlock(&b->hook_lock);
 		}
 		return;
 	}

@@ -95,6 +95,19 @@ static int rh_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
 	return rdma_conn_deliver_from(ctx, from, blob, len);
 }
 
+/* Control thread (under the blob handler lock): a peer took our blob, so
+ * its QP takes packets; the comm may be handed out. */
+static void rh_on_acked(void *arg, uint16_t peer, uint8_t kind, const void *blob, size_t len)
+{
+	struct rh_host *H = arg;
+	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
+
+	(void)peer;
+	ZB_ASSERT(H != NULL && kind == CTL_BLOB_RDMA_CONN);
+	if (ctx)
+		(void)rdma_conn_acked(ctx, blob, len);   /* -ENOENT: re-created since */
+}
+
 /* connect()/accept(), on the thread creating the communicator: queue it. */
 static int rh_send_blob(void *arg, uint16_t peer, const void *blob, size_t len)
 {
@@ -189,8 +202,10 @@ static void rh_close(void *h)
 	}
 	/* The provider's fini tells rh_on_ctx (NULL): no delivery after it. */
 	coll_comm_destroy(H->comm);
-	if (H->handler)
+	if (H->handler) {
 		(void)ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, NULL, NULL);
+		(void)ctl_blob_on_acked(H->ctl, CTL_BLOB_RDMA_CONN, NULL, NULL);
+	}
 	dp_node_stop();                 /* a control thread a failed launch started */
 	dp__run_ctl_fini();
 	dp_node_fini();
@@ -235,14 +250,16 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 	}
 	fprintf(stderr, "zbmd: node %u: control: %s\n", a->cfg->node.id, what);
 	dp__run_ctl_leave_on_stop(false);
-	if ((rc = ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_blob, H)) < 0) {
+	if ((rc = ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_blob, H)) < 0 ||
+	    (rc = ctl_blob_on_acked(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_acked, H)) < 0) {
 		snprintf(err, errlen, "blob handler: %s", zb_strerror(rc));
 		goto fail;
 	}
 	H->handler = true;
 	H->pargs = (struct rdma_provider_args){
 		.on_event = rh_on_event, .arg = H, .external_exchange = true,
-		.send_blob = rh_send_blob, .exchange_arg = H, .on_ctx = rh_on_ctx};
+		.send_blob = rh_send_blob, .blob_acks = true, .exchange_arg = H,
+		.on_ctx = rh_on_ctx};
 	H->timeout_ms = a->timeout_ms ? a->timeout_ms
 			: (a->cfg->coll.timeout_ms ? a->cfg->coll.timeout_ms : 5000);
 	H->connect_timeout_ms = a->connect_timeout_ms ? a->connect_timeout_ms
@@ -420,6 +437,16 @@ static int ra_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
 	return rdma_conn_deliver_from(ctx, from, blob, len);
 }
 
+static void ra_on_acked(void *arg, uint16_t peer, uint8_t kind, const void *blob, size_t len)
+{
+	(void)arg;
+	(void)peer;
+	ZB_ASSERT(kind == CTL_BLOB_RDMA_ACT);
+	void *ctx = atomic_load_explicit(&RA.rctx, memory_order_acquire);
+	if (ctx)
+		(void)rdma_conn_acked(ctx, blob, len);   /* -ENOENT: re-created since */
+}
+
 /* The carrier's connect()/accept() on its lcore: queue it (never blocks). */
 static int ra_send_blob(void *arg, uint16_t peer, const void *blob, size_t len)
 {
@@ -449,7 +476,7 @@ void *dp__rdma_act_provider_arg(const struct zb_config *cfg)
 		return NULL;
 	RA.used = true;
 	RA.pargs = (struct rdma_provider_args){
-		.external_exchange = true, .send_blob = ra_send_blob,
+		.external_exchange = true, .send_blob = ra_send_blob, .blob_acks = true,
 		.exchange_arg = &RA, .on_ctx = ra_on_ctx};
 	return &RA.pargs;
 }
@@ -460,6 +487,8 @@ int dp__rdma_act_start(void)
 	if (!RA.used || !ctl)
 		return 0;
 	int rc = ctl_blob_handle(ctl, CTL_BLOB_RDMA_ACT, ra_on_blob, NULL);
+	if (rc == 0)
+		rc = ctl_blob_on_acked(ctl, CTL_BLOB_RDMA_ACT, ra_on_acked, NULL);
 	if (rc < 0)
 		return rc;
 	RA.handler = true;
@@ -473,7 +502,9 @@ void dp__rdma_act_stop(void)
 	if (!ctl)
 		return;
 	atomic_store_explicit(&RA.ctl, NULL, memory_order_release);
-	if (RA.handler)
+	if (RA.handler) {
 		(void)ctl_blob_handle(ctl, CTL_BLOB_RDMA_ACT, NULL, NULL);
+		(void)ctl_blob_on_acked(ctl, CTL_BLOB_RDMA_ACT, NULL, NULL);
+	}
 	RA.handler = false;
 }

@@ -7,6 +7,7 @@
  * the receiver answers each frame with one byte: BOOT_ACK_OK (delivered),
  * BOOT_ACK_LATER (refused for now: the sender tries again) or
  * BOOT_ACK_REFUSED (an invalid blob: the sender drops it and counts it).
+ * A blob the peer took is handed to `acked` (the provider: rdma_conn_acked).
  * Blobs are not authenticated here: production exchanges them through the
  * control plane, whose messages carry a MAC (rdma_provider_args). */
 #include "internal.h"
@@ -52,6 +53,7 @@ struct rdma_boot {
 	pthread_mutex_t lock;
 	_Atomic bool stop;
 	int (*deliver)(void *arg, const void *blob, size_t len);
+	void (*acked)(void *arg, const void *blob, size_t len);   /* may be NULL */
 	void *arg;
 	struct boot_out out[BOOT_OUT_MAX];
 	struct boot_conn conns[BOOT_CONN_MAX];
@@ -161,6 +163,8 @@ static void push_out(struct rdma_boot *b, uint64_t now)
 		if (!due)
 			continue;
 		int rc = send_one(&o);
+		if (rc == 0 && b->acked)
+			b->acked(b->arg, o.blob, o.len);   /* the peer took it */
 		pthread_mutex_lock(&b->lock);
 		if (rc == 0 || rc == -EBADMSG || now >= o.giveup_ns) {
 			b->out[i].used = false;
@@ -205,7 +209,8 @@ static void *boot_main(void *arg)
 }
 
 int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,
-		     int (*deliver)(void *arg, const void *blob, size_t len), void *arg)
+		     int (*deliver)(void *arg, const void *blob, size_t len),
+		     void (*acked)(void *arg, const void *blob, size_t len), void *arg)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = ip_be,
 				 .sin_port = htons(port)};
@@ -218,6 +223,7 @@ int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,
 	if (!b)
 		return -ENOMEM;
 	b->deliver = deliver;
+	b->acked = acked;
 	b->arg = arg;
 	for (int i = 0; i < BOOT_CONN_MAX; i++)
 		b->conns[i].fd = -1;

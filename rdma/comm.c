@@ -395,6 +395,32 @@ int rdma_conn_deliver_from(void *vctx, uint16_t from, const void *blob, size_t l
 	return conn_deliver(vctx, from, blob, len);
 }
 
+int rdma_conn_acked(void *vctx, const void *blob, size_t len)
+{
+	struct rdma_ctx *ctx = vctx;
+	struct rdma_conn r;
+	char why[160];
+	int rc;
+
+	if (!ctx)
+		return -EINVAL;
+	rc = rdma__conn_decode(blob, len, &r, why, sizeof(why));
+	if (rc)
+		return rc;
+	if (r.src_node != ctx->self || r.dst_node >= CFG_MAX_NODES || r.channel >= ctx->channels)
+		return -ENOENT;
+	pthread_mutex_lock(&ctx->lock);   /* the comm is not destroyed meanwhile */
+	struct rdma_comm *c =
+		atomic_load(&ctx->comms[rdma__comm_index(ctx, r.dst_node, r.channel, r.side)]);
+	rc = -ENOENT;
+	if (c && c->local.qpn == r.qpn && c->local.psn == r.psn) {
+		atomic_store(&c->blob_acked, true);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
 /* RTR (unless apply_remote got it there) -> RTS with the peer's
  * parameters (owner thread). */
 int rdma__comm_establish(struct rdma_comm *c)

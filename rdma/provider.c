@@ -43,6 +43,11 @@ static int boot_deliver(void *ctx, const void *blob, size_t len)
 	return rdma_conn_deliver(ctx, blob, len);
 }
 
+static void boot_acked(void *ctx, const void *blob, size_t len)
+{
+	(void)rdma_conn_acked(ctx, blob, len);   /* -ENOENT: re-created since */
+}
+
 static int boot_start(struct rdma_ctx *ctx, const struct zb_config *cfg)
 {
 	const struct cfg_peer *me = &cfg->peers[ctx->self];
@@ -55,7 +60,7 @@ static int boot_start(struct rdma_ctx *ctx, const struct zb_config *cfg)
 	}
 	ctx->boot_port = (uint16_t)(cfg->transport.tcp_port + 1);
 	rc = rdma__boot_start(&ctx->boot, me->present ? me->ip : htonl(INADDR_ANY),
-			      ctx->boot_port, boot_deliver, ctx);
+			      ctx->boot_port, boot_deliver, boot_acked, ctx);
 	return rc;
 }
 
@@ -68,9 +73,11 @@ static int boot_push(struct rdma_ctx *ctx, struct rdma_comm *c)
 
 	rc = rdma__conn_encode(&c->local, blob, sizeof(blob));
 	ZB_ASSERT(rc == RDMA_CONN_BLOB_LEN);
-	if (c->peer == ctx->self)
+	if (c->peer == ctx->self) {
 		rc = rdma_conn_deliver(ctx, blob, sizeof(blob));
-	else if (!p->present)
+		if (rc == 0)
+			atomic_store(&c->blob_acked, true);
+	} else if (!p->present)
 		rc = ZB_ERR_CONFIG;
 	else
 		rc = rdma__boot_send(ctx->boot, p->ip, ctx->boot_port, blob, sizeof(blob));
@@ -91,10 +98,13 @@ static int ext_push(struct rdma_ctx *ctx, struct rdma_comm *c)
 	ZB_ASSERT(ctx->pargs.send_blob != NULL);
 	rc = rdma__conn_encode(&c->local, blob, sizeof(blob));
 	ZB_ASSERT(rc == RDMA_CONN_BLOB_LEN);
-	if (c->peer == ctx->self)
+	if (c->peer == ctx->self) {
 		rc = rdma_conn_deliver(ctx, blob, sizeof(blob));
-	else
+		if (rc == 0)
+			atomic_store(&c->blob_acked, true);
+	} else {
 		rc = ctx->pargs.send_blob(ctx->pargs.exchange_arg, c->peer, blob, sizeof(blob));
+	}
 	if (rc == -ENOBUFS)
 		rc = -EAGAIN;
 	if (rc < 0 && rc != -EAGAIN)
@@ -360,6 +370,10 @@ static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side
 			return rc;
 		}
 	}
+	/* handed out only once the peer took our blob, where we hear of
+	 * that (its QP is in RTR then: our first packets are not dropped) */
+	if ((ctx->boot || ctx->pargs.blob_acks) && !atomic_load(&c->blob_acked))
+		return -EAGAIN;
 	c->user_open = true;
 	*out = c;
 	return 0;

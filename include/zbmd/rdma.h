@@ -94,6 +94,14 @@ struct rdma_provider_args {
 	 * control plane calls rdma_conn_local() itself. A blob for this node
 	 * itself is delivered directly, without send_blob. */
 	int (*send_blob)(void *exchange_arg, uint16_t peer, const void *blob, size_t len);
+	/* external_exchange only. true: the host calls rdma_conn_acked() for
+	 * every blob of ours the peer took (the control plane's "delivered"
+	 * acknowledgement), and connect/accept hand a comm out only after
+	 * that, once the peer's QP takes packets. false: as soon as the
+	 * peer's blob is here; our blob may still be on its way, and the
+	 * peer's first packets then rely on RC retries (~0.5 s). The
+	 * bootstrap always waits for the peer's answer. */
+	bool blob_acks;
 	void *exchange_arg;
 	/* The provider context's life, for whoever hosts the provider
 	 * (rdma_conn_deliver, rdma_cq_source): called by init, on its thread,
@@ -128,6 +136,13 @@ int rdma_conn_deliver(void *ctx, const void *blob, size_t len);
  * cannot replace or fail another member's comms. rdma_conn_deliver trusts
  * the blob's src_node: only for the unauthenticated bootstrap and tests. */
 int rdma_conn_deliver_from(void *ctx, uint16_t from, const void *blob, size_t len);
+
+/* The peer took this node's blob (its rdma_conn_deliver returned 0): the
+ * comm it belongs to may be handed out (rdma_provider_args.blob_acks).
+ * blob is the one this node sent. Any thread; must not be called from
+ * inside the provider's calls. Returns 0, -ENOENT (no comm of ours has
+ * that blob any more: it was re-created), ZB_ERR_BAD_FRAME (not a blob). */
+int rdma_conn_acked(void *ctx, const void *blob, size_t len);
 
 /* Completion sources: one per channel. rdma_poll_cq() handles at most a
  * burst of completions and returns how many, or a negative error. Call it

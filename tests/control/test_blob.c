@@ -65,6 +65,24 @@ static int on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob, siz
 	return rc;
 }
 
+/* node 0's acknowledgement hook: what its peers' handlers took */
+static struct rec acks[MAXREC];
+static int nacks;
+
+static void on_acked(void *arg, uint16_t peer, uint8_t kind, const void *blob, size_t len)
+{
+	(void)arg;
+	pthread_mutex_lock(&lock);
+	if (nacks < MAXREC && len <= sizeof(acks[0].data)) {
+		acks[nacks].from = peer;
+		acks[nacks].kind = kind;
+		acks[nacks].len = len;
+		memcpy(acks[nacks].data, blob, len);
+	}
+	nacks++;
+	pthread_mutex_unlock(&lock);
+}
+
 static void make_cfg(int i, const char *psk, uint32_t cluster)
 {
 	struct zb_config *c = &cfg[i];
@@ -245,7 +263,7 @@ int main(void)
 	uint8_t b72[72], b256[CTL_BLOB_MAX], b1[1] = {0xa5}, big[CTL_BLOB_MAX + 1] = {0};
 	struct ctl_opts o;
 
-	tap_plan(36);
+	tap_plan(39);
 	ZB_ASSERT(mkdtemp(dir));
 	base = 23000 + (int)(getpid() % 1500) * 10 + 5;
 	write_file("psk", "blob test cluster key, long enough");
@@ -265,6 +283,8 @@ int main(void)
 		return tap_done();
 	}
 	ctl_blob_handle(node[0], CTL_BLOB_RDMA_CONN, on_blob, (void *)(intptr_t)0);
+	ctl_blob_on_acked(node[0], CTL_BLOB_RDMA_CONN, on_acked, NULL);
+	ctl_blob_on_acked(node[0], 7, on_acked, NULL);
 
 	/* Bad input: clear errors, nothing queued. */
 	is_int(ctl_blob_send(NULL, 1, 1, b72, 72), -EINVAL, "no node: -EINVAL");
@@ -279,6 +299,8 @@ int main(void)
 	is_int(ctl_blob_send(node[0], 1, 1, big, sizeof(big)), -EMSGSIZE,
 	       "%zu-byte blob: -EMSGSIZE", sizeof(big));
 	is_int(ctl_blob_handle(node[0], 0, on_blob, NULL), -EINVAL, "handler for kind 0: -EINVAL");
+	is_int(ctl_blob_on_acked(node[0], CTL_BLOB_KINDS, on_acked, NULL), -EINVAL,
+	       "acknowledgement hook for kind %d: -EINVAL", CTL_BLOB_KINDS);
 	is_int((int)stats(0).queued, 0, "nothing was queued");
 
 	/* Node 1 is not running yet: its first transmissions are lost. */
@@ -298,6 +320,12 @@ int main(void)
 	r = WAIT_STAT(0, acked, 1, 2000);
 	ok(r, "node 0 got the acknowledgement (%llu retransmits)",
 	   (unsigned long long)stats(0).retransmits);
+	usleep(50000);
+	pthread_mutex_lock(&lock);
+	ok(nacks == 1 && acks[0].from == 1 && acks[0].kind == CTL_BLOB_RDMA_CONN &&
+	   acks[0].len == 72 && memcmp(acks[0].data, b72, 72) == 0,
+	   "... and its hook heard of it once: node 1 took that blob (%d)", nacks);
+	pthread_mutex_unlock(&lock);
 
 	/* Three nodes: every ordered pair, sizes 1, 72, 256 (kinds 2, 3, 4). */
 	make_cfg(2, "psk", 9);
@@ -377,6 +405,10 @@ int main(void)
 	int refusals = calls[1];
 	pthread_mutex_unlock(&lock);
 	is_int(refusals, 1, "... and does not retry it");
+	pthread_mutex_lock(&lock);
+	int acked_hooks = nacks;
+	pthread_mutex_unlock(&lock);
+	is_int(acked_hooks, 1, "... nor calls the acknowledgement hook for it");
 	pthread_mutex_lock(&lock);
 	mode[1] = 0;
 	pthread_mutex_unlock(&lock);

@@ -1,8 +1,8 @@
 /* The bootstrap blob exchange over real TCP on 127.0.0.1: delivery,
  * retry until the peer listens, several frames per connection, bad frames
  * and bad blobs rejected and counted, the receiver's verdict at the sender
- * (a refused blob is not "sent"; one refused for now is sent again), prompt
- * stop. */
+ * (a refused blob is not "sent"; one refused for now is sent again; each
+ * blob taken is reported to the sender's provider), prompt stop. */
 #include "../../rdma/internal.h"
 #include "tap.h"
 
@@ -33,6 +33,20 @@ static int deliver(void *arg, const void *blob, size_t len)
 	got++;
 	pthread_mutex_unlock(&mu);
 	return 0;
+}
+
+/* What the provider hears of the blobs it sent that the peer took. */
+static uint8_t last_acked[RDMA_CONN_BLOB_LEN];
+static int nacked;
+
+static void acked(void *arg, const void *blob, size_t len)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	if (len == RDMA_CONN_BLOB_LEN)
+		memcpy(last_acked, blob, len);
+	nacked++;
+	pthread_mutex_unlock(&mu);
 }
 
 static int wait_got(int want, int ms)
@@ -78,8 +92,9 @@ int main(void)
 	uint16_t pb, pc;
 	uint64_t t0;
 
-	tap_plan(15);
-	ok(rdma__boot_start(&a, lo, 0, deliver, NULL) == 0 && rdma__boot_start(&b, lo, 0, deliver, NULL) == 0,
+	tap_plan(16);
+	ok(rdma__boot_start(&a, lo, 0, deliver, acked, NULL) == 0 &&
+	   rdma__boot_start(&b, lo, 0, deliver, NULL, NULL) == 0,
 	   "two bootstrap listeners on 127.0.0.1");
 	pb = rdma__boot_port(b);
 	make_blob(blob, 0x111);
@@ -87,13 +102,13 @@ int main(void)
 	ok(wait_got(1, 2000) == 1 && memcmp(last, blob, sizeof(blob)) == 0, "delivered intact to the peer");
 
 	/* Retry: nobody listens on pc yet; a listener appears 300 ms later. */
-	rdma__boot_start(&c, lo, 0, deliver, NULL);
+	rdma__boot_start(&c, lo, 0, deliver, NULL, NULL);
 	pc = rdma__boot_port(c);
 	rdma__boot_stop(c);
 	make_blob(blob, 0x222);
 	rdma__boot_send(a, lo, pc, blob, sizeof(blob));
 	usleep(300000);
-	ok(rdma__boot_start(&c, lo, pc, deliver, NULL) == 0, "listener comes up late on the same port");
+	ok(rdma__boot_start(&c, lo, pc, deliver, NULL, NULL) == 0, "listener comes up late on the same port");
 	ok(wait_got(2, 3000) == 2 && memcmp(last, blob, sizeof(blob)) == 0, "the queued blob arrives after retries");
 
 	/* Three frames in one connection. */
@@ -130,13 +145,18 @@ int main(void)
 	ok(f == 1 && s == 2 && x == 0, "a blob the peer refuses: refused 1, not sent (sent %u, "
 	   "refused %u, dropped %u)", s, f, x);
 	/* "not now" three times, then taken: the sender tries again */
-	ok(rdma__boot_start(&e, lo, 0, deliver, &later) == 0, "a listener that says \"later\" 3 times");
+	ok(rdma__boot_start(&e, lo, 0, deliver, NULL, &later) == 0, "a listener that says \"later\" 3 times");
 	make_blob(blob, 0x444);
 	rdma__boot_send(a, lo, rdma__boot_port(e), blob, sizeof(blob));
 	ok(wait_got(6, 3000) == 6 && memcmp(last, blob, sizeof(blob)) == 0 && later < 0,
 	   "sent again until taken: delivered after 3 refusals for now");
 	rdma__boot_stats(a, &d, &r, &s, &x, &f);
 	is_int(s, 3, "sender: counted sent once, when taken");
+	pthread_mutex_lock(&mu);
+	ok(nacked == 3 && memcmp(last_acked, blob, sizeof(blob)) == 0,
+	   "the sender's provider heard of each blob the peer took, once, and not of the "
+	   "refused one (%d)", nacked);
+	pthread_mutex_unlock(&mu);
 	is_int(rdma__boot_send(a, lo, pb, blob, 300), -EINVAL, "oversize blob refused at queueing");
 
 	t0 = zb_now_ns();

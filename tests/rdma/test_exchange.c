@@ -34,12 +34,13 @@ int main(void)
 	char small[64], why[128];
 	size_t n = 0;
 
-	tap_plan(18);
+	tap_plan(21);
 	setup_local(4);
 	ctx.self = 1;
 	ctx.pargs.external_exchange = true;
 	ctx.pargs.send_blob = capture;
 	ctx.pargs.exchange_arg = &calls;
+	ctx.pargs.blob_acks = true;   /* the host reports the peer's acknowledgements */
 
 	answer = -EPERM;
 	is_int(rdma_net_ops.connect(&ctx, 0, 0, &sc), -EPERM,
@@ -75,6 +76,25 @@ int main(void)
 	is_int(rdma_conn_deliver(&ctx, sent[0], RDMA_CONN_BLOB_LEN), 0,
 	       "the send side's blob completes the recv comm");
 	ctx.self = 1;
+	ok(rdma_net_ops.connect(&ctx, 0, 0, &sc) == -EAGAIN &&
+	   rdma_net_ops.accept(&ctx, 0, 0, &rc_) == -EAGAIN,
+	   "not handed out before the peer acknowledged our blobs");
+	struct rdma_conn stale;
+	uint8_t sb[RDMA_CONN_BLOB_LEN];
+	rdma__conn_decode(sent[0], RDMA_CONN_BLOB_LEN, &stale, why, sizeof(why));
+	stale.qpn ^= 0x10;   /* a blob of an earlier QP of that comm */
+	rdma__conn_encode(&stale, sb, sizeof(sb));
+	/* the fixture's blobs name node 0 as their source (a loopback pair) */
+	ctx.self = 0;
+	int stale_rc = rdma_conn_acked(&ctx, sb, sizeof(sb));
+	ctx.self = 1;
+	ok(stale_rc == -ENOENT && rdma_net_ops.connect(&ctx, 0, 0, &sc) == -EAGAIN,
+	   "an acknowledgement of another QP's blob does not count (%d)", stale_rc);
+	ctx.self = 0;
+	int a0 = rdma_conn_acked(&ctx, sent[0], RDMA_CONN_BLOB_LEN);
+	int a1 = rdma_conn_acked(&ctx, sent[1], RDMA_CONN_BLOB_LEN);
+	ctx.self = 1;
+	ok(a0 == 0 && a1 == 0, "the peer's acknowledgements of both blobs are taken (%d %d)", a0, a1);
 	ok(rdma_net_ops.connect(&ctx, 0, 0, &sc) == 0 && sc == &cs &&
 	   rdma_net_ops.accept(&ctx, 0, 0, &rc_) == 0 && rc_ == &cr,
 	   "connect and accept return the comms");
