@@ -217,14 +217,14 @@ fail:
 	return rc;
 }
 
-/* Take the peer's parameters and publish them to the owner thread. */
-/* The peer's blob: its QP's parameters. The QP goes to RTR at once, on
- * the delivering thread: from then on it takes the peer's packets. The
- * peer's comm may be handed out as soon as it has our blob, and its first
- * packet (a CTS write, an eager send) may come before our owner calls
- * connect/accept; a QP still in INIT drops it silently, and the peer's
- * retries (about 0.5 s) would run out if our owner came later. A failure
- * here leaves the QP in INIT: establish tries again and reports it. */
+/* The peer's blob: its QP's parameters, published to the owner thread.
+ * The QP goes to RTR at once, on the delivering thread: from then on it
+ * takes the peer's packets. The peer's comm may be handed out as soon as
+ * it has our blob, and its first packet (a CTS write, an eager send) may
+ * come before our owner calls connect/accept; a QP still in INIT drops it
+ * silently, and the peer's retries (about 0.5 s) would run out if our
+ * owner came later. A failure here leaves the QP in INIT: establish tries
+ * again and reports it. */
 static void apply_remote(struct rdma_comm *c, const struct rdma_conn *r)
 {
 	ZB_ASSERT(atomic_load(&c->state) == RDMA_COMM_LOCAL);
