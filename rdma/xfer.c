@@ -145,6 +145,16 @@ static uint64_t mr_addr(const struct rdma_mr *mh, const void *data)
 	return (uintptr_t)data;
 }
 
+/* Whether the CPU can read what the NIC reads for mh: host memory, or the
+ * staging copy of GPU memory. Not GPU memory the NIC reads itself (DMA-BUF,
+ * peer memory): the CPU must never copy from it, so such a send is never
+ * inline (ibv_post_send would copy it into the WQE: a fault on a device
+ * pointer). */
+static bool cpu_reads(const struct rdma_mr *mh)
+{
+	return !mh || mh->path == RDMA_REG_HOST || mh->path == RDMA_REG_STAGING;
+}
+
 static bool in_mr(const struct rdma_mr *mh, const void *data, size_t size)
 {
 	uintptr_t a = (uintptr_t)data, b = (uintptr_t)mh->addr;
@@ -261,13 +271,16 @@ static void data_wr(struct rdma_comm *c, uint64_t seq, const struct rdma_cts *ct
 	/* The send that uses the last credit is signalled: the caller will
 	 * test for it before it can post again, so no flush is needed. */
 	*d = (struct wr_desc){.op = RDMA_OP_DATA, .len = (uint32_t)size,
-			      .imm = (uint32_t)(seq & RDMA_IMM_SEQMASK), .inline_ok = true,
+			      .imm = (uint32_t)(seq & RDMA_IMM_SEQMASK), .inline_ok = cpu_reads(mh),
 			      .force_signal = rdma__reqtab_outstanding(&c->reqs) >= c->eff};
 	if (eager) {
 		d->opcode = IBV_WR_SEND_WITH_IMM;
-		if (size <= c->inline_max || mh) {
+		if (mh) {               /* registered: from its memory (or staging copy) */
+			d->laddr = mr_addr(mh, data);
+			d->lkey = mh->mr->lkey;
+		} else if (size <= c->inline_max) {
 			d->laddr = (uintptr_t)data;
-			d->lkey = mh ? mh->mr->lkey : 0;
+			d->lkey = 0;
 		} else {
 			uint8_t *b = c->bounce + (size_t)(seq & c->reqs.mask) * RDMA_EAGER_MAX;
 			memcpy(b, data, size);
@@ -301,15 +314,19 @@ int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh
 		return -EINVAL;
 	if ((rc = need_room(c, true)) != 0 || (rc = cts_check(c, size, tag, &cts)) != 0)
 		return rc;
-	eager = size <= c->peer_eager && (cts->flags & RDMA_CTS_EAGER) &&
-		(!mh || mh->type == NET_MEM_HOST);
+	/* eager into the receiver's posted-receive pool whenever it takes one
+	 * (a host buffer) and the size fits; from GPU memory too, which the NIC
+	 * reads itself or which goes through its staging copy (until
+	 * 2026-11-27 a GPU buffer could not send eager: a small message from
+	 * one to an unregistered host buffer was refused) */
+	eager = size <= c->peer_eager && (cts->flags & RDMA_CTS_EAGER);
 	if (!eager && (!mh || !(cts->flags & RDMA_CTS_RKEY))) {
 		rdma__set_error("isend of %zu bytes: %s", size,
 				!mh ? "register the send buffer (reg_mr) for this size"
 				    : "the receiver's buffer is not registered");
 		return -EINVAL;
 	}
-	if (!eager && mh->path == RDMA_REG_STAGING) {
+	if (mh && mh->path == RDMA_REG_STAGING) {
 		rc = c->ctx->gpu.copy_d2h(c->ctx->gpu.gctx, (void *)(uintptr_t)mr_addr(mh, data),
 					  data, size);
 		if (rc) {

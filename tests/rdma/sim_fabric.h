@@ -201,6 +201,11 @@ static int sim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_r
 	return 0;
 }
 
+/* "Device memory" (a test's GPU buffer the NIC reads itself): the CPU
+ * must never copy from it, so an inline send from it is counted. */
+static uintptr_t sim_dev_lo, sim_dev_hi;
+static int sim_inline_dev;
+
 static int sim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct sim_qp *q = (struct sim_qp *)qp;
@@ -223,6 +228,8 @@ static int sim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 		w->src = len ? (const uint8_t *)(uintptr_t)wr->sg_list[0].addr : NULL;
 		if (len && (wr->send_flags & IBV_SEND_INLINE)) {
 			ZB_ASSERT(len <= sizeof(w->inl));
+			if ((uintptr_t)w->src < sim_dev_hi && (uintptr_t)w->src + len > sim_dev_lo)
+				sim_inline_dev++;
 			memcpy(w->inl, w->src, len);
 			w->src = w->inl;
 		} else if (len && !sim_key_ok(wr->sg_list[0].lkey, wr->sg_list[0].addr, len)) {

@@ -14,6 +14,16 @@
 #include "sim_fabric.h"
 #include "tap.h"
 
+/* The staging path's copy out of the "GPU" (host memory in this test). */
+static int d2h_calls;
+static int fake_d2h(struct gpu_ctx *g, void *dst, const void *src, size_t len)
+{
+	(void)g;
+	memcpy(dst, src, len);
+	d2h_calls++;
+	return 0;
+}
+
 int main(void)
 {
 	static uint8_t sbuf[1u << 20], rbuf[1u << 20];
@@ -22,7 +32,7 @@ int main(void)
 	size_t n = 0;
 	int rc;
 
-	tap_plan(43);
+	tap_plan(47);
 	setup(4);
 	ok(nstate[0] == 2 && states[0][0] == IBV_QPS_RTR && states[0][1] == IBV_QPS_RTS,
 	   "establish walks INIT -> RTR -> RTS");
@@ -172,6 +182,55 @@ int main(void)
 		   ctx.stash[cr.index].conn.qpn == 0x99, "peer-closed event; blob kept for the next comm");
 		blob[30] ^= 1;
 		is_int(rdma_conn_deliver(&ctx, blob, sizeof(blob)), ZB_ERR_BAD_FRAME, "a corrupted blob: bad frame");
+	}
+	teardown();
+
+	/* 12. GPU memory as the send buffer. Peer memory (the NIC reads it
+	 * itself): small sends go eager to an unregistered receiver and by
+	 * write to a registered one, never inline (the CPU would copy from a
+	 * device pointer); until 2026-11-27 eager from it was refused and a
+	 * small write from it was inline. Staging: the message is copied out
+	 * of the GPU first and sent from the copy. */
+	setup(4);
+	{
+		static uint8_t dev[4096], stage[4096], dst[4096];
+		struct rdma_mr *pm = host_mr(dev, sizeof(dev));
+		pm->type = NET_MEM_GPU;
+		pm->path = RDMA_REG_PEERMEM;
+		sim_dev_lo = (uintptr_t)dev;
+		sim_dev_hi = (uintptr_t)dev + sizeof(dev);
+		sim_inline_dev = 0;
+		for (int i = 0; i < 4096; i++)
+			dev[i] = (uint8_t)(i * 3 + 1);
+		struct rdma_mr *dm = host_mr(dst, sizeof(dst));
+		rdma__irecv(&cr, dst, sizeof(dst), 0, dm, &rq);
+		rc = post_send(dev + 100, 40, pm, &sq);
+		ok(rc == 0 && wait_req(sq, &n) == 0 && wait_req(rq, &n) == 0 && n == 40 &&
+		   !memcmp(dst, dev + 100, 40), "peer-memory sender, registered receiver: 40 bytes (rc %d)",
+		   rc);
+		is_int(sim_inline_dev, 0, "... not inline: the CPU never copies from GPU memory");
+		rdma__irecv(&cr, small, sizeof(small), 0, NULL, &rq);
+		rc = post_send(dev, 50, pm, &sq);
+		ok(rc == 0 && wait_req(sq, &n) == 0 && wait_req(rq, &n) == 0 && n == 50 &&
+		   !memcmp(small, dev, 50) && sim_inline_dev == 0,
+		   "peer-memory sender, unregistered receiver: 50 bytes eager, not inline (rc %d)", rc);
+		sim_dev_lo = sim_dev_hi = 0;
+
+		struct rdma_mr *sm = host_mr(stage, sizeof(stage));
+		sm->type = NET_MEM_GPU;
+		sm->path = RDMA_REG_STAGING;
+		sm->addr = dev;          /* the "device" range; its copy is stage[] */
+		sm->staging = stage;
+		ctx.gpu.gctx = (struct gpu_ctx *)(uintptr_t)1;   /* never dereferenced here */
+		ctx.gpu.copy_d2h = fake_d2h;
+		memset(stage, 0, sizeof(stage));
+		rdma__irecv(&cr, small, sizeof(small), 0, NULL, &rq);
+		rc = post_send(dev + 7, 60, sm, &sq);
+		ok(rc == 0 && wait_req(sq, &n) == 0 && wait_req(rq, &n) == 0 && n == 60 &&
+		   !memcmp(small, dev + 7, 60) && d2h_calls == 1,
+		   "staged sender, unregistered receiver: copied out once, sent eager (rc %d, %d copies)",
+		   rc, d2h_calls);
+		memset(&ctx.gpu, 0, sizeof(ctx.gpu));
 	}
 	teardown();
 
