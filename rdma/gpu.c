@@ -40,6 +40,7 @@ int rdma__gpu_iface_init(struct rdma_gpu_iface *g, struct gpu_ctx *gctx)
 
 	ZB_ASSERT(g != NULL);
 	memset(g, 0, sizeof(*g));
+	pthread_mutex_init(&g->copy_lock, NULL);
 	if (!gctx)
 		return 0;
 	b = gpu_ctx_backend(gctx);
@@ -58,4 +59,14 @@ int rdma__gpu_iface_init(struct rdma_gpu_iface *g, struct gpu_ctx *gctx)
 	g->host_free = host_free;
 	ZB_ASSERT(g->name != NULL);
 	return 0;
+}
+
+int rdma__gpu_copy(struct rdma_gpu_iface *g, bool to_host, void *dst, const void *src,
+		   size_t len)
+{
+	ZB_ASSERT(g != NULL && g->copy_d2h && g->copy_h2d);
+	pthread_mutex_lock(&g->copy_lock);
+	int rc = to_host ? g->copy_d2h(g->gctx, dst, src, len) : g->copy_h2d(g->gctx, dst, src, len);
+	pthread_mutex_unlock(&g->copy_lock);
+	return rc;
 }

@@ -298,9 +298,16 @@ struct rdma_gpu_iface {
 	int (*copy_h2d)(struct gpu_ctx *g, void *dev_dst, const void *src, size_t len);
 	int (*host_alloc)(struct gpu_ctx *g, size_t len, void **out);
 	void (*host_free)(struct gpu_ctx *g, void *p);
+	/* gpu/ wants the calls on one context serialised, and the comms of
+	 * several lanes stage through it: their copies take turns */
+	pthread_mutex_t copy_lock;
 };
 /* Bind to gctx (NULL: no GPU). Returns 0. */
 int rdma__gpu_iface_init(struct rdma_gpu_iface *g, struct gpu_ctx *gctx);
+/* A staging copy, device -> host (to_host) or host -> device, under
+ * copy_lock: any lane's thread. */
+int rdma__gpu_copy(struct rdma_gpu_iface *g, bool to_host, void *dst, const void *src,
+		   size_t len);
 
 enum rdma_comm_state {
 	RDMA_COMM_NONE = 0, RDMA_COMM_CREATING, RDMA_COMM_LOCAL,  /* QP in INIT, blob ready */

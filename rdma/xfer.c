@@ -327,8 +327,8 @@ int rdma__isend(void *vc, const void *data, size_t size, uint32_t tag, void *vmh
 		return -EINVAL;
 	}
 	if (mh && mh->path == RDMA_REG_STAGING) {
-		rc = c->ctx->gpu.copy_d2h(c->ctx->gpu.gctx, (void *)(uintptr_t)mr_addr(mh, data),
-					  data, size);
+		rc = rdma__gpu_copy(&c->ctx->gpu, true, (void *)(uintptr_t)mr_addr(mh, data),
+				    data, size);
 		if (rc) {
 			rdma__set_error("node %u ch %u send: staging copy from the GPU: %s",
 					c->peer, c->channel, zb_strerror(rc));
@@ -392,9 +392,8 @@ int rdma__test(void *vr, int *done, size_t *size)
 	}
 	if (r->state == RDMA_REQ_DONE && !r->is_send && r->mh &&
 	    r->mh->path == RDMA_REG_STAGING && r->done_size) {
-		rc = c->ctx->gpu.copy_h2d(c->ctx->gpu.gctx, r->data,
-					  (void *)(uintptr_t)mr_addr(r->mh, r->data),
-					 r->done_size);
+		rc = rdma__gpu_copy(&c->ctx->gpu, false, r->data,
+				    (void *)(uintptr_t)mr_addr(r->mh, r->data), r->done_size);
 		if (rc) {
 			r->state = RDMA_REQ_ERROR;
 			r->err = rc;

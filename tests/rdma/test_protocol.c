@@ -223,6 +223,8 @@ int main(void)
 		sm->staging = stage;
 		ctx.gpu.gctx = (struct gpu_ctx *)(uintptr_t)1;   /* never dereferenced here */
 		ctx.gpu.copy_d2h = fake_d2h;
+		ctx.gpu.copy_h2d = fake_d2h;   /* a plain copy either way */
+		pthread_mutex_init(&ctx.gpu.copy_lock, NULL);
 		memset(stage, 0, sizeof(stage));
 		rdma__irecv(&cr, small, sizeof(small), 0, NULL, &rq);
 		rc = post_send(dev + 7, 60, sm, &sq);
