@@ -183,28 +183,34 @@ int ctl__blobs_enqueue(struct ctl__blobs *b, uint16_t peer, uint8_t kind,
 	return 0;
 }
 
-int ctl__blobs_handle(struct ctl__blobs *b, uint8_t kind, ctl_blob_fn fn, void *arg)
+/* Installs h's handler (ack false) or its acknowledgement hook (ack true)
+ * for kind; the other half stays. */
+static int hook_set(struct ctl__blobs *b, uint8_t kind, const struct hook *h, bool ack)
 {
 	ZB_ASSERT(b != NULL);
 	if (kind == 0 || kind >= CTL_BLOB_KINDS)
 		return -EINVAL;
 	pthread_mutex_lock(&b->hook_lock);
-	b->hooks[kind].fn = fn;
-	b->hooks[kind].arg = fn ? arg : NULL;
+	struct hook *t = &b->hooks[kind];
+	if (ack) {
+		t->acked = h->acked;
+		t->acked_arg = h->acked ? h->acked_arg : NULL;
+	} else {
+		t->fn = h->fn;
+		t->arg = h->fn ? h->arg : NULL;
+	}
 	pthread_mutex_unlock(&b->hook_lock);
 	return 0;
 }
 
+int ctl__blobs_handle(struct ctl__blobs *b, uint8_t kind, ctl_blob_fn fn, void *arg)
+{
+	return hook_set(b, kind, &(struct hook){.fn = fn, .arg = arg}, false);
+}
+
 int ctl__blobs_on_acked(struct ctl__blobs *b, uint8_t kind, ctl_blob_acked_fn fn, void *arg)
 {
-	ZB_ASSERT(b != NULL);
-	if (kind == 0 || kind >= CTL_BLOB_KINDS)
-		return -EINVAL;
-	pthread_mutex_lock(&b->hook_lock);
-	b->hooks[kind].acked = fn;
-	b->hooks[kind].acked_arg = fn ? arg : NULL;
-	pthread_mutex_unlock(&b->hook_lock);
-	return 0;
+	return hook_set(b, kind, &(struct hook){.acked = fn, .acked_arg = arg}, true);
 }
 
 static void transmit(struct ctl__blobs *b, struct slot *s, uint64_t now)
