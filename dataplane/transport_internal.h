@@ -201,13 +201,25 @@ static inline size_t tp__fmap_off(uint64_t len)
 	return (size_t)((len + 63) & ~63ull);
 }
 
-/* Arena blocks a receiver allocates for a message of len bytes in
- * frag_count fragments: the data, then (over 64 fragments) its map. */
+/* Bytes of a message's fragment map: none up to 64 fragments (the map
+ * then lives on the descriptor), else one bit per fragment in words. */
+static inline size_t tp__fmap_bytes(uint32_t frag_count)
+{
+	return frag_count > 64 ? ((size_t)frag_count + 63) / 64 * 8 : 0;
+}
+
+/* Arena bytes a receiver allocates for a message of len bytes in
+ * frag_count fragments: the data, then (over 64 fragments) its map. The
+ * receiver allocates exactly this; the sender budgets with it. */
+static inline size_t tp__rx_need(uint64_t len, uint32_t frag_count)
+{
+	size_t fmap = tp__fmap_bytes(frag_count);
+	return fmap ? tp__fmap_off(len) + fmap : (size_t)len;
+}
+
 static inline uint32_t tp__rx_blocks(uint64_t len, uint32_t frag_count)
 {
-	size_t fmap = frag_count > 64 ? ((size_t)frag_count + 63) / 64 * 8 : 0;
-	size_t need = fmap ? tp__fmap_off(len) + fmap : (size_t)len;
-	return (uint32_t)((need + TP_BLK - 1) / TP_BLK);
+	return (uint32_t)((tp__rx_need(len, frag_count) + TP_BLK - 1) / TP_BLK);
 }
 
 /* A message of len bytes is "large" (tp_params.stream_min): whole-line

@@ -389,8 +389,7 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		struct tp_seg *segs = NULL;
 		uint32_t sblk = 0, nsblk = 0, fblk = 0, nfblk = 0;
 		/* the fragment map: on the descriptor up to 64 fragments */
-		size_t fmap_bytes = h->frag_count > 64
-			? ((size_t)h->frag_count + 63) / 64 * 8 : 0;
+		size_t fmap_bytes = tp__fmap_bytes(h->frag_count);
 		uint64_t *fmap = NULL;
 		blk = nblk = 0;
 		if (buf && fmap_bytes &&
@@ -423,11 +422,10 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		 * frame at rcv_next (the default arena is max_message plus
 		 * what four windows carry: that much may start out of order) */
 		if (!buf && !segs) {
-			size_t need = fmap_bytes ? tp__fmap_off(h->msg_len) +
-						   fmap_bytes : h->msg_len;
 			if ((!in_order && tp->arena.free_blk < tp->arena_rsv +
-			     (need + TP_BLK - 1) / TP_BLK) ||
-			    tp__arena_alloc(&tp->arena, need, &blk, &nblk))
+			     tp__rx_blocks(h->msg_len, h->frag_count)) ||
+			    tp__arena_alloc(&tp->arena, tp__rx_need(h->msg_len, h->frag_count),
+					    &blk, &nblk))
 				return PLACE_NOBUF;
 			if (fmap_bytes)
 				fmap = (uint64_t *)(void *)(tp->arena.base +
