@@ -273,26 +273,24 @@ static void data_wr(struct rdma_comm *c, uint64_t seq, const struct rdma_cts *ct
 	*d = (struct wr_desc){.op = RDMA_OP_DATA, .len = (uint32_t)size,
 			      .imm = (uint32_t)(seq & RDMA_IMM_SEQMASK), .inline_ok = cpu_reads(mh),
 			      .force_signal = rdma__reqtab_outstanding(&c->reqs) >= c->eff};
+	if (mh) {                       /* registered: its memory (or staging copy) */
+		d->laddr = mr_addr(mh, data);
+		d->lkey = mh->mr->lkey;
+	} else if (size <= c->inline_max) {   /* eager only: inline */
+		d->laddr = (uintptr_t)data;
+	} else {                        /* eager only: through the bounce buffer */
+		uint8_t *b = c->bounce + (size_t)(seq & c->reqs.mask) * RDMA_EAGER_MAX;
+		memcpy(b, data, size);
+		d->laddr = (uintptr_t)b;
+		d->lkey = c->bounce_mr->lkey;
+	}
 	if (eager) {
 		d->opcode = IBV_WR_SEND_WITH_IMM;
-		if (mh) {               /* registered: from its memory (or staging copy) */
-			d->laddr = mr_addr(mh, data);
-			d->lkey = mh->mr->lkey;
-		} else if (size <= c->inline_max) {
-			d->laddr = (uintptr_t)data;
-			d->lkey = 0;
-		} else {
-			uint8_t *b = c->bounce + (size_t)(seq & c->reqs.mask) * RDMA_EAGER_MAX;
-			memcpy(b, data, size);
-			d->laddr = (uintptr_t)b;
-			d->lkey = c->bounce_mr->lkey;
-		}
 	} else {
+		ZB_DASSERT(mh != NULL);
 		d->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		d->raddr = cts->addr;
 		d->rkey = cts->rkey;
-		d->laddr = mr_addr(mh, data);
-		d->lkey = mh->mr->lkey;
 	}
 }
 
