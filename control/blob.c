@@ -66,8 +66,8 @@ struct rx_peer {
 struct hook {
 	ctl_blob_fn fn;
 	void *arg;
-	ctl_blob_acked_fn acked;       /* our blob of this kind was delivered */
-	void *acked_arg;
+	ctl_blob_result_fn result;     /* what became of our blob of this kind */
+	void *result_arg;
 };
 
 struct ctl__blobs {
@@ -193,8 +193,8 @@ static int hook_set(struct ctl__blobs *b, uint8_t kind, const struct hook *h, bo
 	pthread_mutex_lock(&b->hook_lock);
 	struct hook *t = &b->hooks[kind];
 	if (ack) {
-		t->acked = h->acked;
-		t->acked_arg = h->acked ? h->acked_arg : NULL;
+		t->result = h->result;
+		t->result_arg = h->result ? h->result_arg : NULL;
 	} else {
 		t->fn = h->fn;
 		t->arg = h->fn ? h->arg : NULL;
@@ -208,9 +208,23 @@ int ctl__blobs_handle(struct ctl__blobs *b, uint8_t kind, ctl_blob_fn fn, void *
 	return hook_set(b, kind, &(struct hook){.fn = fn, .arg = arg}, false);
 }
 
-int ctl__blobs_on_acked(struct ctl__blobs *b, uint8_t kind, ctl_blob_acked_fn fn, void *arg)
+int ctl__blobs_on_result(struct ctl__blobs *b, uint8_t kind, ctl_blob_result_fn fn, void *arg)
 {
-	return hook_set(b, kind, &(struct hook){.acked = fn, .acked_arg = arg}, true);
+	return hook_set(b, kind, &(struct hook){.result = fn, .result_arg = arg}, true);
+}
+
+/* Slot s is finished with status (ctl_blob_result_fn): free it and tell
+ * the result hook of its kind. The slot's copy stays as it is until this
+ * thread reuses the slot, so the hook reads it in place. */
+static void slot_done(struct ctl__blobs *b, struct slot *s, int status)
+{
+	ZB_ASSERT(s->used);
+	s->used = false;
+	pthread_mutex_lock(&b->hook_lock);
+	const struct hook *h = &b->hooks[s->r.kind];
+	if (h->result)
+		h->result(h->result_arg, s->r.peer, s->r.kind, status, s->r.data, s->r.len);
+	pthread_mutex_unlock(&b->hook_lock);
 }
 
 static void transmit(struct ctl__blobs *b, struct slot *s, uint64_t now)
@@ -256,7 +270,7 @@ void ctl__blobs_tick(struct ctl__blobs *b, uint64_t now)
 			     (unsigned long long)(b->timeout_ns / 1000000ull), s->tries,
 			     s->tries ? "; peer down, not ready, or another key/cluster"
 				      : "; no address known for it");
-			s->used = false;
+			slot_done(b, s, -ETIMEDOUT);
 			continue;
 		}
 		if (now >= s->next_ns)
@@ -378,7 +392,6 @@ static void on_ack(struct ctl__blobs *b, uint16_t from, const uint8_t *p, size_t
 		struct slot *s = &b->slots[i];
 		if (!s->used || s->seq != seq || s->r.peer != from)
 			continue;
-		s->used = false;
 		if (p[2] == ACK_REFUSED) {
 			b->st.refused++;
 			blog(b, CTL_LOG_WARN, "blob (kind %u, %u bytes) to node %u: "
@@ -391,14 +404,9 @@ static void on_ack(struct ctl__blobs *b, uint16_t from, const uint8_t *p, size_t
 			     s->r.kind, s->r.len, from, WIN_BITS);
 		} else {
 			b->st.acked++;
-			/* the slot's copy stays as it is until this thread
-			 * reuses the slot */
-			pthread_mutex_lock(&b->hook_lock);
-			const struct hook *h = &b->hooks[s->r.kind];
-			if (h->acked)
-				h->acked(h->acked_arg, from, s->r.kind, s->r.data, s->r.len);
-			pthread_mutex_unlock(&b->hook_lock);
 		}
+		slot_done(b, s, p[2] == ACK_REFUSED ? -EBADMSG :
+				p[2] == ACK_UNKNOWN ? -ESTALE : 0);
 		return;
 	}
 	/* an acknowledgement of a retransmission already acknowledged */

@@ -82,7 +82,7 @@ void ctl__blobs_free(struct ctl__blobs *b);
 int ctl__blobs_enqueue(struct ctl__blobs *b, uint16_t peer, uint8_t kind,
 		       const void *blob, size_t len);
 int ctl__blobs_handle(struct ctl__blobs *b, uint8_t kind, ctl_blob_fn fn, void *arg);
-int ctl__blobs_on_acked(struct ctl__blobs *b, uint8_t kind, ctl_blob_acked_fn fn, void *arg);
+int ctl__blobs_on_result(struct ctl__blobs *b, uint8_t kind, ctl_blob_result_fn fn, void *arg);
 /* Control thread: take queued blobs, (re)transmit what is due, give up on
  * what timed out. */
 void ctl__blobs_tick(struct ctl__blobs *b, uint64_t now_ns);

@@ -1119,12 +1119,12 @@ int ctl_blob_handle(struct ctl_node *n, uint8_t kind, ctl_blob_fn fn, void *arg)
 	return ctl__blobs_handle(n->blobs, kind, fn, arg);
 }
 
-int ctl_blob_on_acked(struct ctl_node *n, uint8_t kind, ctl_blob_acked_fn fn, void *arg)
+int ctl_blob_on_result(struct ctl_node *n, uint8_t kind, ctl_blob_result_fn fn, void *arg)
 {
 	if (!n)
 		return -EINVAL;
 	ZB_ASSERT(n->blobs != NULL);
-	return ctl__blobs_on_acked(n->blobs, kind, fn, arg);
+	return ctl__blobs_on_result(n->blobs, kind, fn, arg);
 }
 
 /* ---- the process-wide singleton ----------------------------------------- */

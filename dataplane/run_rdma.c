@@ -95,9 +95,11 @@ static int rh_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
 	return rdma_conn_deliver_from(ctx, from, blob, len);
 }
 
-/* Control thread (under the blob handler lock): a peer took our blob, so
- * its QP takes packets; the comm may be handed out. */
-static void rh_on_acked(void *arg, uint16_t peer, uint8_t kind, const void *blob, size_t len)
+/* Control thread (under the blob handler lock): what became of our blob.
+ * Taken: the peer's QP takes packets, the comm may be handed out; refused
+ * or given up: the comm's next connect/accept fails or sends it again. */
+static void rh_on_result(void *arg, uint16_t peer, uint8_t kind, int status,
+			 const void *blob, size_t len)
 {
 	struct rh_host *H = arg;
 	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
@@ -105,7 +107,7 @@ static void rh_on_acked(void *arg, uint16_t peer, uint8_t kind, const void *blob
 	(void)peer;
 	ZB_ASSERT(H != NULL && kind == CTL_BLOB_RDMA_CONN);
 	if (ctx)
-		(void)rdma_conn_acked(ctx, blob, len);   /* -ENOENT: re-created since */
+		(void)rdma_conn_blob_result(ctx, blob, len, status);   /* -ENOENT: re-created since */
 }
 
 /* connect()/accept(), on the thread creating the communicator: queue it. */
@@ -204,7 +206,7 @@ static void rh_close(void *h)
 	coll_comm_destroy(H->comm);
 	if (H->handler) {
 		(void)ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, NULL, NULL);
-		(void)ctl_blob_on_acked(H->ctl, CTL_BLOB_RDMA_CONN, NULL, NULL);
+		(void)ctl_blob_on_result(H->ctl, CTL_BLOB_RDMA_CONN, NULL, NULL);
 	}
 	dp_node_stop();                 /* a control thread a failed launch started */
 	dp__run_ctl_fini();
@@ -251,7 +253,7 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 	fprintf(stderr, "zbmd: node %u: control: %s\n", a->cfg->node.id, what);
 	dp__run_ctl_leave_on_stop(false);
 	if ((rc = ctl_blob_handle(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_blob, H)) < 0 ||
-	    (rc = ctl_blob_on_acked(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_acked, H)) < 0) {
+	    (rc = ctl_blob_on_result(H->ctl, CTL_BLOB_RDMA_CONN, rh_on_result, H)) < 0) {
 		snprintf(err, errlen, "blob handler: %s", zb_strerror(rc));
 		goto fail;
 	}
@@ -437,14 +439,15 @@ static int ra_on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob,
 	return rdma_conn_deliver_from(ctx, from, blob, len);
 }
 
-static void ra_on_acked(void *arg, uint16_t peer, uint8_t kind, const void *blob, size_t len)
+static void ra_on_result(void *arg, uint16_t peer, uint8_t kind, int status,
+			 const void *blob, size_t len)
 {
 	(void)arg;
 	(void)peer;
 	ZB_ASSERT(kind == CTL_BLOB_RDMA_ACT);
 	void *ctx = atomic_load_explicit(&RA.rctx, memory_order_acquire);
 	if (ctx)
-		(void)rdma_conn_acked(ctx, blob, len);   /* -ENOENT: re-created since */
+		(void)rdma_conn_blob_result(ctx, blob, len, status);   /* -ENOENT: re-created since */
 }
 
 /* The carrier's connect()/accept() on its lcore: queue it (never blocks). */
@@ -488,7 +491,7 @@ int dp__rdma_act_start(void)
 		return 0;
 	int rc = ctl_blob_handle(ctl, CTL_BLOB_RDMA_ACT, ra_on_blob, NULL);
 	if (rc == 0)
-		rc = ctl_blob_on_acked(ctl, CTL_BLOB_RDMA_ACT, ra_on_acked, NULL);
+		rc = ctl_blob_on_result(ctl, CTL_BLOB_RDMA_ACT, ra_on_result, NULL);
 	if (rc < 0)
 		return rc;
 	RA.handler = true;
@@ -504,7 +507,7 @@ void dp__rdma_act_stop(void)
 	atomic_store_explicit(&RA.ctl, NULL, memory_order_release);
 	if (RA.handler) {
 		(void)ctl_blob_handle(ctl, CTL_BLOB_RDMA_ACT, NULL, NULL);
-		(void)ctl_blob_on_acked(ctl, CTL_BLOB_RDMA_ACT, NULL, NULL);
+		(void)ctl_blob_on_result(ctl, CTL_BLOB_RDMA_ACT, NULL, NULL);
 	}
 	RA.handler = false;
 }

@@ -7,7 +7,8 @@
  * the receiver answers each frame with one byte: BOOT_ACK_OK (delivered),
  * BOOT_ACK_LATER (refused for now: the sender tries again) or
  * BOOT_ACK_REFUSED (an invalid blob: the sender drops it and counts it).
- * A blob the peer took is handed to `acked` (the provider: rdma_conn_acked).
+ * What became of each blob goes to `result` (the provider:
+ * rdma_conn_blob_result): 0 taken, -EBADMSG refused, -ETIMEDOUT given up.
  * Blobs are not authenticated here: production exchanges them through the
  * control plane, whose messages carry a MAC (rdma_provider_args). */
 #include "internal.h"
@@ -53,7 +54,7 @@ struct rdma_boot {
 	pthread_mutex_t lock;
 	_Atomic bool stop;
 	int (*deliver)(void *arg, const void *blob, size_t len);
-	void (*acked)(void *arg, const void *blob, size_t len);   /* may be NULL */
+	void (*result)(void *arg, const void *blob, size_t len, int status);   /* may be NULL */
 	void *arg;
 	struct boot_out out[BOOT_OUT_MAX];
 	struct boot_conn conns[BOOT_CONN_MAX];
@@ -163,10 +164,9 @@ static void push_out(struct rdma_boot *b, uint64_t now)
 		if (!due)
 			continue;
 		int rc = send_one(&o);
-		if (rc == 0 && b->acked)
-			b->acked(b->arg, o.blob, o.len);   /* the peer took it */
+		bool done = rc == 0 || rc == -EBADMSG || now >= o.giveup_ns;
 		pthread_mutex_lock(&b->lock);
-		if (rc == 0 || rc == -EBADMSG || now >= o.giveup_ns) {
+		if (done) {
 			b->out[i].used = false;
 			atomic_fetch_add(rc == 0 ? &b->sent : rc == -EBADMSG ? &b->refused :
 					 &b->dropped, 1);
@@ -174,6 +174,9 @@ static void push_out(struct rdma_boot *b, uint64_t now)
 			b->out[i].next_ns = now + BOOT_RETRY_NS;
 		}
 		pthread_mutex_unlock(&b->lock);
+		if (done && b->result)
+			b->result(b->arg, o.blob, o.len,
+				  rc == 0 || rc == -EBADMSG ? rc : -ETIMEDOUT);
 	}
 }
 
@@ -210,7 +213,8 @@ static void *boot_main(void *arg)
 
 int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,
 		     int (*deliver)(void *arg, const void *blob, size_t len),
-		     void (*acked)(void *arg, const void *blob, size_t len), void *arg)
+		     void (*result)(void *arg, const void *blob, size_t len, int status),
+		     void *arg)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = ip_be,
 				 .sin_port = htons(port)};
@@ -223,7 +227,7 @@ int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,
 	if (!b)
 		return -ENOMEM;
 	b->deliver = deliver;
-	b->acked = acked;
+	b->result = result;
 	b->arg = arg;
 	for (int i = 0; i < BOOT_CONN_MAX; i++)
 		b->conns[i].fd = -1;

@@ -395,14 +395,14 @@ int rdma_conn_deliver_from(void *vctx, uint16_t from, const void *blob, size_t l
 	return conn_deliver(vctx, from, blob, len);
 }
 
-int rdma_conn_acked(void *vctx, const void *blob, size_t len)
+int rdma_conn_blob_result(void *vctx, const void *blob, size_t len, int status)
 {
 	struct rdma_ctx *ctx = vctx;
 	struct rdma_conn r;
 	char why[160];
 	int rc;
 
-	if (!ctx)
+	if (!ctx || status > 0)
 		return -EINVAL;
 	rc = rdma__conn_decode(blob, len, &r, why, sizeof(why));
 	if (rc)
@@ -414,7 +414,10 @@ int rdma_conn_acked(void *vctx, const void *blob, size_t len)
 		atomic_load(&ctx->comms[rdma__comm_index(ctx, r.dst_node, r.channel, r.side)]);
 	rc = -ENOENT;
 	if (c && c->local.qpn == r.qpn && c->local.psn == r.psn) {
-		atomic_store(&c->blob_acked, true);
+		if (status == 0)
+			atomic_store(&c->blob_acked, true);
+		else   /* the owner's next connect/accept acts on it */
+			atomic_store(&c->blob_fail, status);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);

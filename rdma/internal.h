@@ -338,7 +338,8 @@ struct rdma_comm {
 	bool abort_posted;       /* sent the peer an abort: keep the QP up */
 	bool blob_sent;          /* bootstrap / send_blob: our blob is on its way */
 	bool rtr;                /* the QP is in RTR (or past): it takes the peer's packets */
-	_Atomic bool blob_acked; /* the peer took our blob (rdma_conn_acked) */
+	_Atomic bool blob_acked; /* the peer took our blob (rdma_conn_blob_result 0) */
+	_Atomic int blob_fail;   /* ... or it did not: that status; 0 none */
 	/* send side: CTS FIFO written by the peer */
 	struct rdma_cts *fifo;
 	struct ibv_mr *fifo_mr;
@@ -444,7 +445,8 @@ int rdma__async_drain(struct rdma_ctx *ctx);
 struct rdma_boot;
 int rdma__boot_start(struct rdma_boot **out, uint32_t ip_be, uint16_t port,
 		     int (*deliver)(void *arg, const void *blob, size_t len),
-		     void (*acked)(void *arg, const void *blob, size_t len), void *arg);
+		     void (*result)(void *arg, const void *blob, size_t len, int status),
+		     void *arg);
 uint16_t rdma__boot_port(const struct rdma_boot *b);
 int rdma__boot_send(struct rdma_boot *b, uint32_t ip_be, uint16_t port,
 		    const void *blob, size_t len);

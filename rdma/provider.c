@@ -43,9 +43,9 @@ static int boot_deliver(void *ctx, const void *blob, size_t len)
 	return rdma_conn_deliver(ctx, blob, len);
 }
 
-static void boot_acked(void *ctx, const void *blob, size_t len)
+static void boot_result(void *ctx, const void *blob, size_t len, int status)
 {
-	(void)rdma_conn_acked(ctx, blob, len);   /* -ENOENT: re-created since */
+	(void)rdma_conn_blob_result(ctx, blob, len, status);   /* -ENOENT: re-created since */
 }
 
 static int boot_start(struct rdma_ctx *ctx, const struct zb_config *cfg)
@@ -60,7 +60,7 @@ static int boot_start(struct rdma_ctx *ctx, const struct zb_config *cfg)
 	}
 	ctx->boot_port = (uint16_t)(cfg->transport.tcp_port + 1);
 	rc = rdma__boot_start(&ctx->boot, me->present ? me->ip : htonl(INADDR_ANY),
-			      ctx->boot_port, boot_deliver, boot_acked, ctx);
+			      ctx->boot_port, boot_deliver, boot_result, ctx);
 	return rc;
 }
 
@@ -351,6 +351,18 @@ static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side
 		return c->err;
 	if (c->user_open)
 		return -EBUSY;
+	int bf = atomic_exchange(&c->blob_fail, 0);
+	if (bf == -EBADMSG) {
+		/* the peer's provider could not apply our blob (its log says
+		 * why): fail this call and drop the comm, as above; the next
+		 * call creates a new one with a new blob */
+		rdma__set_error("node %u ch %u: the peer refused our connection blob "
+				"(its log says why)", peer, ch);
+		comm_drop(ctx, c);
+		return -ECONNREFUSED;
+	}
+	if (bf)   /* given up on by the exchange, or "unknown" to the peer */
+		c->blob_sent = false;
 	if (!c->blob_sent && (ctx->boot || ctx->pargs.send_blob)) {
 		rc = ctx->boot ? boot_push(ctx, c) : ext_push(ctx, c);
 		if (rc)

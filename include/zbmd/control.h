@@ -291,15 +291,19 @@ int ctl_blob_send(struct ctl_node *n, uint16_t peer, uint8_t kind,
  * and will not be called again. 0 or -EINVAL. */
 int ctl_blob_handle(struct ctl_node *n, uint8_t kind, ctl_blob_fn fn, void *arg);
 
-/* The peer's handler took a blob this node sent (acknowledged delivered;
- * not for a refused or unknown one): peer, kind and the blob as it was
- * queued. Runs on the control thread under the same lock as the handlers;
- * must not block and must not call ctl_blob_handle / ctl_blob_on_acked. */
-typedef void (*ctl_blob_acked_fn)(void *arg, uint16_t peer, uint8_t kind,
-				  const void *blob, size_t len);
-/* Install (fn) or remove (NULL) the acknowledgement hook of `kind`; as
+/* What became of a blob this node sent, once (peer, kind and the blob as it
+ * was queued): status 0 the peer's handler took it (acknowledged
+ * delivered); -EBADMSG its handler refused it; -ESTALE the peer answered
+ * "unknown" (its handler deferred it until 1024 later blobs from us were
+ * handled: it cannot tell); -ETIMEDOUT no acknowledgement within
+ * blob_timeout_ms (peer down, not ready, another key or cluster). Runs on
+ * the control thread under the same lock as the handlers; must not block
+ * and must not call ctl_blob_handle / ctl_blob_on_result. */
+typedef void (*ctl_blob_result_fn)(void *arg, uint16_t peer, uint8_t kind, int status,
+				   const void *blob, size_t len);
+/* Install (fn) or remove (NULL) the result hook of `kind`; as
  * ctl_blob_handle. 0 or -EINVAL. */
-int ctl_blob_on_acked(struct ctl_node *n, uint8_t kind, ctl_blob_acked_fn fn, void *arg);
+int ctl_blob_on_result(struct ctl_node *n, uint8_t kind, ctl_blob_result_fn fn, void *arg);
 
 struct ctl_blob_stats {
 	uint64_t queued;        /* accepted by ctl_blob_send */

@@ -94,10 +94,10 @@ struct rdma_provider_args {
 	 * control plane calls rdma_conn_local() itself. A blob for this node
 	 * itself is delivered directly, without send_blob. */
 	int (*send_blob)(void *exchange_arg, uint16_t peer, const void *blob, size_t len);
-	/* external_exchange only. true: the host calls rdma_conn_acked() for
-	 * every blob of ours the peer took (the control plane's "delivered"
-	 * acknowledgement), and connect/accept hand a comm out only after
-	 * that, once the peer's QP takes packets. false: as soon as the
+	/* external_exchange only. true: the host calls rdma_conn_blob_result()
+	 * for every blob of ours: taken (the control plane's "delivered"
+	 * acknowledgement), refused or given up; connect/accept hand a comm
+	 * out only after it was taken, once the peer's QP takes packets. false: as soon as the
 	 * peer's blob is here; our blob may still be on its way, and the
 	 * peer's first packets then rely on RC retries (~0.5 s). The
 	 * bootstrap always waits for the peer's answer. */
@@ -137,12 +137,17 @@ int rdma_conn_deliver(void *ctx, const void *blob, size_t len);
  * the blob's src_node: only for the unauthenticated bootstrap and tests. */
 int rdma_conn_deliver_from(void *ctx, uint16_t from, const void *blob, size_t len);
 
-/* The peer took this node's blob (its rdma_conn_deliver returned 0): the
- * comm it belongs to may be handed out (rdma_provider_args.blob_acks).
- * blob is the one this node sent. Any thread; must not be called from
- * inside the provider's calls. Returns 0, -ENOENT (no comm of ours has
- * that blob any more: it was re-created), ZB_ERR_BAD_FRAME (not a blob). */
-int rdma_conn_acked(void *ctx, const void *blob, size_t len);
+/* What became of a blob this node sent (blob: as it was sent), from the
+ * host's exchange (rdma_provider_args.blob_acks): status 0, the peer took
+ * it (its rdma_conn_deliver returned 0), so the comm it belongs to may be
+ * handed out; -EBADMSG, the peer refused it: the comm's next
+ * connect/accept fails with -ECONNREFUSED and drops it (the call after
+ * creates a new one); any other negative status (the exchange gave up on
+ * it, or cannot tell), the next connect/accept sends it again. Any thread;
+ * must not be called from inside the provider's calls. Returns 0, -ENOENT
+ * (no comm of ours has that blob any more: it was re-created), -EINVAL
+ * (status > 0, no ctx), ZB_ERR_BAD_FRAME (not a blob). */
+int rdma_conn_blob_result(void *ctx, const void *blob, size_t len, int status);
 
 /* Completion sources: one per channel. rdma_poll_cq() handles at most a
  * burst of completions and returns how many, or a negative error. Call it

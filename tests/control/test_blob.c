@@ -31,6 +31,7 @@ static struct ctl_node *node[N];
 struct rec {
 	uint16_t from;
 	uint8_t kind;
+	int status;          /* the result hook's */
 	size_t len;
 	uint8_t data[CTL_BLOB_MAX];
 };
@@ -65,17 +66,22 @@ static int on_blob(void *arg, uint16_t from, uint8_t kind, const void *blob, siz
 	return rc;
 }
 
-/* node 0's acknowledgement hook: what its peers' handlers took */
-static struct rec acks[MAXREC];
-static int nacks;
+/* node 0's result hook: what became of its blobs (arg NULL), and node 3's
+ * (arg non-NULL, the same record) */
+static struct rec acks[MAXREC], res3;
+static int nacks, nres3;
 
-static void on_acked(void *arg, uint16_t peer, uint8_t kind, const void *blob, size_t len)
+static void on_result(void *arg, uint16_t peer, uint8_t kind, int status,
+		     const void *blob, size_t len)
 {
-	(void)arg;
 	pthread_mutex_lock(&lock);
-	if (nacks < MAXREC && len <= sizeof(acks[0].data)) {
+	if (arg) {
+		res3 = (struct rec){.from = peer, .kind = kind, .status = status, .len = len};
+		nres3++;
+	} else if (nacks < MAXREC && len <= sizeof(acks[0].data)) {
 		acks[nacks].from = peer;
 		acks[nacks].kind = kind;
+		acks[nacks].status = status;
 		acks[nacks].len = len;
 		memcpy(acks[nacks].data, blob, len);
 	}
@@ -263,7 +269,7 @@ int main(void)
 	uint8_t b72[72], b256[CTL_BLOB_MAX], b1[1] = {0xa5}, big[CTL_BLOB_MAX + 1] = {0};
 	struct ctl_opts o;
 
-	tap_plan(39);
+	tap_plan(40);
 	ZB_ASSERT(mkdtemp(dir));
 	base = 23000 + (int)(getpid() % 1500) * 10 + 5;
 	write_file("psk", "blob test cluster key, long enough");
@@ -283,8 +289,8 @@ int main(void)
 		return tap_done();
 	}
 	ctl_blob_handle(node[0], CTL_BLOB_RDMA_CONN, on_blob, (void *)(intptr_t)0);
-	ctl_blob_on_acked(node[0], CTL_BLOB_RDMA_CONN, on_acked, NULL);
-	ctl_blob_on_acked(node[0], 7, on_acked, NULL);
+	ctl_blob_on_result(node[0], CTL_BLOB_RDMA_CONN, on_result, NULL);
+	ctl_blob_on_result(node[0], 7, on_result, NULL);
 
 	/* Bad input: clear errors, nothing queued. */
 	is_int(ctl_blob_send(NULL, 1, 1, b72, 72), -EINVAL, "no node: -EINVAL");
@@ -299,8 +305,8 @@ int main(void)
 	is_int(ctl_blob_send(node[0], 1, 1, big, sizeof(big)), -EMSGSIZE,
 	       "%zu-byte blob: -EMSGSIZE", sizeof(big));
 	is_int(ctl_blob_handle(node[0], 0, on_blob, NULL), -EINVAL, "handler for kind 0: -EINVAL");
-	is_int(ctl_blob_on_acked(node[0], CTL_BLOB_KINDS, on_acked, NULL), -EINVAL,
-	       "acknowledgement hook for kind %d: -EINVAL", CTL_BLOB_KINDS);
+	is_int(ctl_blob_on_result(node[0], CTL_BLOB_KINDS, on_result, NULL), -EINVAL,
+	       "result hook for kind %d: -EINVAL", CTL_BLOB_KINDS);
 	is_int((int)stats(0).queued, 0, "nothing was queued");
 
 	/* Node 1 is not running yet: its first transmissions are lost. */
@@ -323,7 +329,7 @@ int main(void)
 	usleep(50000);
 	pthread_mutex_lock(&lock);
 	ok(nacks == 1 && acks[0].from == 1 && acks[0].kind == CTL_BLOB_RDMA_CONN &&
-	   acks[0].len == 72 && memcmp(acks[0].data, b72, 72) == 0,
+	   acks[0].status == 0 && acks[0].len == 72 && memcmp(acks[0].data, b72, 72) == 0,
 	   "... and its hook heard of it once: node 1 took that blob (%d)", nacks);
 	pthread_mutex_unlock(&lock);
 
@@ -406,9 +412,11 @@ int main(void)
 	pthread_mutex_unlock(&lock);
 	is_int(refusals, 1, "... and does not retry it");
 	pthread_mutex_lock(&lock);
-	int acked_hooks = nacks;
+	int acked_hooks = nacks, st = acks[1].status, k = acks[1].kind;
 	pthread_mutex_unlock(&lock);
-	is_int(acked_hooks, 1, "... nor calls the acknowledgement hook for it");
+	ok(acked_hooks == 2 && st == -EBADMSG && k == 7,
+	   "... and its result hook heard of it once, as refused (%d calls, status %d)",
+	   acked_hooks, st);
 	pthread_mutex_lock(&lock);
 	mode[1] = 0;
 	pthread_mutex_unlock(&lock);
@@ -421,11 +429,19 @@ int main(void)
 	ok(ctl_node_start(&cfg[3], &o, &node[3], err, sizeof(err)) == 0 &&
 	   ctl_node_start(&cfg[4], &o, &node[4], err, sizeof(err)) == 0,
 	   "nodes 3 (wrong key) and 4 (wrong cluster) started");
+	ctl_blob_on_result(node[3], CTL_BLOB_RDMA_CONN, on_result, &res3);
 	ctl_blob_send(node[3], 0, CTL_BLOB_RDMA_CONN, b72, 72);
 	ctl_blob_send(node[4], 0, CTL_BLOB_RDMA_CONN, b72, 72);
 	r = WAIT_STAT(3, failed, 1, 3000) && WAIT_STAT(4, failed, 1, 3000);
 	ok(r, "both gave their blob up after 600 ms (%llu and %llu transmissions)",
 	   (unsigned long long)stats(3).sent, (unsigned long long)stats(4).sent);
+	pthread_mutex_lock(&lock);
+	struct rec g3 = res3;
+	int n3 = nres3;
+	pthread_mutex_unlock(&lock);
+	ok(n3 == 1 && g3.status == -ETIMEDOUT && g3.from == 0 && g3.kind == CTL_BLOB_RDMA_CONN &&
+	   g3.len == 72, "node 3's result hook heard it given up, once (%d calls, status %d)",
+	   n3, g3.status);
 	uint64_t mac1 = auth_rej(0, CTL_AUTH_MAC), cl1 = auth_rej(0, CTL_AUTH_CLUSTER);
 	ok(mac1 >= mac0 + stats(3).sent,
 	   "node 0 rejected node 3's messages: bad MAC (%llu)",

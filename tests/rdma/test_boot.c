@@ -35,17 +35,20 @@ static int deliver(void *arg, const void *blob, size_t len)
 	return 0;
 }
 
-/* What the provider hears of the blobs it sent that the peer took. */
-static uint8_t last_acked[RDMA_CONN_BLOB_LEN];
-static int nacked;
+/* What the provider hears of the blobs it sent: taken (status 0), refused
+ * (-EBADMSG), anything else. */
+static uint8_t last_acked[RDMA_CONN_BLOB_LEN], last_refused[RDMA_CONN_BLOB_LEN];
+static int nacked, nrefused, nother;
 
-static void acked(void *arg, const void *blob, size_t len)
+static void acked(void *arg, const void *blob, size_t len, int status)
 {
 	(void)arg;
 	pthread_mutex_lock(&mu);
-	if (len == RDMA_CONN_BLOB_LEN)
+	if (status == 0 && len == RDMA_CONN_BLOB_LEN)
 		memcpy(last_acked, blob, len);
-	nacked++;
+	if (status == -EBADMSG && len == RDMA_CONN_BLOB_LEN)
+		memcpy(last_refused, blob, len);
+	*(status == 0 ? &nacked : status == -EBADMSG ? &nrefused : &nother) += 1;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -92,7 +95,7 @@ int main(void)
 	uint16_t pb, pc;
 	uint64_t t0;
 
-	tap_plan(16);
+	tap_plan(17);
 	ok(rdma__boot_start(&a, lo, 0, deliver, acked, NULL) == 0 &&
 	   rdma__boot_start(&b, lo, 0, deliver, NULL, NULL) == 0,
 	   "two bootstrap listeners on 127.0.0.1");
@@ -154,8 +157,10 @@ int main(void)
 	is_int(s, 3, "sender: counted sent once, when taken");
 	pthread_mutex_lock(&mu);
 	ok(nacked == 3 && memcmp(last_acked, blob, sizeof(blob)) == 0,
-	   "the sender's provider heard of each blob the peer took, once, and not of the "
-	   "refused one (%d)", nacked);
+	   "the sender's provider heard of each blob the peer took, once, as taken (%d)", nacked);
+	ok(nrefused == 1 && nother == 0 &&
+	   memcmp(last_refused, frames + 2, RDMA_CONN_BLOB_LEN) == 0,
+	   "... and of the refused one, once, as refused (%d; %d other)", nrefused, nother);
 	pthread_mutex_unlock(&mu);
 	is_int(rdma__boot_send(a, lo, pb, blob, 300), -EINVAL, "oversize blob refused at queueing");
 

@@ -86,13 +86,13 @@ int main(void)
 	rdma__conn_encode(&stale, sb, sizeof(sb));
 	/* the fixture's blobs name node 0 as their source (a loopback pair) */
 	ctx.self = 0;
-	int stale_rc = rdma_conn_acked(&ctx, sb, sizeof(sb));
+	int stale_rc = rdma_conn_blob_result(&ctx, sb, sizeof(sb), 0);
 	ctx.self = 1;
 	ok(stale_rc == -ENOENT && rdma_net_ops.connect(&ctx, 0, 0, &sc) == -EAGAIN,
 	   "an acknowledgement of another QP's blob does not count (%d)", stale_rc);
 	ctx.self = 0;
-	int a0 = rdma_conn_acked(&ctx, sent[0], RDMA_CONN_BLOB_LEN);
-	int a1 = rdma_conn_acked(&ctx, sent[1], RDMA_CONN_BLOB_LEN);
+	int a0 = rdma_conn_blob_result(&ctx, sent[0], RDMA_CONN_BLOB_LEN, 0);
+	int a1 = rdma_conn_blob_result(&ctx, sent[1], RDMA_CONN_BLOB_LEN, 0);
 	ctx.self = 1;
 	ok(a0 == 0 && a1 == 0, "the peer's acknowledgements of both blobs are taken (%d %d)", a0, a1);
 	ok(rdma_net_ops.connect(&ctx, 0, 0, &sc) == 0 && sc == &cs &&
