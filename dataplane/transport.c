@@ -327,8 +327,39 @@ void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
 	while (fail) {
 		struct tp_txmsg *m = fail;
 		fail = m->next;
-		tp__txmsg_finish(tp, m, err);
+		/* one the peer would never take says so, whatever the reset */
+		tp__txmsg_finish(tp, m, pe->peer_max && m->len > pe->peer_max ? -EMSGSIZE : err);
 	}
+}
+
+/* The peer's ACKs say the largest message it takes is max (its [transport]
+ * max_message; docs/wire.md, "Larger than the peer takes"). tp_send
+ * refuses larger ones with -EMSGSIZE from now on. One already queued or in
+ * flight would never be delivered: the peer drops its frames (msg_size)
+ * and its cumulative ack stays below the first of them for good. So then
+ * the session is reset: such messages fail with -EMSGSIZE, the others with
+ * ZB_ERR_EPOCH. Returns true if it reset the session. */
+bool tp__peer_max(struct tp *tp, struct tp_peer *pe, uint32_t max, uint64_t now)
+{
+	ZB_ASSERT(pe->present && max != 0);
+	pe->peer_max = max;
+	if (max >= tp->p.max_message)
+		return false;   /* it takes whatever we may send */
+	bool over = false;
+	for (uint32_t seq = pe->snd_una; seq != pe->snd_next && !over; seq++) {
+		const struct tp_txmsg *m = pe->win[seq & tp->wmask].msg;
+		over = m && m->len > max;
+	}
+	for (uint32_t s = 0; s < tp->p.streams && !over; s++)
+		for (const struct tp_txmsg *m = pe->stx[s].head; m && !over; m = m->next)
+			over = m->len > max;
+	if (!over)
+		return false;
+	tp->st.size_resets++;
+	tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now);
+	/* tell the peer now: it resets its side when it sees the new epoch */
+	tp__send_ack(tp, pe, WIRE_F_ACKREQ, now);
+	return true;
 }
 
 int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns)
@@ -362,6 +393,8 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	if (ZB_UNLIKELY(len > tp->p.max_message))
 		return -EMSGSIZE;
 	pe = &tp->peers[peer];
+	if (ZB_UNLIKELY(pe->peer_max && len > pe->peer_max))
+		return -EMSGSIZE;   /* more than the peer takes (its ACKs say) */
 	if (ZB_UNLIKELY(pe->state == TP_PS_DOWN))
 		return tp->closing ? ZB_ERR_SHUTDOWN : ZB_ERR_PEER_DOWN;
 	m = tp->txfree;
@@ -542,7 +575,7 @@ void tp_stats_foreach(const struct tp_stats *s,
 	C(keep_no_room); C(keep_unkept);
 	C(msgs_sent); C(msgs_failed); C(msgs_delivered); C(bytes_delivered);
 	C(deliver_deferred); C(peer_up); C(peer_restarts); C(peer_downs);
-	C(stale_replies); C(fault_drops); C(fault_dups); C(fault_reorders);
+	C(stale_replies); C(size_replies); C(size_resets); C(fault_drops); C(fault_dups); C(fault_reorders);
 	C(bad_frames);
 #undef C
 	for (int r = 1; r < WIRE_REASON_COUNT; r++) {

@@ -111,6 +111,8 @@ struct tp_peer {
 	uint8_t ack_now, has_deferred;
 	uint8_t ack_held;               /* in tp->ackq (rx_batch) */
 	uint64_t stale_reply_ns;
+	uint32_t peer_max;              /* the largest message the peer takes
+					 * (its ACKs say); 0: not known yet */
 };
 
 /* Reassembly arena: address-ordered first fit over a block bitmap (1 =
@@ -267,6 +269,7 @@ uint64_t tp__sack(const struct tp *tp, const struct tp_peer *pe);
 void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
 		       bool bump_local, uint64_t now);
 void tp__peer_heard(struct tp *tp, struct tp_peer *pe, uint64_t now);
+bool tp__peer_max(struct tp *tp, struct tp_peer *pe, uint32_t max, uint64_t now);
 
 /* transport_fault.c */
 uint64_t tp__rand(struct tp *tp);

@@ -594,6 +594,7 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 		tp->st.peer_restarts++;
 		pe->remote_epoch = h->src_epoch;
 		pe->reset_done_for = h->src_epoch;
+		pe->peer_max = 0;          /* its ACKs will say (config may differ) */
 		pe->await_epoch_ack = 0;   /* it knows nothing older of us */
 		pe->dst0_stale = 0;        /* ... and may not know us */
 		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
@@ -627,6 +628,25 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 		pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
 	}
 	return WIRE_E_STALE_EPOCH;
+}
+
+/* A DATA frame of a message larger than our max_message (refused as
+ * msg_size; wire_decode had read the header, checksum and all, when it
+ * did): from a configured peer at its address, tell it our limit, which
+ * our ACKs carry, rate-limited as stale-epoch replies are. Its messages
+ * would otherwise be retransmitted for good (docs/wire.md, "Larger than
+ * the peer takes"). */
+static void size_reply(struct tp *tp, const struct wire_hdr *h, const struct wire_addr *a,
+		       uint64_t now)
+{
+	if (h->src_node >= tp->p.max_peers || !tp->peers[h->src_node].present)
+		return;
+	struct tp_peer *pe = &tp->peers[h->src_node];
+	if (a->src_ip != pe->addr.dst_ip || now < pe->stale_reply_ns)
+		return;
+	tp->st.size_replies++;
+	tp__send_ack(tp, pe, 0, now);
+	pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
 }
 
 int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
@@ -669,6 +689,12 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 			pe->state = TP_PS_UNKNOWN;
 	}
 	tp__peer_heard(tp, pe, now);
+	if (ZB_UNLIKELY(h.type == WIRE_T_ACK && h.msg_len && h.msg_len != pe->peer_max) &&
+	    tp__peer_max(tp, pe, h.msg_len, now)) {
+		/* our session was reset: this ack is of the one before */
+		tp->rx_ref = NULL;
+		return 0;
+	}
 	r = tp__on_ack(tp, pe, &h, now);
 	if (ZB_UNLIKELY(r != WIRE_OK))
 		goto bad;
@@ -694,6 +720,8 @@ bad:
 	tp->rx_ref = NULL;
 	ZB_DASSERT(!tp->rx_kept);   /* every refusal comes before place() */
 	tp__bad(tp, r);
+	if (ZB_UNLIKELY(r == WIRE_E_MSG_SIZE))
+		size_reply(tp, &h, &a, now);
 	return ZB_ERR_BAD_FRAME;
 }
 

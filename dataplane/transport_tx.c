@@ -37,6 +37,8 @@ static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
 	h->credit = (uint16_t)tp__credit(tp);
 	h->tsval = (uint32_t)(now / TP_NS_PER_US);
 	h->tsecr = pe->ts_recent;
+	if (type == WIRE_T_ACK)   /* the largest message we take */
+		h->msg_len = tp->p.max_message;
 	pe->ack_pending = 0;
 	pe->ack_due = 0;
 	pe->ack_now = 0;

@@ -477,7 +477,8 @@ enum wire_reason wire_decode(const uint8_t *frame, size_t len,
 		if (r != WIRE_OK)
 			return r;
 	} else if (h->type == WIRE_T_ACK) {
-		if (h->payload_len || h->seq || h->msg_id || h->msg_len ||
+		/* msg_len: the largest message the ACK's sender takes */
+		if (h->payload_len || h->seq || h->msg_id ||
 		    h->frag_index || h->frag_count || h->frag_size || h->stream)
 			return WIRE_E_RESERVED;
 	} else {

@@ -302,6 +302,9 @@ struct tp_stats {
 	uint64_t keep_no_room;    /* rx_keep said yes, no segment table room */
 	uint64_t keep_unkept;     /* kept message's fragment without a frame */
 	uint64_t peer_up, peer_restarts, peer_downs, stale_replies;
+	uint64_t size_replies;    /* ACKs to a peer whose message was too large */
+	uint64_t size_resets;     /* sessions reset: queued messages the peer
+				   * would never take (tp__peer_max) */
 	uint64_t fault_drops, fault_dups, fault_reorders;
 	uint64_t bad_frames;                  /* sum of bad[] */
 	uint64_t bad[WIRE_REASON_COUNT];      /* per enum wire_reason */

@@ -636,9 +636,87 @@ static void big_case(int senders, size_t len, const char *what)
 			free(big_src[p][s]);
 }
 
+/* ---- a message larger than the receiver's max_message ---- */
+static uint64_t sz_cookie[8];
+static int sz_status[8], sz_done;
+static size_t sz_got;
+static bool sz_intact;
+static const uint8_t *sz_src;
+
+static void sz_send_done(struct sim_node *n, uint64_t c, int st)
+{
+	(void)n;
+	if (c < 8) {
+		sz_cookie[c] = c;
+		sz_status[c] = st;
+	}
+	sz_done++;
+}
+
+static int sz_deliver(struct sim_node *n, struct tp_msg *m)
+{
+	sz_got = m->len;
+	sz_intact = m->data && memcmp(m->data, sz_src, m->len) == 0;
+	tp_msg_release(n->tp, m);
+	return 0;
+}
+
+/* Node 1 (max_message 8 MiB) sends node 0 (2 MiB) a 4 MiB message: node 0
+ * drops its frames (msg_size) and tells node 1 its limit (its ACKs carry
+ * it); node 1 fails the message with -EMSGSIZE within a bound instead of
+ * retransmitting it for good, refuses the next one at tp_send, and a 1 MiB
+ * message then arrives intact. Before 2026-11-27 the message was neither
+ * delivered nor failed (10 simulated seconds). */
+static void test_peer_smaller_max(void)
+{
+	struct sim_link l = {.delay_ns = 10000};
+	const size_t big = 4u << 20, fits = 1u << 20;
+	uint8_t *src = malloc(big);
+	uint64_t t0;
+
+	ZB_ASSERT(src != NULL);
+	for (size_t i = 0; i < big; i++)
+		src[i] = (uint8_t)(i * 13 + (i >> 10));
+	sz_src = src;
+	sz_done = 0;
+	sz_got = 0;
+	ZB_ASSERT(sim_init(&S, 2, &l, 11, 1 << 14) == 0);
+	S.deliver = sz_deliver;
+	S.send_done = sz_send_done;
+	for (int i = 0; i < 2; i++) {
+		struct tp_params p;
+		sim_params(&p, (uint16_t)i, 900 + (uint32_t)i);
+		p.max_message = i == 0 ? 2u << 20 : 8u << 20;
+		ZB_ASSERT(sim_node_start(&S, (uint16_t)i, &p) == 0);
+	}
+	struct tp *t1 = S.nodes[1].tp;
+	ZB_ASSERT(tp_send(t1, 0, 0, src, big, NULL, 1, S.now) == 0);
+	t0 = S.now;
+	while (S.now - t0 < 5000000000ull && sz_done < 1)
+		sim_step(&S, 100000);
+	ok(sz_done == 1 && sz_status[1] == -EMSGSIZE,
+	   "a 4 MiB message to a node whose max_message is 2 MiB fails with -EMSGSIZE "
+	   "(status %d after %.1f ms)", sz_status[1], (double)(S.now - t0) / 1e6);
+	ok(tp_stats(S.nodes[0].tp)->bad[WIRE_E_MSG_SIZE] > 0 &&
+	   tp_stats(S.nodes[0].tp)->size_replies > 0 && tp_stats(t1)->size_resets == 1,
+	   "... the receiver dropped its frames and told the sender its limit "
+	   "(%" PRIu64 " replies), the sender reset the session once",
+	   tp_stats(S.nodes[0].tp)->size_replies);
+	is_int(tp_send(t1, 0, 0, src, big, NULL, 2, S.now), -EMSGSIZE,
+	       "the next such message is refused at tp_send");
+	ZB_ASSERT(tp_send(t1, 0, 0, src, fits, NULL, 3, S.now) == 0);
+	t0 = S.now;
+	while (S.now - t0 < 5000000000ull && (sz_done < 2 || sz_got == 0))
+		sim_step(&S, 100000);
+	ok(sz_got == fits && sz_intact && sz_status[3] == 0,
+	   "a 1 MiB message then arrives intact (%zu bytes, status %d)", sz_got, sz_status[3]);
+	sim_fini(&S);
+	free(src);
+}
+
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2 + 2);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2 + 2 + 4);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -651,5 +729,6 @@ int main(void)
 	test_orphan_refused();
 	big_case(1, 6u << 20, "one sender, two 6 MiB messages on two streams");
 	big_case(2, 4u << 20, "two senders, two 4 MiB messages each on two streams");
+	test_peer_smaller_max();
 	return tap_done();
 }
