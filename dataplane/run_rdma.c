@@ -107,7 +107,8 @@ static void rh_on_result(void *arg, uint16_t peer, uint8_t kind, int status,
 	(void)peer;
 	ZB_ASSERT(H != NULL && kind == CTL_BLOB_RDMA_CONN);
 	if (ctx)
-		(void)rdma_conn_blob_result(ctx, blob, len, status);   /* -ENOENT: re-created since */
+		/* -ENOENT: re-created since */
+		(void)rdma_conn_blob_result(ctx, blob, len, status);
 }
 
 /* connect()/accept(), on the thread creating the communicator: queue it. */
@@ -447,7 +448,8 @@ static void ra_on_result(void *arg, uint16_t peer, uint8_t kind, int status,
 	ZB_ASSERT(kind == CTL_BLOB_RDMA_ACT);
 	void *ctx = atomic_load_explicit(&RA.rctx, memory_order_acquire);
 	if (ctx)
-		(void)rdma_conn_blob_result(ctx, blob, len, status);   /* -ENOENT: re-created since */
+		/* -ENOENT: re-created since */
+		(void)rdma_conn_blob_result(ctx, blob, len, status);
 }
 
 /* The carrier's connect()/accept() on its lcore: queue it (never blocks). */

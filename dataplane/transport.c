@@ -575,7 +575,8 @@ void tp_stats_foreach(const struct tp_stats *s,
 	C(keep_no_room); C(keep_unkept);
 	C(msgs_sent); C(msgs_failed); C(msgs_delivered); C(bytes_delivered);
 	C(deliver_deferred); C(peer_up); C(peer_restarts); C(peer_downs);
-	C(stale_replies); C(size_replies); C(size_resets); C(fault_drops); C(fault_dups); C(fault_reorders);
+	C(stale_replies); C(size_replies); C(size_resets);
+	C(fault_drops); C(fault_dups); C(fault_reorders);
 	C(bad_frames);
 #undef C
 	for (int r = 1; r < WIRE_REASON_COUNT; r++) {
