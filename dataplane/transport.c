@@ -284,6 +284,8 @@ int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip)
 	pe->present = 1;
 	tp->npeers++;
 	tp->rx_rsv = tp->npeers * p->streams;
+	uint32_t share = tp->arena.nblk / tp->npeers / TP_SHARE_BLK;   /* rounded down */
+	tp->rx_share = (uint16_t)(share > UINT16_MAX ? UINT16_MAX : share);
 	ZB_ASSERT(pe->node == node);
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #define TP_BLK            1024u     /* arena block, bytes (64-aligned) */
+#define TP_SHARE_BLK      64u       /* wire_hdr.share unit (64 KiB), blocks */
 #define TP_FAULT_SLOTS    8         /* frames held back for reordering */
 #define TP_MSG_WINDOW     (1u << 20) /* max msg_id distance ahead of delivery */
 #define TP_CREDIT_FLOOR   8         /* credit advertised even when full (see rx) */
@@ -113,6 +114,9 @@ struct tp_peer {
 	uint64_t stale_reply_ns;
 	uint32_t peer_max;              /* the largest message the peer takes
 					 * (its ACKs say); 0: not known yet */
+	uint32_t peer_share;            /* blocks of the peer's arena for our
+					 * side-by-side messages (its frames
+					 * say); 0: not known yet */
 };
 
 /* Reassembly arena: address-ordered first fit over a block bitmap (1 =
@@ -157,6 +161,8 @@ struct tp {
 	 * per present peer) nor the last arena_rsv blocks (max_message and
 	 * its fragment map, or the whole arena when smaller). See place(). */
 	uint32_t npeers, rx_rsv, arena_rsv;
+	uint16_t rx_share;              /* each peer's share of our arena, in
+					 * wire_hdr.share units: our frames say */
 	struct tp_msg **htab;           /* (peer, stream, msg_id) -> message */
 	uint32_t hmask;
 	struct tp_msg *rx_last;         /* in htab under rx_last_key, or NULL */

@@ -689,6 +689,8 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 			pe->state = TP_PS_UNKNOWN;
 	}
 	tp__peer_heard(tp, pe, now);
+	if (ZB_UNLIKELY((uint32_t)h.share * TP_SHARE_BLK != pe->peer_share))
+		pe->peer_share = (uint32_t)h.share * TP_SHARE_BLK;
 	if (ZB_UNLIKELY(h.type == WIRE_T_ACK && h.msg_len && h.msg_len != pe->peer_max) &&
 	    tp__peer_max(tp, pe, h.msg_len, now)) {
 		/* our session was reset: this ack is of the one before */

@@ -37,6 +37,7 @@ static void hdr_common(struct tp *tp, struct tp_peer *pe, struct wire_hdr *h,
 	h->credit = (uint16_t)tp__credit(tp);
 	h->tsval = (uint32_t)(now / TP_NS_PER_US);
 	h->tsecr = pe->ts_recent;
+	h->share = tp->rx_share;
 	if (type == WIRE_T_ACK)   /* the largest message we take */
 		h->msg_len = tp->p.max_message;
 	pe->ack_pending = 0;
@@ -170,19 +171,20 @@ static int send_slot(struct tp *tp, struct tp_peer *pe, uint32_t seq,
  * receiver could not hold m beside them, m's first fragment would wait at
  * its rcv_next while they wait for frames the window cannot reach: the
  * session would stall for good. So m starts alone, or where it fits beside
- * them in this sender's share of the receiver's arena: the arena (the
- * peer's taken to be ours: one config) over the peers that may send to it
- * (ours: one peer list). Were each sender to budget the whole arena, two
- * could each start two messages that fit it alone, and the four not: both
- * second ones would wait for room that neither first could free. Within
- * shares, the senders' side-by-side messages together leave room for each
- * one's next (docs/wire.md, "Large messages on several streams"). */
-static inline bool may_start(const struct tp *tp, const struct tp_peer *pe,
-			     const struct tp_txmsg *m)
+ * them in this sender's share of the receiver's arena: its arena over the
+ * peers that may send to it, which its frames state (pe->peer_share); until
+ * the first one came, alone. Were each sender to budget the whole arena,
+ * two could each start two messages that fit it alone, and the four not:
+ * both second ones would wait for room that neither first could free.
+ * Within shares, the senders' side-by-side messages together leave room
+ * for each one's next (docs/wire.md, "Large messages on several
+ * streams"). Taking the peer's arena to be ours (until 2026-11-27) stalled
+ * a sender whose peer had a smaller max_message. */
+static inline bool may_start(const struct tp_peer *pe, const struct tp_txmsg *m)
 {
 	return m->next_frag != 0 || m->frag_count == 1 || pe->tx_partial_blk == 0 ||
-	       ((uint64_t)pe->tx_partial_blk + tp__rx_blocks(m->len, m->frag_count)) *
-			       (tp->npeers ? tp->npeers : 1) <= tp->arena.nblk;
+	       (uint64_t)pe->tx_partial_blk + tp__rx_blocks(m->len, m->frag_count) <=
+		       pe->peer_share;
 }
 
 /* Next stream with unassigned fragments that may go (may_start), round
@@ -197,13 +199,13 @@ static struct tp_stream_tx *pick_stream(struct tp *tp, struct tp_peer *pe)
 
 	if (pe->tx_pending_streams == 1) {
 		struct tp_stream_tx *last = &pe->stx[(s == 0 ? n : s) - 1];
-		if (last->head && may_start(tp, pe, last->head))
+		if (last->head && may_start(pe, last->head))
 			return last;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct tp_stream_tx *st = &pe->stx[s];
 		s = s + 1 == n ? 0 : s + 1;
-		if (st->head && may_start(tp, pe, st->head)) {
+		if (st->head && may_start(pe, st->head)) {
 			pe->rr = s;
 			return st;
 		}

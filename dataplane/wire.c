@@ -187,7 +187,8 @@ static inline uint32_t zb_sum_const(const struct wire_hdr *h)
 	return ((uint32_t)WIRE_VERSION << 8 | h->type) + h->lane +
 	       w32(h->cluster) + h->src_node + h->dst_node + h->stream +
 	       w32(h->src_epoch) + w32(h->dst_epoch) + w32(h->msg_id) +
-	       w32(h->msg_len) + w32(h->frag_count) + (uint16_t)h->frag_size;
+	       w32(h->msg_len) + w32(h->frag_count) + (uint16_t)h->frag_size +
+	       (uint16_t)h->share;
 }
 
 static inline uint32_t zb_sum_var(const struct wire_hdr *h)
@@ -233,7 +234,7 @@ static void zb_put(uint8_t *z, const struct wire_hdr *h)
 	put32(z + 52, h->frag_index);
 	put32(z + 56, h->frag_count);
 	put16(z + 60, h->frag_size);
-	put16(z + 62, 0); /* reserved */
+	put16(z + 62, h->share);
 	put32(z + 64, h->tsval);
 	put32(z + 68, h->tsecr);
 	put16(z + 14, zb_csum(h));
@@ -261,6 +262,7 @@ static void zb_get(const uint8_t *z, struct wire_hdr *h)
 	h->frag_index = get32(z + 52);
 	h->frag_count = get32(z + 56);
 	h->frag_size = get16(z + 60);
+	h->share = get16(z + 62);
 	h->tsval = get32(z + 64);
 	h->tsecr = get32(z + 68);
 }
@@ -468,7 +470,7 @@ enum wire_reason wire_decode(const uint8_t *frame, size_t len,
 		return WIRE_E_DST_NODE;
 	if (h->lane != cfg->lane)
 		return WIRE_E_LANE;
-	if ((h->flags & ~WIRE_F_KNOWN) || get16(z + 62) != 0)
+	if (h->flags & ~WIRE_F_KNOWN)
 		return WIRE_E_RESERVED;
 	if (h->payload_len != udp_len - WIRE_UDP_LEN - WIRE_ZB_LEN)
 		return WIRE_E_PAYLOAD_LEN;

@@ -108,6 +108,8 @@ struct wire_hdr {
 	uint32_t msg_len;      /* whole message, bytes */
 	uint32_t frag_index, frag_count;
 	uint16_t frag_size;    /* payload bytes of every fragment but the last */
+	uint16_t share;        /* each peer's share of the sender's reassembly
+				* arena, 64 KiB units (0 = not stated) */
 	uint32_t tsval;        /* sender's clock, microseconds (wraps) */
 	uint32_t tsecr;        /* tsval of the latest DATA frame received from
 				* the destination (0 = none): RTT samples */

@@ -591,8 +591,10 @@ static int big_deliver(struct sim_node *n, struct tp_msg *m)
 }
 
 /* senders nodes 1..senders each send node 0 a len-byte message on streams
- * 0 and 1 at once; 9.5 MiB arenas (max_message 8 MiB + 4 windows) */
-static void big_case(int senders, size_t len, const char *what)
+ * 0 and 1 at once; 9.5 MiB arenas (max_message 8 MiB + 4 windows), but
+ * node 0's is rmax_mib MiB + 4 windows when rmax_mib is not 0 (configs
+ * that differ: the senders learn its share from its frames) */
+static void big_case(int senders, size_t len, unsigned rmax_mib, const char *what)
 {
 	struct sim_link l = {.delay_ns = 10000};
 	const uint64_t want = 2u * (unsigned)senders;
@@ -613,7 +615,7 @@ static void big_case(int senders, size_t len, const char *what)
 	for (int i = 0; i <= senders; i++) {
 		struct tp_params p;
 		sim_params(&p, (uint16_t)i, 300 + 100 * (uint32_t)senders + (uint32_t)i);
-		p.max_message = 8u << 20;
+		p.max_message = (i == 0 && rmax_mib ? rmax_mib : 8u) << 20;
 		ZB_ASSERT(sim_node_start(&S, (uint16_t)i, &p) == 0);
 	}
 	for (int p = 0; p < senders; p++)
@@ -623,8 +625,9 @@ static void big_case(int senders, size_t len, const char *what)
 	t0 = S.now;
 	while (S.now - t0 < 10000000000ull && (big_ok + big_bad < want || s_ok + s_err < want))
 		sim_step(&S, 100000);
-	is_int(big_ok, want, "%s into a 9.5 MiB arena: all delivered intact (%.0f ms)", what,
-	       (double)(S.now - t0) / 1e6);
+	/* node 0's arena: its max_message + 4 windows of the sim's params (1.5 MiB) */
+	is_int(big_ok, want, "%s into a %.1f MiB arena: all delivered intact (%.0f ms)", what,
+	       (rmax_mib ? rmax_mib : 8u) + 1.5, (double)(S.now - t0) / 1e6);
 	ok(s_ok == want && s_err == 0, "%s: all sends done (%" PRIu64 " ok, %" PRIu64 " failed)",
 	   what, s_ok, s_err);
 	tap_diag("%s: no_buffer_drops %" PRIu64 ", window_stalls %" PRIu64, what,
@@ -716,7 +719,7 @@ static void test_peer_smaller_max(void)
 
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2 + 2 + 4);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2 + 2 + 2 + 4);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -727,8 +730,12 @@ int main(void)
 	test_restart_resend_epoch();
 	test_destroy_sends();
 	test_orphan_refused();
-	big_case(1, 6u << 20, "one sender, two 6 MiB messages on two streams");
-	big_case(2, 4u << 20, "two senders, two 4 MiB messages each on two streams");
+	big_case(1, 6u << 20, 0, "one sender, two 6 MiB messages on two streams");
+	big_case(2, 4u << 20, 0, "two senders, two 4 MiB messages each on two streams");
+	/* the receiver's max_message 4 MiB, the sender's 8: taking the
+	 * receiver's arena to be its own, the sender started both (8 MiB
+	 * beside each other in 5.5 MiB) and the session stalled for good */
+	big_case(1, 4u << 20, 4, "a receiver with a smaller max_message, two 4 MiB messages");
 	test_peer_smaller_max();
 	return tap_done();
 }

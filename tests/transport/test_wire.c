@@ -257,7 +257,7 @@ int main(void)
 	size_t len;
 	enum wire_reason r;
 
-	tap_plan(42);
+	tap_plan(44);
 	test_csum();
 	test_tmpl();
 	test_frag_count();
@@ -294,6 +294,15 @@ int main(void)
 				      .ack = 10, .sack = 6, .credit = 64};
 		len = build(&ak, 0);
 		is_int(dec(len, &g), WIRE_OK, "ack frame decodes");
+		ak.msg_len = 8u << 20;   /* its sender's max_message */
+		len = build(&ak, 0);
+		ok(dec(len, &g) == WIRE_OK && g.msg_len == 8u << 20,
+		   "an ack states its sender's max_message in msg_len");
+		ak.msg_len = 0;
+		ak.frag_count = 1;
+		len = build(&ak, 0);
+		is_int(dec(len, &g), WIRE_E_RESERVED, "ack with a fragment count is refused");
+		ak.frag_count = 0;
 		ak.stream = 1;
 		len = build(&ak, 0);
 		is_int(dec(len, &g), WIRE_E_RESERVED, "ack with a stream is refused");
@@ -333,7 +342,14 @@ int main(void)
 	MUT("lane", WIRE_E_LANE, (zb()[3] = 0, fix_zb()));
 	MUT("type", WIRE_E_TYPE, (zb()[1] = 9, fix_zb()));
 	MUT("unknown flag", WIRE_E_RESERVED, (zb()[2] = 0x80, fix_zb()));
-	MUT("reserved bytes", WIRE_E_RESERVED, (zb()[63] = 1, fix_zb()));
+	{
+		struct wire_hdr hs = h;
+		hs.share = 0x1234;   /* the sender's arena share: carried, not checked */
+		len = build(&hs, 0);
+		int drc = dec(len, &g);
+		ok(drc == WIRE_OK && g.share == 0x1234,
+		   "the arena share field round-trips (%#x)", g.share);
+	}
 	MUT("payload length", WIRE_E_PAYLOAD_LEN, (zb()[43] = 99, fix_zb()));
 	MUT("fragment index >= count", WIRE_E_FRAG, (zb()[55] = 3, fix_zb()));
 	MUT("fragment count wrong", WIRE_E_FRAG, (zb()[59] = 4, fix_zb()));
