@@ -180,7 +180,7 @@ static inline uint32_t w32(uint32_t v)
 
 /* A header's 16-bit words summed, in two parts: the fields a template
  * keeps for every frame of a message (zb_sum_const) and those
- * wire_tmpl_fill writes per frame (zb_sum_var). 23 terms of at most
+ * wire_tmpl_fill writes per frame (zb_sum_var). 24 terms of at most
  * 0x1fffe in all: no overflow of 32 bits. */
 static inline uint32_t zb_sum_const(const struct wire_hdr *h)
 {
