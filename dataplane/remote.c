@@ -1397,6 +1397,7 @@ void zbra_get_stats(struct zbra_stats *out)
 		out->carrier_bad = ns.bad;
 		out->carrier_downs = ns.peer_downs;
 		out->carrier_silent = ns.silent;
+		out->carrier_half_open = ns.half_open;
 	}
 }
 

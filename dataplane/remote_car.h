@@ -67,7 +67,7 @@ void zbra__netcar_destroy(struct zbra_netcar *c);
 
 struct zbra_netcar_stats {
 	uint64_t msgs_out, msgs_in, frags_out, frags_in, credits_out, bad, peer_downs,
-		connects, silent;
+		connects, silent, half_open;
 };
 void zbra__netcar_stats(const struct zbra_netcar *c, struct zbra_netcar_stats *out);
 

@@ -105,6 +105,7 @@ struct nc_peer {
 	uint32_t epoch;                 /* connections made (tm.epoch) */
 	uint32_t rx_id;                 /* tm.msg_id */
 	uint64_t retry_at, wait_since;  /* reconnect; a send waiting for the first */
+	uint64_t half_since;            /* one comm held, not the other, since */
 	struct nc_rslot rs[NC_RSLOTS];
 	uint16_t rq[NC_RSLOTS];         /* posted slots, oldest first */
 	uint32_t rq_head, rq_tail;
@@ -560,6 +561,37 @@ static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 		fail_all(c, p, now + NC_RETRY_NS);
 }
 
+/* Connecting, with one comm of the pair and not the other. For a moment
+ * that is normal: the peer calls connect and accept in its own time. Held
+ * for peer_timeout it is a deadlock to break: our comm may lead to a
+ * process that is gone (a connect to a stopped process completes in its
+ * kernel), or the peer holds as up a send comm whose other end we closed
+ * and, with nothing to send, never finds out, so it never connects again
+ * (test_remote_net.sh, the restart: every call failed for 30 s). Closing
+ * ours (no request is posted on it before the pair is up) makes such a
+ * peer fail and connect again; ours is made again at once. */
+static unsigned half_open(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
+{
+	if (!p->scomm && !p->rcomm) {
+		p->half_since = 0;
+		return 0;
+	}
+	if (!p->half_since) {
+		p->half_since = now;
+		return 0;
+	}
+	if (now - p->half_since < c->peer_timeout_ns)
+		return 0;
+	if (p->scomm)
+		c->ops->close_send(p->scomm);
+	if (p->rcomm)
+		c->ops->close_recv(p->rcomm);
+	p->scomm = p->rcomm = NULL;
+	p->half_since = 0;
+	c->st.half_open++;
+	return 1;
+}
+
 static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now)
 {
 	if (p->state == NP_DOWN && now < p->retry_at)
@@ -576,7 +608,8 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 			p->retry_at = now + NC_RETRY_NS;
 	}
 	if (!p->scomm || !p->rcomm)
-		return 0;
+		return half_open(c, p, now);
+	p->half_since = 0;
 	p->state = NP_UP;
 	p->ever_up = 1;
 	p->epoch++;

@@ -169,6 +169,8 @@ struct zbra_stats {
 	uint64_t carrier_bad;   /* malformed carrier messages (counted, dropped) */
 	uint64_t carrier_downs; /* peers lost (failed request, silence, never came) */
 	uint64_t carrier_silent;/* of which: silence */
+	uint64_t carrier_half_open; /* one comm of a pair held for peer_timeout_ms
+				     * without the other: closed, connected again */
 };
 void zbra_get_stats(struct zbra_stats *out);
 

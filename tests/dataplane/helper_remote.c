@@ -1263,9 +1263,10 @@ int main(int argc, char **argv)
 	act_runtime_destroy(rt);
 	zbra_detach();
 	dp_node_fini();
-	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu carrier_bad=%lu carrier_downs=%lu\n",
+	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu carrier_bad=%lu carrier_downs=%lu carrier_half_open=%lu\n",
 	       cfg.node.id, (unsigned long)zs.received, (unsigned long)zs.deferred,
 	       (unsigned long)zs.stale, (unsigned long)zs.bad,
-	       (unsigned long)zs.carrier_bad, (unsigned long)zs.carrier_downs);
+	       (unsigned long)zs.carrier_bad, (unsigned long)zs.carrier_downs,
+	       (unsigned long)zs.carrier_half_open);
 	return rc || failures ? 1 : 0;
 }
