@@ -503,13 +503,19 @@ static void nc_release(void *car, struct tp_msg *m)
 
 /* ---- peer life ----------------------------------------------------------------- */
 
-static void peer_close(struct zbra_netcar *c, struct nc_peer *p)
+/* Close whichever of p's comms it holds. */
+static void comms_close(struct zbra_netcar *c, struct nc_peer *p)
 {
 	if (p->scomm)
 		c->ops->close_send(p->scomm);
 	if (p->rcomm)
 		c->ops->close_recv(p->rcomm);
 	p->scomm = p->rcomm = NULL;
+}
+
+static void peer_close(struct zbra_netcar *c, struct nc_peer *p)
+{
+	comms_close(c, p);
 	/* the requests went with the comms */
 	p->sq_head = p->sq_tail = 0;
 	p->rq_head = p->rq_tail = 0;
@@ -582,11 +588,7 @@ static unsigned half_open(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 	}
 	if (now - p->half_since < c->peer_timeout_ns)
 		return 0;
-	if (p->scomm)
-		c->ops->close_send(p->scomm);
-	if (p->rcomm)
-		c->ops->close_recv(p->rcomm);
-	p->scomm = p->rcomm = NULL;
+	comms_close(c, p);
 	p->half_since = 0;
 	c->st.half_open++;
 	return 1;

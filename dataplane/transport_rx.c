@@ -573,6 +573,17 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 	return WIRE_OK;
 }
 
+/* Answer pe with an ACK (it states our epoch and our max_message), at most
+ * once per rto_us_min whatever the cause; counted in *count when sent. */
+static void ack_reply(struct tp *tp, struct tp_peer *pe, uint64_t *count, uint64_t now)
+{
+	if (now < pe->stale_reply_ns)
+		return;
+	(*count)++;
+	tp__send_ack(tp, pe, 0, now);
+	pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
+}
+
 /* Session epochs (docs/wire.md, "Sessions and epochs"). A session is the
  * pair (our local epoch L, the peer's epoch R); any change of either resets
  * both sides' state, so sequence numbers always restart together. Returns
@@ -622,11 +633,7 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 	 * old stream): refuse, and tell the peer our epoch (rate-limited).
 	 * While we await the peer's acknowledgement of our epoch, our frames
 	 * carry WIRE_F_RESET, so a peer that never heard of us starts over. */
-	if (now >= pe->stale_reply_ns) {
-		tp->st.stale_replies++;
-		tp__send_ack(tp, pe, 0, now);
-		pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
-	}
+	ack_reply(tp, pe, &tp->st.stale_replies, now);
 	return WIRE_E_STALE_EPOCH;
 }
 
@@ -642,11 +649,8 @@ static void size_reply(struct tp *tp, const struct wire_hdr *h, const struct wir
 	if (h->src_node >= tp->p.max_peers || !tp->peers[h->src_node].present)
 		return;
 	struct tp_peer *pe = &tp->peers[h->src_node];
-	if (a->src_ip != pe->addr.dst_ip || now < pe->stale_reply_ns)
-		return;
-	tp->st.size_replies++;
-	tp__send_ack(tp, pe, 0, now);
-	pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
+	if (a->src_ip == pe->addr.dst_ip)
+		ack_reply(tp, pe, &tp->st.size_replies, now);
 }
 
 int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
@@ -689,8 +693,9 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 			pe->state = TP_PS_UNKNOWN;
 	}
 	tp__peer_heard(tp, pe, now);
-	if (ZB_UNLIKELY((uint32_t)h.share * TP_SHARE_BLK != pe->peer_share))
-		pe->peer_share = (uint32_t)h.share * TP_SHARE_BLK;
+	uint32_t share = (uint32_t)h.share * TP_SHARE_BLK;
+	if (ZB_UNLIKELY(share != pe->peer_share))
+		pe->peer_share = share;
 	if (ZB_UNLIKELY(h.type == WIRE_T_ACK && h.msg_len && h.msg_len != pe->peer_max) &&
 	    tp__peer_max(tp, pe, h.msg_len, now)) {
 		/* our session was reset: this ack is of the one before */

@@ -64,52 +64,48 @@ static int boot_start(struct rdma_ctx *ctx, const struct zb_config *cfg)
 	return rc;
 }
 
-/* Bootstrap: send this side's blob for comm c to the peer (or to ourselves). */
-static int boot_push(struct rdma_ctx *ctx, struct rdma_comm *c)
+/* Bootstrap: queue blob for comm c's peer. */
+static int boot_push(struct rdma_ctx *ctx, const struct rdma_comm *c, const uint8_t *blob)
 {
 	const struct cfg_peer *p = &ctx->cfg_copy.peers[c->peer];
-	uint8_t blob[RDMA_CONN_BLOB_LEN];
-	int rc;
 
-	rc = rdma__conn_encode(&c->local, blob, sizeof(blob));
-	ZB_ASSERT(rc == RDMA_CONN_BLOB_LEN);
-	if (c->peer == ctx->self) {
-		rc = rdma_conn_deliver(ctx, blob, sizeof(blob));
-		if (rc == 0)
-			atomic_store(&c->blob_acked, true);
-	} else if (!p->present)
-		rc = ZB_ERR_CONFIG;
-	else
-		rc = rdma__boot_send(ctx->boot, p->ip, ctx->boot_port, blob, sizeof(blob));
-	if (rc == ZB_ERR_CONFIG)
-		rdma__set_error("rdma bootstrap: no [peer.%u] ip to send the connection blob to", c->peer);
-	if (rc == 0)
-		c->blob_sent = true;
+	if (!p->present) {
+		rdma__set_error("rdma bootstrap: no [peer.%u] ip to send the connection blob to",
+				c->peer);
+		return ZB_ERR_CONFIG;
+	}
+	return rdma__boot_send(ctx->boot, p->ip, ctx->boot_port, blob, RDMA_CONN_BLOB_LEN);
+}
+
+/* External exchange: hand blob for comm c to the host's send_blob (the
+ * control plane). */
+static int ext_push(struct rdma_ctx *ctx, const struct rdma_comm *c, const uint8_t *blob)
+{
+	ZB_ASSERT(ctx->pargs.send_blob != NULL);
+	int rc = ctx->pargs.send_blob(ctx->pargs.exchange_arg, c->peer, blob, RDMA_CONN_BLOB_LEN);
+	if (rc == -ENOBUFS)
+		rc = -EAGAIN;
+	if (rc < 0 && rc != -EAGAIN)
+		rdma__set_error("node %u ch %u: the control plane refused the connection "
+				"blob: %s", c->peer, c->channel, zb_strerror(rc));
 	return rc;
 }
 
-/* External exchange: hand this side's blob for comm c to the host's
- * send_blob (the control plane), or deliver it here when it is for us. */
-static int ext_push(struct rdma_ctx *ctx, struct rdma_comm *c)
+/* Send this side's blob for comm c: delivered here when it is for us (and
+ * so taken at once), else by the bootstrap or the host's exchange. */
+static int push_blob(struct rdma_ctx *ctx, struct rdma_comm *c)
 {
 	uint8_t blob[RDMA_CONN_BLOB_LEN];
-	int rc;
+	int rc = rdma__conn_encode(&c->local, blob, sizeof(blob));
 
-	ZB_ASSERT(ctx->pargs.send_blob != NULL);
-	rc = rdma__conn_encode(&c->local, blob, sizeof(blob));
 	ZB_ASSERT(rc == RDMA_CONN_BLOB_LEN);
 	if (c->peer == ctx->self) {
 		rc = rdma_conn_deliver(ctx, blob, sizeof(blob));
 		if (rc == 0)
 			atomic_store(&c->blob_acked, true);
 	} else {
-		rc = ctx->pargs.send_blob(ctx->pargs.exchange_arg, c->peer, blob, sizeof(blob));
+		rc = ctx->boot ? boot_push(ctx, c, blob) : ext_push(ctx, c, blob);
 	}
-	if (rc == -ENOBUFS)
-		rc = -EAGAIN;
-	if (rc < 0 && rc != -EAGAIN)
-		rdma__set_error("node %u ch %u: the control plane refused the connection "
-				"blob: %s", c->peer, c->channel, zb_strerror(rc));
 	if (rc == 0)
 		c->blob_sent = true;
 	return rc;
@@ -364,7 +360,7 @@ static int open_comm(void *vctx, uint16_t peer, uint16_t ch, enum rdma_side side
 	if (bf)   /* given up on by the exchange, or "unknown" to the peer */
 		c->blob_sent = false;
 	if (!c->blob_sent && (ctx->boot || ctx->pargs.send_blob)) {
-		rc = ctx->boot ? boot_push(ctx, c) : ext_push(ctx, c);
+		rc = push_blob(ctx, c);
 		if (rc)
 			return rc;
 		st = atomic_load(&c->state);
