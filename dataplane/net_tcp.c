@@ -7,9 +7,14 @@
  * writes a 16-byte hello {magic, version, src node, channel, dst node,
  * cluster id}. The listener accepts it, reads the hello, checks it (magic,
  * version, cluster id, dst == self, src a configured peer, channel in
- * range) and parks the socket as the recv comm (src, channel) until
- * accept() hands it out. One port for every channel: the hello names the
- * channel, so no port range has to be reserved per node.
+ * range), answers with an 8-byte ack {magic, version, its node id} and
+ * parks the socket as the recv comm (src, channel) until accept() hands it
+ * out. One port for every channel: the hello names the channel, so no port
+ * range has to be reserved per node. connect() hands out the send comm only
+ * once the ack is in: a TCP handshake alone proves nothing but the peer's
+ * kernel, which completes it for a stopped (SIGSTOP) or wedged process too,
+ * and a comm handed out on that would carry messages nobody reads (the
+ * restart flake traced in docs/remote.md, "Half open").
  *
  * A peer opens a connection for (src, channel) only when it has none (it
  * closed, failed or restarted), so of two connections from the same
@@ -52,7 +57,8 @@
 
 #define TCP_MAGIC_HELLO 0x5a42484cu     /* "ZBHL" */
 #define TCP_MAGIC_MSG 0x5a424d47u       /* "ZBMG" */
-#define TCP_VERSION 1
+#define TCP_MAGIC_ACK 0x5a42414bu       /* "ZBAK" */
+#define TCP_VERSION 2                   /* 2: the listener acks the hello */
 #define TCP_REQS 64                     /* request slots per comm */
 #define TCP_PENDING_MAX 128             /* accepted sockets awaiting hello */
 #define TCP_RETRY_NS (20ull * 1000 * 1000)
@@ -70,6 +76,13 @@ struct tcp_hello {
 };
 static_assert(sizeof(struct tcp_hello) == 16, "wire size");
 
+struct tcp_ack {                        /* listener -> connector, once */
+	uint32_t magic;
+	uint16_t version;
+	uint16_t node;                  /* the listener's node id */
+};
+static_assert(sizeof(struct tcp_ack) == 8, "wire size");
+
 struct tcp_hdr {
 	uint32_t magic;
 	uint32_t tag;
@@ -78,7 +91,7 @@ struct tcp_hdr {
 static_assert(sizeof(struct tcp_hdr) == 16, "wire size");
 
 enum { REQ_FREE = 0, REQ_PENDING, REQ_DONE, REQ_ERROR };
-enum { CS_IDLE = 0, CS_CONNECTING, CS_HELLO, CS_OPEN, CS_DEAD };
+enum { CS_IDLE = 0, CS_CONNECTING, CS_HELLO, CS_ACK, CS_OPEN, CS_DEAD };
 
 struct tcp_comm;
 
@@ -108,6 +121,8 @@ struct tcp_comm {
 	uint64_t seq;           /* recv: accept order of its connection */
 	size_t hello_off;
 	struct tcp_hello hello;
+	size_t ack_off;         /* send: bytes of the listener's ack read */
+	struct tcp_ack ack;
 	uint32_t head, tail;    /* requests [head, tail) are in flight */
 	struct tcp_req reqs[TCP_REQS];
 };
@@ -116,6 +131,7 @@ struct tcp_pending {
 	int fd;
 	size_t off;
 	uint64_t seq;           /* accept order (tcp_ctx.accepted) */
+	bool acked;             /* our ack is sent */
 	struct tcp_hello hello;
 };
 
@@ -183,6 +199,7 @@ static void tcp_comm_reset(struct tcp_comm *c)
 	c->handed_out = false;
 	c->err = 0;
 	c->hello_off = 0;
+	c->ack_off = 0;
 	c->head = c->tail = 0;
 	memset(c->reqs, 0, sizeof(c->reqs));
 	for (unsigned i = 0; i < TCP_REQS; i++)
@@ -330,6 +347,7 @@ static int tcp_accept_progress(struct tcp_ctx *x)
 		}
 		x->pend[i].fd = fd;
 		x->pend[i].off = 0;
+		x->pend[i].acked = false;
 		x->pend[i].seq = ++x->accepted;
 	}
 	for (unsigned i = 0; i < TCP_PENDING_MAX; i++) {
@@ -360,9 +378,21 @@ static int tcp_accept_progress(struct tcp_ctx *x)
 		    !x->cfg->peers[src].present)
 			goto drop;
 		struct tcp_comm *c = tcp_comm_at(x, false, src, ch);
+		if (c->state != CS_IDLE && p->seq < c->seq)
+			goto drop;              /* abandoned by the peer already */
+		if (!p->acked) {
+			/* a fresh socket's send buffer is empty: 8 bytes go
+			 * whole or the socket is broken */
+			const struct tcp_ack a = {
+				.magic = htole32(TCP_MAGIC_ACK),
+				.version = htole16(TCP_VERSION),
+				.node = htole16(x->self)};
+			if (send(p->fd, &a, sizeof(a), MSG_NOSIGNAL |
+				 MSG_DONTWAIT) != (ssize_t)sizeof(a))
+				goto drop;
+			p->acked = true;
+		}
 		if (c->state != CS_IDLE) {
-			if (p->seq < c->seq)
-				goto drop;      /* abandoned by the peer already */
 			if (c->handed_out) {
 				/* the owner's connection is the abandoned one */
 				if (c->state == CS_OPEN) {
@@ -432,6 +462,25 @@ static int tcp_connect_step(struct tcp_ctx *x, struct tcp_comm *c)
 		c->hello_off += (size_t)n;
 		if (c->hello_off < sizeof(c->hello))
 			return -EAGAIN;
+		c->state = CS_ACK;
+	}
+	if (c->state == CS_ACK) {
+		/* the listener read the hello and took the connection; until
+		 * then it may be stopped, wedged or about to refuse it (EOF) */
+		ssize_t n = recv(c->fd, (char *)&c->ack + c->ack_off,
+				 sizeof(c->ack) - c->ack_off, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+			      errno == EINTR))
+			return -EAGAIN;
+		if (n <= 0)
+			goto retry;
+		c->ack_off += (size_t)n;
+		if (c->ack_off < sizeof(c->ack))
+			return -EAGAIN;
+		if (le32toh(c->ack.magic) != TCP_MAGIC_ACK ||
+		    le16toh(c->ack.version) != TCP_VERSION ||
+		    le16toh(c->ack.node) != c->peer)
+			goto retry;     /* not the node we meant at that address */
 		c->state = CS_OPEN;
 	}
 	return c->state == CS_OPEN ? 0 : -EAGAIN;
@@ -442,6 +491,7 @@ retry:
 	c->fd = -1;
 	c->state = CS_IDLE;
 	c->hello_off = 0;
+	c->ack_off = 0;
 	c->retry_at_ns = zb_now_ns() + TCP_RETRY_NS;
 	return -EAGAIN;
 }
@@ -732,6 +782,8 @@ static int tcp_wait(void *ctx, int timeout_ms)
 		if (s->state == CS_CONNECTING ||
 		    (s->state == CS_OPEN && s->head != s->tail))
 			tcp_pfd_add(x, &n, s->fd, POLLOUT);
+		else if (s->state == CS_ACK)
+			tcp_pfd_add(x, &n, s->fd, POLLIN);
 		if (r->state == CS_OPEN && r->head != r->tail)
 			tcp_pfd_add(x, &n, r->fd, POLLIN);
 	}

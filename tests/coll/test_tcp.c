@@ -64,13 +64,26 @@ static int finish(void *sreq, void *rreq, size_t *ssz, size_t *rsz)
 	return (!sd || !rd) ? -ETIMEDOUT : err;
 }
 
-/* Node 0's send comm on ch, connected (node 1 not driven). */
+/* Node 0's send comm on ch, connected: node 1's listener is driven (it
+ * must read the hello and ack it) but nothing is accepted there. */
 static int connect_only(uint16_t ch, void **s)
 {
 	uint64_t end = zb_now_ns() + 5000000000ull;
 	int rc;
-	while ((rc = T->connect(ctx[0], 1, ch, s)) == -EAGAIN && zb_now_ns() < end)
+	while ((rc = T->connect(ctx[0], 1, ch, s)) == -EAGAIN && zb_now_ns() < end) {
+		T->progress(ctx[1]);
 		usleep(1000);
+	}
+	return rc;
+}
+
+/* connect(0 -> 1, ch) tried for ms milliseconds: its last answer. */
+static int connect_for(uint16_t ch, void **s, int ms)
+{
+	uint64_t end = zb_now_ns() + (uint64_t)ms * 1000000ull;
+	int rc;
+	while ((rc = T->connect(ctx[0], 1, ch, s)) == -EAGAIN && zb_now_ns() < end)
+		usleep(2000);
 	return rc;
 }
 
@@ -113,7 +126,7 @@ int main(void)
 	void *s, *r, *mh, *sq, *rq;
 	int rc;
 
-	tap_plan(31);
+	tap_plan(39);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 200);
 
@@ -207,7 +220,7 @@ int main(void)
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = cfg[0].peers[1].ip};
-	uint32_t hello[4] = {htole32(0x5a42484cu), htole32(1u | (0u << 16)),
+	uint32_t hello[4] = {htole32(0x5a42484cu), htole32(2u | (0u << 16)),
 			     htole32(3u | (1u << 16)), htole32(12345)};
 	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 	rc = rc ? rc : (int)write(fd, hello, sizeof(hello)) - (int)sizeof(hello);
@@ -228,7 +241,7 @@ int main(void)
 	for (int k = 0; k < 2; k++) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		uint32_t h2[4] = {htole32(0x5a42484cu),
-				  htole32(1u | ((uint32_t)bad_src[k] << 16)),
+				  htole32(2u | ((uint32_t)bad_src[k] << 16)),
 				  htole32(3u | (1u << 16)), htole32(99)};
 		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		rc = rc ? rc : (int)write(fd, h2, sizeof(h2)) - (int)sizeof(h2);
@@ -308,7 +321,7 @@ int main(void)
 	void *s8 = NULL, *r8 = NULL;
 	rc = rc ? rc : connect_only(3, &s8);
 	drive(20);
-	uint32_t h3[4] = {htole32(0x5a42484cu), htole32(1u | (0u << 16)),
+	uint32_t h3[4] = {htole32(0x5a42484cu), htole32(2u | (0u << 16)),
 			  htole32(3u | (1u << 16)), htole32(99)};
 	rc = rc ? rc : (int)write(fd, h3, sizeof(h3)) - (int)sizeof(h3);
 	drive(30);
@@ -321,12 +334,69 @@ int main(void)
 	is_int(rc ? rc : carries(s8, r8, 0xface, mh), 0,
 	       "... and the parked one is handed out and works");
 
+	/* A listener's kernel completes the handshake whether or not the
+	 * process reads (stopped, wedged): a send comm is handed out only
+	 * once the listener acks the hello. Node 1's place is taken by a raw
+	 * socket that listens and never accepts, then answers by hand. */
 	T->close_send(s8);
 	T->close_recv(r8);
 	T->close_send(sn);
 	T->close_recv(rn);
-	T->fini(ctx[0]);
 	T->fini(ctx[1]);
+	ctx[1] = NULL;
+	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
+	(void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	(void)setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1)); /* accept() */
+	rc = bind(lfd, (struct sockaddr *)&sa, sizeof(sa));
+	rc = rc ? rc : listen(lfd, 8);
+	void *s9 = NULL;
+	is_int(rc ? -errno : connect_for(3, &s9, 300), -EAGAIN,
+	       "a listener that never reads the hello: connect() keeps waiting (300 ms)");
+	fd = accept(lfd, NULL, NULL);
+	uint32_t hin[4] = {0};
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1));
+	ok(fd >= 0 && recv(fd, hin, sizeof(hin), MSG_WAITALL) == (ssize_t)sizeof(hin) &&
+	   le32toh(hin[0]) == 0x5a42484cu && (le32toh(hin[1]) & 0xffff) == 2 &&
+	   le32toh(hin[2]) == (3u | (1u << 16)),
+	   "... its hello (version 2, channel 3, to node 1) sits in the socket");
+	/* an ack from another node at that address: closed, tried again */
+	uint32_t ack[2] = {htole32(0x5a42414bu), htole32(2u | (7u << 16))};
+	rc = (int)write(fd, ack, sizeof(ack)) - (int)sizeof(ack);
+	is_int(rc ? rc : connect_for(3, &s9, 100), -EAGAIN,
+	       "an ack naming another node is not taken");
+	ok(recv(fd, &c, 1, 0) == 0, "... and that connection is closed");
+	close(fd);
+	usleep(30000);   /* the provider's retry delay (20 ms) */
+	(void)T->connect(ctx[0], 1, 3, &s9);
+	fd = accept(lfd, NULL, NULL);
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1));
+	rc = fd >= 0 && recv(fd, hin, sizeof(hin), MSG_WAITALL) == (ssize_t)sizeof(hin) ? 0 : -1;
+	uint32_t old_ack[2] = {htole32(0x5a42414bu), htole32(1u | (1u << 16))};
+	rc = rc ? rc : (int)write(fd, old_ack, sizeof(old_ack)) - (int)sizeof(old_ack);
+	is_int(rc ? rc : connect_for(3, &s9, 100), -EAGAIN,
+	       "an ack of another protocol version is not taken");
+	close(fd);
+	usleep(30000);
+	(void)T->connect(ctx[0], 1, 3, &s9);
+	fd = accept(lfd, NULL, NULL);
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1));
+	rc = fd >= 0 && recv(fd, hin, sizeof(hin), MSG_WAITALL) == (ssize_t)sizeof(hin) ? 0 : -1;
+	ack[1] = htole32(2u | (1u << 16));
+	rc = rc ? rc : (int)write(fd, ack, 4) - 4;      /* half an ack ... */
+	rc = rc ? rc : connect_for(3, &s9, 50);
+	is_int(rc, -EAGAIN, "half an ack: still waiting");
+	rc = (int)write(fd, (char *)ack + 4, 4) - 4;    /* ... then the rest */
+	is_int(rc ? rc : connect_for(3, &s9, 1000), 0, "the whole ack: the send comm is handed out");
+	int v = 0x51, hdr[4];
+	rc = T->isend(s9, &v, sizeof(v), 6, mh, &sq);
+	rc = rc ? rc : finish(sq, NULL, NULL, NULL);
+	ok(rc == 0 && recv(fd, hdr, sizeof(hdr), MSG_WAITALL) == (ssize_t)sizeof(hdr) &&
+	   recv(fd, &g, sizeof(g), MSG_WAITALL) == (ssize_t)sizeof(g) && g == v,
+	   "... and carries a message on that connection");
+	T->close_send(s9);
+	close(fd);
+	close(lfd);
+	T->fini(ctx[0]);
 	free(sb);
 	free(rb);
 	return tap_done();

@@ -157,11 +157,12 @@ remote_pair() {
 		wait_for "$dir/drive.log" '^(PHASE restart|DONE)' 60 ||
 			diag "driver did not reach the restart phase: $(tail -3 "$dir/drive.log")"
 		# the silent node stays stopped a little longer: the driver's
-		# carrier, connecting again every 100 ms, then reaches it (a
-		# connect to a stopped process completes in its kernel) and
-		# holds a comm that dies with it. Before 2026-11-27 that left
-		# the pair half open for good after the restart, now and then
-		# (whether a retry came before the exit was chance)
+		# carrier, connecting again every 100 ms, then has a connection
+		# waiting in its kernel, which the node acks when it is
+		# continued, just before it ends; the driver holds a comm that
+		# dies with it. Before 2026-11-27 that left the pair half open
+		# for good after the restart, now and then (whether a retry
+		# came before the exit was chance)
 		[ "${REMOTE_DOWN_SIG:-TERM}" = STOP ] && { sleep 0.5; stopped_end; }
 		rm -f "$dir/ids"
 		"$h" -c "$ini2" --serve "$dir/ids" >"$dir/serve2.log" 2>&1 &
