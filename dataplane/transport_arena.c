@@ -10,7 +10,17 @@
  * A next-fit cursor instead walked the whole arena, touching a fresh page
  * every few messages: on a 4-node memif all-reduce a quarter of all CPU
  * time went to the kernel zeroing new arena pages (page faults in the
- * reassembly copy), and every message was copied into cold memory. */
+ * reassembly copy), and every message was copied into cold memory.
+ *
+ * Two ends: runs of up to TP_ARENA_SMALL blocks (single-frame messages,
+ * fragment maps) by first fit from the bottom, longer runs by last fit from
+ * the top, each end reusing its own few hot blocks the same way. With one
+ * end, a small message that a consumer held (an actor keeping a buffer)
+ * landed beside or between the large ones and split the free space: with
+ * most of the arena free, a large message found no run and its frames were
+ * dropped until that small one was released, for good if it never was.
+ * Now small ones pack below, large ones above, and a held small message
+ * costs a large one only the blocks it holds. */
 #include "transport_internal.h"
 
 #include <sys/mman.h>
@@ -36,6 +46,28 @@ static uint32_t scan(const struct tp_arena *a, uint32_t i, uint32_t end,
 		i = (i & ~63u) + 64;
 	}
 	return end;
+}
+
+/* Last index in [lo, hi) whose bit equals `want`, or UINT32_MAX. */
+static uint32_t rscan(const struct tp_arena *a, uint32_t lo, uint32_t hi,
+		      bool want)
+{
+	uint32_t i = hi;
+
+	while (i > lo) {
+		uint32_t w_at = (i - 1) >> 6, bits = ((i - 1) & 63) + 1;
+		uint64_t w = a->used[w_at];
+		if (!want)
+			w = ~w;
+		if (bits < 64)
+			w &= (1ull << bits) - 1;
+		if (w) {
+			uint32_t j = w_at * 64 + 63 - (uint32_t)__builtin_clzll(w);
+			return j >= lo ? j : UINT32_MAX;
+		}
+		i = w_at * 64;
+	}
+	return UINT32_MAX;
 }
 
 static void set_range(struct tp_arena *a, uint32_t i, uint32_t n, bool used)
@@ -89,6 +121,7 @@ int tp__arena_init(struct tp_arena *a, void *mem, size_t bytes)
 		a->mapped = true;
 	}
 	a->free_blk = a->nblk;
+	a->top = a->nblk;
 	return 0;
 
 fail_align:
@@ -130,6 +163,27 @@ static bool find_run(struct tp_arena *a, uint32_t from, uint32_t end,
 	return false;
 }
 
+/* The highest run of n free blocks in [lo, hi). */
+static bool find_run_down(struct tp_arena *a, uint32_t lo, uint32_t hi,
+			  uint32_t n, uint32_t *out)
+{
+	uint32_t end = hi;
+
+	while (end >= lo + n) {
+		uint32_t j = rscan(a, lo, end, false);   /* last free */
+		if (j == UINT32_MAX || j + 1 < lo + n)
+			return false;
+		end = j + 1;
+		j = rscan(a, end - n, end, true);        /* last used inside */
+		if (j == UINT32_MAX) {
+			*out = end - n;
+			return true;
+		}
+		end = j;
+	}
+	return false;
+}
+
 int tp__arena_alloc(struct tp_arena *a, size_t bytes, uint32_t *blk,
 		    uint32_t *nblk)
 {
@@ -146,12 +200,21 @@ int tp__arena_alloc(struct tp_arena *a, size_t bytes, uint32_t *blk,
 	n = (uint32_t)n64;
 	ZB_DASSERT(a->hint <= a->nblk && (a->hint == a->nblk || a->hint == 0 ||
 					  blk_used(a, a->hint - 1)));
-	if (!find_run(a, a->hint, a->nblk, n, &at))
+	ZB_DASSERT(a->top <= a->nblk && (a->top == a->nblk || blk_used(a, a->top)));
+	if (n <= TP_ARENA_SMALL) {
+		if (!find_run(a, a->hint, a->nblk, n, &at))
+			return -ENOMEM;
+	} else if (!find_run_down(a, a->hint, a->top, n, &at)) {
 		return -ENOMEM;
+	}
 	set_range(a, at, n, true);
 	a->free_blk -= n;
 	if (at == a->hint)   /* the lowest free block moved up */
 		a->hint = scan(a, at + n, a->nblk, false);
+	if (at + n == a->top) {   /* the highest free block moved down */
+		uint32_t j = rscan(a, 0, at, false);
+		a->top = j == UINT32_MAX ? 0 : j + 1;
+	}
 	*blk = at;
 	*nblk = n;
 	ZB_DASSERT(blk_used(a, at) && blk_used(a, at + n - 1));
@@ -168,4 +231,6 @@ void tp__arena_free(struct tp_arena *a, uint32_t blk, uint32_t nblk)
 	a->free_blk += nblk;
 	if (blk < a->hint)
 		a->hint = blk;
+	if (blk + nblk > a->top)
+		a->top = blk + nblk;
 }

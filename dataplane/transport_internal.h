@@ -119,13 +119,17 @@ struct tp_peer {
 					 * say); 0: not known yet */
 };
 
-/* Reassembly arena: address-ordered first fit over a block bitmap (1 =
- * used). Allocation is O(bitmap words) at worst, never malloc. */
+/* Reassembly arena over a block bitmap (1 = used): runs of up to
+ * TP_ARENA_SMALL blocks by first fit from the bottom, longer ones by last
+ * fit from the top (transport_arena.c says why). Allocation is
+ * O(bitmap words) at worst, never malloc. */
+#define TP_ARENA_SMALL 16u
 struct tp_arena {
 	uint8_t *base;
 	uint64_t *used;
 	uint32_t nblk, free_blk;
 	uint32_t hint;                  /* every block below it is used */
+	uint32_t top;                   /* every block from it up is used */
 	size_t bytes;
 	bool mapped;                    /* we mmap'ed base */
 };
