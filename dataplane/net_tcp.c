@@ -61,6 +61,7 @@
 #define TCP_VERSION 2                   /* 2: the listener acks the hello */
 #define TCP_REQS 64                     /* request slots per comm */
 #define TCP_PENDING_MAX 128             /* accepted sockets awaiting hello */
+#define TCP_HELLO_NS (2000ull * 1000 * 1000)   /* a hello's whole 16 bytes */
 #define TCP_RETRY_NS (20ull * 1000 * 1000)
 #define TCP_SOCKBUF (4 << 20)
 
@@ -131,6 +132,7 @@ struct tcp_pending {
 	int fd;
 	size_t off;
 	uint64_t seq;           /* accept order (tcp_ctx.accepted) */
+	uint64_t since_ns;      /* accepted at */
 	bool acked;             /* our ack is sent */
 	struct tcp_hello hello;
 };
@@ -325,23 +327,47 @@ static int tcp_comm_progress(struct tcp_comm *c)
 
 /* ---- connection set-up ----------------------------------------------------- */
 
+/* A slot for a socket just accepted: a free one, else the one that has
+ * waited longest for its hello (a connection that sends nothing must not
+ * keep the peers out; a connector whose hello was cut off this way sees EOF
+ * and tries again). -1 when every slot holds a read hello (waiting for its
+ * comm's owner to close the old connection). */
+static int tcp_pending_slot(struct tcp_ctx *x)
+{
+	int old = -1;
+
+	for (unsigned i = 0; i < TCP_PENDING_MAX; i++) {
+		struct tcp_pending *p = &x->pend[i];
+		if (p->fd < 0)
+			return (int)i;
+		if (p->off < sizeof(p->hello) &&
+		    (old < 0 || p->seq < x->pend[old].seq))
+			old = (int)i;
+	}
+	if (old >= 0) {
+		close(x->pend[old].fd);
+		x->pend[old].fd = -1;
+	}
+	return old;
+}
+
 /* Accept new sockets and read their hellos; a complete, valid hello parks
  * the socket as recv comm (src, channel), replacing or failing an earlier
  * connection of the same (src, channel) (see the top of the file). A
  * newcomer whose comm is still handed out waits here, hello read, until
- * the owner closes the failed comm. Bad hellos close the socket. */
+ * the owner closes the failed comm. Bad hellos close the socket, and so
+ * does a hello not complete within TCP_HELLO_NS. */
 static int tcp_accept_progress(struct tcp_ctx *x)
 {
 	int events = 0;
+	uint64_t now = zb_now_ns();
 
 	for (;;) {
 		int fd = accept4(x->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			break;
-		unsigned i;
-		for (i = 0; i < TCP_PENDING_MAX && x->pend[i].fd >= 0; i++)
-			;
-		if (i == TCP_PENDING_MAX || tcp_sock_setup(fd) < 0) {
+		int i = tcp_pending_slot(x);
+		if (i < 0 || tcp_sock_setup(fd) < 0) {
 			close(fd);
 			continue;
 		}
@@ -349,11 +375,14 @@ static int tcp_accept_progress(struct tcp_ctx *x)
 		x->pend[i].off = 0;
 		x->pend[i].acked = false;
 		x->pend[i].seq = ++x->accepted;
+		x->pend[i].since_ns = now;
 	}
 	for (unsigned i = 0; i < TCP_PENDING_MAX; i++) {
 		struct tcp_pending *p = &x->pend[i];
 		if (p->fd < 0)
 			continue;
+		if (p->off < sizeof(p->hello) && now - p->since_ns > TCP_HELLO_NS)
+			goto drop;
 		if (p->off < sizeof(p->hello)) {
 			ssize_t n = recv(p->fd, (char *)&p->hello + p->off,
 					 sizeof(p->hello) - p->off, MSG_DONTWAIT);

@@ -126,7 +126,7 @@ int main(void)
 	void *s, *r, *mh, *sq, *rq;
 	int rc;
 
-	tap_plan(39);
+	tap_plan(42);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 200);
 
@@ -342,6 +342,55 @@ int main(void)
 	T->close_recv(r8);
 	T->close_send(sn);
 	T->close_recv(rn);
+
+	/* Connections that send no hello (or part of one) must not keep the
+	 * peers out: the listener has 128 slots for sockets awaiting their
+	 * hello; a newcomer takes the slot of the one waiting longest, and a
+	 * hello not whole within 2 s closes its socket. */
+	int flood[130], nflood = 0;
+	for (int i = 0; i < 130; i++) {
+		flood[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (flood[i] < 0 || connect(flood[i], (struct sockaddr *)&sa, sizeof(sa)) != 0)
+			break;
+		if (i == 129)
+			(void)write(flood[i], hello, 3);   /* a hello cut short */
+		nflood++;
+		if (i % 16 == 15)
+			drive(2);
+	}
+	drive(20);
+	void *s10 = NULL, *r10 = NULL;
+	rc = nflood == 130 ? connect_only(0, &s10) : -EIO;
+	rc = rc ? rc : accept_for(0, &r10, 2000);
+	is_int(rc ? rc : carries(s10, r10, 0xf100d, mh), 0,
+	       "130 connections without a hello: a peer's connection still gets through");
+	int closed = 0;
+	for (int i = 0; i < 3; i++) {   /* the three waiting longest: evicted */
+		struct timeval tv0 = {.tv_usec = 100000};
+		(void)setsockopt(flood[i], SOL_SOCKET, SO_RCVTIMEO, &tv0, sizeof(tv0));
+		closed += recv(flood[i], &c, 1, 0) == 0;
+	}
+	ok(closed == 3, "... the oldest of them were closed to make room (%d of 3)", closed);
+	T->close_send(s10);
+	T->close_recv(r10);
+	uint64_t t_fl = zb_now_ns();
+	struct timeval tv3 = {.tv_sec = 4};
+	(void)setsockopt(flood[129], SOL_SOCKET, SO_RCVTIMEO, &tv3, sizeof(tv3));
+	ssize_t got_eof = -2;
+	for (int i = 0; i < 400 && got_eof == -2; i++) {
+		drive(10);
+		char pk;
+		ssize_t n = recv(flood[129], &pk, 1, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			got_eof = n;
+	}
+	double waited = (double)(zb_now_ns() - t_fl) / 1e9;
+	ok(got_eof == 0 && waited >= 1.5,
+	   "a hello cut short is closed at the hello timeout (2 s; %.1f s after the flood)",
+	   waited);
+	for (int i = 0; i < nflood; i++)
+		close(flood[i]);
+
 	T->fini(ctx[1]);
 	ctx[1] = NULL;
 	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
