@@ -119,6 +119,22 @@ static int carries(void *s, void *r, int v, void *mh)
 	return rc ? rc : rv == v ? 0 : -EBADMSG;
 }
 
+/* The next connection to the raw listener lfd, accepted, its 16-byte hello
+ * read into hin: the socket, or -1. */
+static int raw_accept(int lfd, uint32_t hin[4])
+{
+	struct timeval tv = {.tv_sec = 1};
+	int fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		return -1;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (recv(fd, hin, 16, MSG_WAITALL) != 16) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int noop_init(const struct net_init_args *a, void **c) { (void)a; (void)c; return 0; }
 
 int main(void)
@@ -334,10 +350,6 @@ int main(void)
 	is_int(rc ? rc : carries(s8, r8, 0xface, mh), 0,
 	       "... and the parked one is handed out and works");
 
-	/* A listener's kernel completes the handshake whether or not the
-	 * process reads (stopped, wedged): a send comm is handed out only
-	 * once the listener acks the hello. Node 1's place is taken by a raw
-	 * socket that listens and never accepts, then answers by hand. */
 	T->close_send(s8);
 	T->close_recv(r8);
 	T->close_send(sn);
@@ -374,8 +386,6 @@ int main(void)
 	ok(closed == 3, "... the oldest of them were closed to make room (%d of 3)", closed);
 	T->close_send(s10);
 	T->close_recv(r10);
-	struct timeval tv3 = {.tv_sec = 4};
-	(void)setsockopt(flood[129], SOL_SOCKET, SO_RCVTIMEO, &tv3, sizeof(tv3));
 	ssize_t got_eof = -2;
 	for (int i = 0; i < 400 && got_eof == -2; i++) {
 		drive(10);
@@ -391,6 +401,10 @@ int main(void)
 	for (int i = 0; i < nflood; i++)
 		close(flood[i]);
 
+	/* A listener's kernel completes the handshake whether or not the
+	 * process reads (stopped, wedged): a send comm is handed out only
+	 * once the listener acks the hello. Node 1's place is taken by a raw
+	 * socket that listens and never accepts, then answers by hand. */
 	T->fini(ctx[1]);
 	ctx[1] = NULL;
 	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -401,11 +415,9 @@ int main(void)
 	void *s9 = NULL;
 	is_int(rc ? -errno : connect_for(3, &s9, 300), -EAGAIN,
 	       "a listener that never reads the hello: connect() keeps waiting (300 ms)");
-	fd = accept(lfd, NULL, NULL);
 	uint32_t hin[4] = {0};
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1));
-	ok(fd >= 0 && recv(fd, hin, sizeof(hin), MSG_WAITALL) == (ssize_t)sizeof(hin) &&
-	   le32toh(hin[0]) == 0x5a42484cu && (le32toh(hin[1]) & 0xffff) == 2 &&
+	fd = raw_accept(lfd, hin);
+	ok(fd >= 0 && le32toh(hin[0]) == 0x5a42484cu && (le32toh(hin[1]) & 0xffff) == 2 &&
 	   le32toh(hin[2]) == (3u | (1u << 16)),
 	   "... its hello (version 2, channel 3, to node 1) sits in the socket");
 	/* an ack from another node at that address: closed, tried again */
@@ -417,9 +429,8 @@ int main(void)
 	close(fd);
 	usleep(30000);   /* the provider's retry delay (20 ms) */
 	(void)T->connect(ctx[0], 1, 3, &s9);
-	fd = accept(lfd, NULL, NULL);
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1));
-	rc = fd >= 0 && recv(fd, hin, sizeof(hin), MSG_WAITALL) == (ssize_t)sizeof(hin) ? 0 : -1;
+	fd = raw_accept(lfd, hin);
+	rc = fd >= 0 ? 0 : -1;
 	uint32_t old_ack[2] = {htole32(0x5a42414bu), htole32(1u | (1u << 16))};
 	rc = rc ? rc : (int)write(fd, old_ack, sizeof(old_ack)) - (int)sizeof(old_ack);
 	is_int(rc ? rc : connect_for(3, &s9, 100), -EAGAIN,
@@ -427,9 +438,8 @@ int main(void)
 	close(fd);
 	usleep(30000);
 	(void)T->connect(ctx[0], 1, 3, &s9);
-	fd = accept(lfd, NULL, NULL);
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv1, sizeof(tv1));
-	rc = fd >= 0 && recv(fd, hin, sizeof(hin), MSG_WAITALL) == (ssize_t)sizeof(hin) ? 0 : -1;
+	fd = raw_accept(lfd, hin);
+	rc = fd >= 0 ? 0 : -1;
 	ack[1] = htole32(2u | (1u << 16));
 	rc = rc ? rc : (int)write(fd, ack, 4) - 4;      /* half an ack ... */
 	rc = rc ? rc : connect_for(3, &s9, 50);
