@@ -1,9 +1,14 @@
 /* helper_allreduce — a node that runs ITERS ring all-reduces (float sum,
  * COUNT elements) with the collectives engine (zbmd/coll.h) over the "dpdk"
  * net provider, progressed by a poller on lcore 0, and checks every result
- * element: rank r contributes (r + 1) * (1 + i % 13).
+ * element: rank r contributes (r + 1) * (1 + i % 13). With --avg i32|i64 the
+ * all-reduces are integer avg instead, on inputs with ties, negative sums
+ * and (i64) sums past 53 bits (tests/common/int_avg.h): the provider's
+ * receive reduces each fragment as it lands and coll finishes avg on that
+ * path, which the tcp provider's tests do not reach.
  *
  *   helper_allreduce -c NODE.ini [--count N] [--iters K] [--channels C]
+ *                    [--avg i32|i64]
  *
  * Prints "DONE ..." (time per all-reduce, bus bandwidth) when finished and
  * keeps serving until SIGTERM; exits 0 when every element of every
@@ -12,6 +17,7 @@
 #include "zbmd/common.h"
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
+#include "int_avg.h"
 #include "node_helper.h"
 
 #include <getopt.h>
@@ -22,7 +28,8 @@
 
 static struct zb_config cfg;
 static struct coll_comm *comm;
-static float *sendbuf, *recvbuf;
+static float *sendbuf, *recvbuf;   /* float sum; else avg_dt's elements */
+static int avg_dt = -1;             /* ZB_I32 / ZB_I64 with --avg */
 static size_t count = 1u << 18;
 static uint32_t iters = 5, iter, nranks, rank;
 static struct coll_op *op;
@@ -30,14 +37,28 @@ static int failed_status, finished, printed;
 static uint64_t wrong, t_start_ns, t_end_ns;
 static volatile sig_atomic_t stop;
 
+static size_t esize(void)
+{
+	return avg_dt < 0 ? sizeof(float) : zb_dtype_size(avg_dt);
+}
+
 static void fill(void)
 {
 	for (size_t i = 0; i < count; i++)
-		sendbuf[i] = (float)((rank + 1) * (1 + i % 13));
+		if (avg_dt < 0)
+			sendbuf[i] = (float)((rank + 1) * (1 + i % 13));
+		else
+			int_avg_put(sendbuf, avg_dt, i, int_avg_val(avg_dt, (int)rank, i));
 }
 
 static void check(void)
 {
+	if (avg_dt >= 0) {
+		for (size_t i = 0; i < count; i++)
+			if (int_avg_get(recvbuf, avg_dt, i) != int_avg_want(avg_dt, (int)nranks, i))
+				wrong++;
+		return;
+	}
 	float s = (float)nranks * (float)(nranks + 1) / 2.0f;
 	for (size_t i = 0; i < count; i++)
 		if (recvbuf[i] != s * (float)(1 + i % 13))
@@ -52,7 +73,7 @@ static unsigned driver(void *arg, uint64_t now)
 		if (!printed) {
 			printed = 1;
 			double us = (double)(t_end_ns - t_start_ns) / 1e3 / iters;
-			double bytes = (double)count * sizeof(float);
+			double bytes = (double)count * (double)esize();
 			printf("DONE rank=%u nranks=%u iters=%u count=%zu us_per_op=%.0f busbw_MBps=%.1f wrong=%lu status=%d\n",
 			       rank, nranks, iters, count, us,
 			       bytes * 2 * (nranks - 1) / nranks / us, (unsigned long)wrong,
@@ -64,10 +85,11 @@ static unsigned driver(void *arg, uint64_t now)
 	if (!op) {
 		if (iter == 0)
 			t_start_ns = zb_now_ns();
-		memset(recvbuf, 0, count * sizeof(float));
+		memset(recvbuf, 0, count * esize());
 		struct coll_args a = {.kind = COLL_ALLREDUCE, .sendbuf = sendbuf,
 				      .recvbuf = recvbuf, .count = count,
-				      .dtype = ZB_F32, .op = ZB_SUM};
+				      .dtype = avg_dt < 0 ? ZB_F32 : (enum zb_dtype)avg_dt,
+				      .op = avg_dt < 0 ? ZB_SUM : ZB_AVG};
 		int rc = coll_start(comm, &a, &op);
 		if (rc) {
 			failed_status = rc;
@@ -108,6 +130,7 @@ int main(int argc, char **argv)
 		{"count", required_argument, NULL, 'n'},
 		{"iters", required_argument, NULL, 'k'},
 		{"channels", required_argument, NULL, 'h'},
+		{"avg", required_argument, NULL, 'a'},
 		{NULL, 0, NULL, 0}};
 	const char *path = NULL;
 	uint16_t channels = 2;
@@ -121,12 +144,17 @@ int main(int argc, char **argv)
 			iters = (uint32_t)strtoul(optarg, NULL, 0);
 		else if (c == 'h')
 			channels = (uint16_t)strtoul(optarg, NULL, 0);
+		else if (c == 'a' && !strcmp(optarg, "i32"))
+			avg_dt = ZB_I32;
+		else if (c == 'a' && !strcmp(optarg, "i64"))
+			avg_dt = ZB_I64;
 		else
 			return 2;
 	}
 	struct cfg_error cerr;
 	if (!path || !count || !iters || cfg_load_file(&cfg, path, &cerr) != 0) {
-		fprintf(stderr, "usage: helper_allreduce -c NODE.ini [--count N] [--iters K] [--channels C]\n");
+		fprintf(stderr, "usage: helper_allreduce -c NODE.ini [--count N] [--iters K] [--channels C] "
+			"[--avg i32|i64]\n");
 		return 2;
 	}
 	sigset_t old;
@@ -150,8 +178,8 @@ int main(int argc, char **argv)
 	}
 	rank = coll_rank(comm);
 	nranks = coll_nranks(comm);
-	sendbuf = aligned_alloc(64, (count * sizeof(float) + 63) & ~(size_t)63);
-	recvbuf = aligned_alloc(64, (count * sizeof(float) + 63) & ~(size_t)63);
+	sendbuf = aligned_alloc(64, (count * esize() + 63) & ~(size_t)63);
+	recvbuf = aligned_alloc(64, (count * esize() + 63) & ~(size_t)63);
 	fill();
 	dp_register_poller(0, driver, NULL);
 	if (dp_node_launch(&err) != 0) {
