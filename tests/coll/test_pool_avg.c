@@ -42,7 +42,7 @@ static void *make_one(void *arg)
 	return NULL;
 }
 
-/* n communicators on 127.79.SUB.1..n (a fresh SUB each time, so that no
+/* n communicators on 127.80.SUB.1..n (a fresh SUB each time, so that no
  * connection of the last set is mistaken for one of this), nch channels,
  * 256-byte chunks; small_kb > 0: small all-reduces take the gathered path. */
 static int make(int n, int nch, int small_kb)
@@ -62,7 +62,7 @@ static int make(int n, int nch, int small_kb)
 				 "stream_min_kb = 0\n", i, port, nch, small_kb);
 		for (int j = 0; j < n; j++)
 			o += snprintf(text + o, sizeof(text) - (size_t)o,
-				      "[peer.%d]\nip = 127.79.%d.%d\n", j, sub, j + 1);
+				      "[peer.%d]\nip = 127.80.%d.%d\n", j, sub, j + 1);
 		if (cfg_load_string(&cfgs[i], text, "t", &ce) < 0) {
 			tap_diag("config: %s", ce.msg);
 			return -EINVAL;
