@@ -148,8 +148,12 @@ int main(int argc, char **argv)
 			avg_dt = ZB_I32;
 		else if (c == 'a' && !strcmp(optarg, "i64"))
 			avg_dt = ZB_I64;
-		else
+		else {
+			if (c == 'a')
+				fprintf(stderr, "helper_allreduce: --avg takes i32 or i64, not '%s'\n",
+					optarg);
 			return 2;
+		}
 	}
 	struct cfg_error cerr;
 	if (!path || !count || !iters || cfg_load_file(&cfg, path, &cerr) != 0) {
