@@ -95,7 +95,7 @@ run_zbmd() {
 	R[$path.bulk16]=$(val 'bulk_size=16777216 ' "$d/b1" goodput_Gbps)
 	R[$path.best1]=$(val 'bulk_size=1048576 ' "$d/b1" best_Gbps)
 	R[$path.best16]=$(val 'bulk_size=16777216 ' "$d/b1" best_Gbps)
-	R[$path.rtx]=$(val '^STATS node=1' "$d/b1" retransmits)
+	R[$path.rtx]="$(val '^STATS node=1' "$d/b1" retransmits)/$(val '^STATS node=2' "$d/b2" dup_frames)"
 	R[$path.kept]="$(val '^STATS node=2' "$d/b2" bulk_kept)/$(val '^STATS node=2' "$d/b2" bulk_msgs)"
 	R[smin]=$(val '^STATS node=2' "$d/b2" stream_min_kb)
 	grep -q 'BENCH DONE failures=0' "$d/b1" || log "$path: checks failed: $(grep -h FAIL "$d/b1" "$d/b2" | head -3)"
@@ -321,7 +321,7 @@ row "goodput 1 MiB msgs (Gbit/s)" "$(g memif.bulk1)" "$(g memif1500.bulk1)" "$(g
 row "goodput 16 MiB msgs (Gbit/s)" "$(g memif.bulk16)" "$(g memif1500.bulk16)" "$(g veth.bulk16)" "" ""
 row "  1 MiB, best ${BEST_S} s" "$(g memif.best1)" "$(g memif1500.best1)" "$(g veth.best1)" "" ""
 row "  16 MiB, best ${BEST_S} s" "$(g memif.best16)" "$(g memif1500.best16)" "$(g veth.best16)" "" ""
-row "retransmissions (sender)" "$(g memif.rtx)" "$(g memif1500.rtx)" "$(g veth.rtx)" "" ""
+row "retransmitted / duplicates rcvd" "$(g memif.rtx)" "$(g memif1500.rtx)" "$(g veth.rtx)" "" ""
 row "bulk msgs kept as frames" "$(g memif.kept)" "$(g memif1500.kept)" "$(g veth.kept)" "" ""
 row "  1 MiB, copied (--copy)" "$(g memif.bulk1c)" "" "" "" ""
 row "  16 MiB, copied (--copy)" "$(g memif.bulk16c)" "" "" "" ""

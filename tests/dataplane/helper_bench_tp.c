@@ -165,10 +165,13 @@ static double best_window_gbps(void)
 static void print_bulk(void)
 {
 	double s = (double)(bulk_t1 - bulk_t0) / 1e9;
-	printf("RESULT bulk_size=%u bytes=%lu seconds=%.3f goodput_Gbps=%.3f best_window_s=%.2f best_Gbps=%.3f\n",
+	const struct tp_stats *ts = tp_stats(dp_transport(0));
+	printf("RESULT bulk_size=%u bytes=%lu seconds=%.3f goodput_Gbps=%.3f best_window_s=%.2f best_Gbps=%.3f"
+	       " retransmits_so_far=%lu rto_timeouts_so_far=%lu\n",
 	       bulk_size, (unsigned long)bulk_bytes, s,
 	       s > 0 ? (double)bulk_bytes * 8 / s / 1e9 : 0.0, best_window_s,
-	       best_window_gbps());
+	       best_window_gbps(), (unsigned long)ts->retransmits,
+	       (unsigned long)ts->rto_timeouts);
 	fflush(stdout);
 }
 
@@ -238,7 +241,9 @@ static unsigned driver(void *arg, uint64_t now_tsc)
 			printf("RESULT rate_Mmsgs=%.3f runs=", sorted[rate_reps / 2]);
 			for (uint32_t i = 0; i < rate_reps; i++)
 				printf("%s%.3f", i ? "," : "", rate_runs[i]);
-			printf(" seconds_each=%.1f\n", rate_s);
+			printf(" seconds_each=%.1f retransmits_so_far=%lu rto_timeouts_so_far=%lu\n", rate_s,
+			       (unsigned long)tp_stats(dp_transport(0))->retransmits,
+			       (unsigned long)tp_stats(dp_transport(0))->rto_timeouts);
 			fflush(stdout);
 		}
 		phase = P_PING;
@@ -474,9 +479,11 @@ int main(int argc, char **argv)
 	if (getenv("ZBPERF_STATS"))
 		dp_stats_dump(stdout);
 	const struct tp_stats *ts = tp_stats(dp_transport(0));
-	printf("STATS node=%u frames_tx=%lu frames_rx=%lu retransmits=%lu rto_timeouts=%lu acks_tx=%lu window_stalls=%lu tx_busy=%lu bulk_msgs=%lu bulk_kept=%lu keep_no_room=%lu stream_min_kb=%u\n",
+	printf("STATS node=%u frames_tx=%lu frames_rx=%lu retransmits=%lu rto_timeouts=%lu dup_frames=%lu ooo_frames=%lu no_buffer_drops=%lu acks_tx=%lu window_stalls=%lu tx_busy=%lu bulk_msgs=%lu bulk_kept=%lu keep_no_room=%lu stream_min_kb=%u\n",
 	       self, (unsigned long)ts->frames_tx, (unsigned long)ts->frames_rx,
 	       (unsigned long)ts->retransmits, (unsigned long)ts->rto_timeouts,
+	       (unsigned long)ts->dup_frames, (unsigned long)ts->ooo_frames,
+	       (unsigned long)ts->no_buffer_drops,
 	       (unsigned long)ts->acks_tx, (unsigned long)ts->window_stalls,
 	       (unsigned long)ts->tx_busy, (unsigned long)srv_bulk,
 	       (unsigned long)srv_kept, (unsigned long)ts->keep_no_room,
