@@ -217,6 +217,9 @@ const struct cfg__key cfg__keys[] = {
 	KEY(S_TRANSPORT, "stream_min_kb", CFG__UINT, 0, 4194304, "auto",
 	    transport.stream_min_kb, CFG__AUTO,
 	    "Messages of at least this many KiB travel in fragments of whole 64-byte cache lines and are reassembled with streaming (non-temporal) stores, never received as their frames: they neither evict the working set from the caches nor read their destination first; their sender prefetches them a few fragments ahead when fragments are under 4 KB. 0: never. `auto`: an eighth of this machine's last-level cache, at least 1024 (4096 where the machine does not report its caches); smaller messages stay in the cache, where streaming them would send them to memory and back."),
+	KEY(S_TRANSPORT, "arena_prefault", CFG__BOOL, 0, 0, "false",
+	    transport.arena_prefault, 0,
+	    "Map in each lane's reassembly arena (max_message plus four windows of frames) at start-up, before the loops run, so that no lcore loop takes a page fault in it when large messages first arrive; that memory is committed from the start and start-up takes longer (up to ~0.6 s per 257 MiB arena on the 2-CPU VM). false: each page on first use, inside the loop (there up to ~2.4 ms per MiB the first time a large message lands on it)."),
 
 	/* [fault] */
 	KEY(S_FAULT, "drop_rate", CFG__DOUBLE, 0, 1, "0", fault.drop_rate, 0,

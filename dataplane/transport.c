@@ -218,6 +218,12 @@ fail:
 	return rc;
 }
 
+long tp_prefault_step(struct tp *tp, size_t max_bytes)
+{
+	ZB_ASSERT(tp != NULL);
+	return tp__arena_populate_step(&tp->arena, max_bytes);
+}
+
 void tp_destroy(struct tp *tp)
 {
 	if (!tp)

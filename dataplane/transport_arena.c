@@ -20,10 +20,20 @@
  * most of the arena free, a large message found no run and its frames were
  * dropped until that small one was released, for good if it never was.
  * Now small ones pack below, large ones above, and a held small message
- * costs a large one only the blocks it holds. */
+ * costs a large one only the blocks it holds.
+ *
+ * Pages: the arena is reserved without being mapped in (a mapping of
+ * max_message and more). A page mapped on first use faults inside the
+ * lane's loop: on a VM whose host backs guest memory lazily that cost
+ * ~2.4 ms per MiB here, so the first 16 MiB messages stalled a receiver for
+ * tens of ms and its sender's retransmission timers fired. With
+ * [transport] arena_prefault the dataplane maps the arenas in at start-up,
+ * before its loops run (tp_prefault_step). */
 #include "transport_internal.h"
 
+#include <errno.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static inline bool blk_used(const struct tp_arena *a, uint32_t i)
 {
@@ -119,6 +129,10 @@ int tp__arena_init(struct tp_arena *a, void *mem, size_t bytes)
 		(void)madvise(m, a->bytes, MADV_HUGEPAGE);
 		a->base = m;
 		a->mapped = true;
+		/* the mapping covers whole pages */
+		long pg = sysconf(_SC_PAGESIZE);
+		size_t ps = pg > 0 ? (size_t)pg : 4096;
+		a->pop_left = (a->bytes + ps - 1) / ps * ps;
 	}
 	a->free_blk = a->nblk;
 	a->top = a->nblk;
@@ -132,6 +146,42 @@ fail_map:
 	free(a->used);
 	a->used = NULL;
 	return -ENOMEM;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
+#endif
+
+/* Map in, writable, up to max_bytes more of an arena we mapped ourselves,
+ * from its top down: long messages take their runs from the top, so the
+ * pages they need first come first. MADV_POPULATE_WRITE changes no byte,
+ * so it may run on another thread while the lane's loop uses the arena;
+ * a page the loop touches first is simply not faulted twice. Returns the
+ * bytes still to map in (0: done or nothing to do; max_bytes 0 maps
+ * nothing and only says so), or a negative errno
+ * when the kernel cannot (older than 5.14: pages then come on first use,
+ * inside the loop, as without this). Never called from an lcore loop. */
+long tp__arena_populate_step(struct tp_arena *a, size_t max_bytes)
+{
+	ZB_ASSERT(a != NULL);
+	if (!a->mapped || a->pop_left == 0 || max_bytes == 0)
+		return a->mapped ? (long)a->pop_left : 0;
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t ps = pg > 0 ? (size_t)pg : 4096;
+	size_t n = max_bytes / ps * ps;
+	if (n == 0)
+		n = ps;
+	if (n > a->pop_left)
+		n = a->pop_left;
+	if (madvise(a->base + (a->pop_left - n), n, MADV_POPULATE_WRITE) != 0) {
+		int e = errno;
+		if (e == EINTR || e == EAGAIN)
+			return (long)a->pop_left;   /* try again */
+		a->pop_left = 0;
+		return -e;
+	}
+	a->pop_left -= n;
+	return (long)a->pop_left;
 }
 
 void tp__arena_fini(struct tp_arena *a)

@@ -132,6 +132,10 @@ struct tp_arena {
 	uint32_t top;                   /* every block from it up is used */
 	size_t bytes;
 	bool mapped;                    /* we mmap'ed base */
+	size_t pop_left;                /* bytes from base not yet mapped in
+					 * by tp__arena_populate_step (a
+					 * whole number of pages; only its
+					 * caller touches it) */
 };
 
 struct tp_fault_slot {
@@ -251,6 +255,7 @@ static inline void tp__bad(struct tp *tp, enum wire_reason r)
 /* transport_arena.c */
 int tp__arena_init(struct tp_arena *a, void *mem, size_t bytes);
 void tp__arena_fini(struct tp_arena *a);
+long tp__arena_populate_step(struct tp_arena *a, size_t max_bytes);
 /* Blocks for `bytes` (0 bytes: 0 blocks, returns 0 with *blk = 0). 0 or -ENOMEM. */
 int tp__arena_alloc(struct tp_arena *a, size_t bytes, uint32_t *blk, uint32_t *nblk);
 void tp__arena_free(struct tp_arena *a, uint32_t blk, uint32_t nblk);

@@ -114,6 +114,7 @@ struct zb_config {
 		uint32_t connect_timeout_ms;   /* never heard from this long: down */
 		uint32_t stream_min_kb;        /* streaming stores from here; 0: never;
 					* CFG_AUTO: zb_stream_min_for_llc() */
+		bool arena_prefault;           /* map the arenas in from start-up */
 	} transport;
 
 	struct {                  /* [fault] deterministic injection (tests) */

@@ -321,6 +321,17 @@ int tp_create(const struct tp_params *p, const struct tp_ops *ops, void *user,
  * returns ZB_ERR_SHUTDOWN (nothing accepted). */
 void tp_destroy(struct tp *tp);
 
+/* Map in up to max_bytes more of the reassembly arena's pages, so that the
+ * lane's loop takes no page fault when large messages first arrive; from
+ * the arena's top down (where long messages go). It changes no byte of the
+ * arena, so it may run on another thread while the lane's loop works —
+ * never from that loop, and never concurrently with itself or tp_destroy.
+ * Returns the bytes still to map in (0: all mapped, or the arena is the
+ * caller's memory, rx_arena; max_bytes 0 maps nothing and only tells),
+ * or a negative errno where the kernel cannot
+ * (MADV_POPULATE_WRITE is Linux 5.14+; pages then come on first use). */
+long tp_prefault_step(struct tp *tp, size_t max_bytes);
+
 /* Declare peer `node` and its addresses (mac, ip in network order).
  * Control path. 0, -EINVAL (node out of range or == self), -EEXIST. */
 int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip);

@@ -4,7 +4,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
-plan 17
+plan 20
 
 PFX=zbmd-node-t$$
 PREFIXES+=("$PFX")
@@ -66,6 +66,28 @@ ok $? "single lcore: the main lcore runs the loop"
 kill -INT $P; wait $P; rc=$?
 [ $rc -eq 0 ] && grep -qE '^stats lcore=0 index=0 iterations=[1-9]' "$T/out4"
 ok $? "single lcore: SIGINT exits 0 after iterating (rc $rc)"
+
+# [transport] arena_prefault: the lane's reassembly arena mapped in before
+# the loop runs (every page resident); off by default
+! grep -q 'mapped in (\[transport\] arena_prefault)' "$T/err"
+ok $? "by default the arena is not mapped in ahead (no such line in the log)"
+node_config "$T/pf.ini" "$PFX" 0-1 "$PORTS
+[transport]
+arena_prefault = true
+max_message_mb = 16"
+"$ZBMD" run -c "$T/pf.ini" >"$T/out6" 2>"$T/err6" & P=$!; PIDS+=($P)
+wait_for "$T/out6" '^zbmd: ready' 60
+mib=$(sed -n 's/.*1 reassembly arena(s), \([0-9]*\) MiB, mapped in (\[transport\] arena_prefault) in [0-9]* ms.*/\1/p' "$T/err6")
+[ -n "$mib" ] && [ "$mib" -ge 16 ] && [ "$mib" -lt 64 ]
+ok $? "arena_prefault = true: the log says the lane's arena ($mib MiB) was mapped in"
+# its mapping in smaps: Size within that MiB, and all of it resident
+[ -n "$mib" ] && awk -v lo=$((mib * 1024)) -v hi=$(((mib + 1) * 1024)) '
+	/^[0-9a-f]+-[0-9a-f]+ / { sz = 0 }
+	/^Size:/ { sz = $2 }
+	/^Rss:/ { if (sz >= lo && sz <= hi && $2 >= sz) found = 1 }
+	END { exit !found }' /proc/$P/smaps
+ok $? "... and a mapping of that size is wholly resident in the running node"
+kill -TERM $P; wait $P
 
 # bad configs: FILE:LINE, exit 2, nothing started
 node_config "$T/bad.ini" "$PFX" 0-1 "[port.0]

@@ -6,9 +6,14 @@
  * fresh page every few messages: page faults in the reassembly copy).
  * Also: runs stay contiguous and disjoint, exhaustion is -ENOMEM, a freed
  * hole below the low-water mark is found again, and a small message held
- * while large ones come and go does not split the free space. */
+ * while large ones come and go does not split the free space.
+ * And tp__arena_populate_step ([transport] arena_prefault): pages mapped
+ * in from the top down, a chunk at a time, no byte changed (mincore). */
 #include "tap.h"
 #include "../../dataplane/transport_internal.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define NB 256u              /* blocks in the test arena */
 
@@ -38,7 +43,7 @@ int main(void)
 	uint32_t b, n, b2, n2, hdr[8], nh[8];
 	int rc;
 
-	tap_plan(17);
+	tap_plan(23);
 	ZB_ASSERT(tp__arena_init(&A, NULL, (size_t)NB * TP_BLK) == 0);
 
 	/* a header-sized message, released, then another: same block */
@@ -184,5 +189,60 @@ int main(void)
 	   "with no run free (%u refusals, %u wrong, %u bad), bitmap agrees",
 	   refusals, wrong_refusals, bad);
 	tp__arena_fini(&A);
+
+	/* mapping the pages in ahead */
+	const size_t PB = 16u << 20, ps = (size_t)sysconf(_SC_PAGESIZE);
+	const size_t npg = PB / ps;
+	unsigned char *vec = malloc(npg);
+	struct tp_arena P;
+	ZB_ASSERT(vec && tp__arena_init(&P, NULL, PB) == 0);
+	/* no transparent huge pages here: one page faulted in per touch,
+	 * so that residency shows exactly what was mapped */
+	(void)madvise(P.base, PB, MADV_NOHUGEPAGE);
+	size_t res = 0;
+	ZB_ASSERT(mincore(P.base, PB, vec) == 0);
+	for (size_t i = 0; i < npg; i++)
+		res += vec[i] & 1;
+	ok(res == 0 && P.pop_left == PB, "a fresh arena: no page mapped in (%zu of %zu)", res, npg);
+	/* the loop wrote a message at the bottom before the mapping began */
+	memset(P.base, 0xa5, 3 * ps);
+	long left = tp__arena_populate_step(&P, 4u << 20);
+	ZB_ASSERT(mincore(P.base, PB, vec) == 0);
+	size_t top = 0, mid = 0;
+	for (size_t i = npg - (4u << 20) / ps; i < npg; i++)
+		top += vec[i] & 1;
+	for (size_t i = 3; i < npg - (4u << 20) / ps; i++)
+		mid += vec[i] & 1;
+	ok(left == (long)(PB - (4u << 20)) && top == (4u << 20) / ps && mid == 0,
+	   "one step of 4 MiB: the top 4 MiB mapped in, nothing between it and the "
+	   "bottom's 3 pages (left %ld, top %zu, between %zu)", left, top, mid);
+	int steps = 1;
+	while (left > 0 && steps < 100) {
+		left = tp__arena_populate_step(&P, 4u << 20);
+		steps++;
+	}
+	ZB_ASSERT(mincore(P.base, PB, vec) == 0);
+	res = 0;
+	for (size_t i = 0; i < npg; i++)
+		res += vec[i] & 1;
+	ok(left == 0 && steps == 4 && res == npg,
+	   "3 more steps: every page mapped in (%zu of %zu, %d steps)", res, npg, steps);
+	int kept = 1;
+	for (size_t i = 0; i < 3 * ps; i++)
+		if (P.base[i] != 0xa5)
+			kept = 0;
+	for (size_t i = 3 * ps; i < PB; i += 997)
+		if (P.base[i] != 0)
+			kept = 0;
+	ok(kept, "no byte changed: the message at the bottom intact, the rest zero");
+	is_int((int)tp__arena_populate_step(&P, 4u << 20), 0, "done: a further step does nothing");
+	tp__arena_fini(&P);
+	/* an arena in the caller's memory is the caller's affair */
+	static _Alignas(64) uint8_t mem[64 * TP_BLK];
+	ZB_ASSERT(tp__arena_init(&P, mem, sizeof(mem)) == 0);
+	is_int((int)tp__arena_populate_step(&P, 4u << 20), 0,
+	       "an arena in the caller's memory: nothing to map");
+	tp__arena_fini(&P);
+	free(vec);
 	return tap_done();
 }
