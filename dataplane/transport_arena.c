@@ -35,6 +35,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+static size_t page_bytes(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	return pg > 0 ? (size_t)pg : 4096;
+}
+
 static inline bool blk_used(const struct tp_arena *a, uint32_t i)
 {
 	return (a->used[i >> 6] >> (i & 63)) & 1;
@@ -130,8 +136,7 @@ int tp__arena_init(struct tp_arena *a, void *mem, size_t bytes)
 		a->base = m;
 		a->mapped = true;
 		/* the mapping covers whole pages */
-		long pg = sysconf(_SC_PAGESIZE);
-		size_t ps = pg > 0 ? (size_t)pg : 4096;
+		size_t ps = page_bytes();
 		a->pop_left = (a->bytes + ps - 1) / ps * ps;
 	}
 	a->free_blk = a->nblk;
@@ -166,8 +171,7 @@ long tp__arena_populate_step(struct tp_arena *a, size_t max_bytes)
 	ZB_ASSERT(a != NULL);
 	if (!a->mapped || a->pop_left == 0 || max_bytes == 0)
 		return a->mapped ? (long)a->pop_left : 0;
-	long pg = sysconf(_SC_PAGESIZE);
-	size_t ps = pg > 0 ? (size_t)pg : 4096;
+	size_t ps = page_bytes();
 	size_t n = max_bytes / ps * ps;
 	if (n == 0)
 		n = ps;

@@ -38,6 +38,19 @@ static void release(uint32_t blk, uint32_t n)
 	memset(owner + blk, 0, n);
 }
 
+/* Pages [from, to) of base (page size ps) that are mapped in (mincore). */
+static size_t resident(const uint8_t *base, size_t ps, size_t from, size_t to)
+{
+	static unsigned char vec[(16u << 20) / 4096];
+	size_t n = 0;
+
+	ZB_ASSERT(to - from <= sizeof(vec) &&
+		  mincore((void *)(base + from * ps), (to - from) * ps, vec) == 0);
+	for (size_t i = 0; i < to - from; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
 int main(void)
 {
 	uint32_t b, n, b2, n2, hdr[8], nh[8];
@@ -192,28 +205,20 @@ int main(void)
 
 	/* mapping the pages in ahead */
 	const size_t PB = 16u << 20, ps = (size_t)sysconf(_SC_PAGESIZE);
-	const size_t npg = PB / ps;
-	unsigned char *vec = malloc(npg);
+	const size_t npg = PB / ps, step_pg = (4u << 20) / ps;
 	struct tp_arena P;
-	ZB_ASSERT(vec && tp__arena_init(&P, NULL, PB) == 0);
+	ZB_ASSERT(tp__arena_init(&P, NULL, PB) == 0);
 	/* no transparent huge pages here: one page faulted in per touch,
 	 * so that residency shows exactly what was mapped */
 	(void)madvise(P.base, PB, MADV_NOHUGEPAGE);
-	size_t res = 0;
-	ZB_ASSERT(mincore(P.base, PB, vec) == 0);
-	for (size_t i = 0; i < npg; i++)
-		res += vec[i] & 1;
+	size_t res = resident(P.base, ps, 0, npg);
 	ok(res == 0 && P.pop_left == PB, "a fresh arena: no page mapped in (%zu of %zu)", res, npg);
 	/* the loop wrote a message at the bottom before the mapping began */
 	memset(P.base, 0xa5, 3 * ps);
 	long left = tp__arena_populate_step(&P, 4u << 20);
-	ZB_ASSERT(mincore(P.base, PB, vec) == 0);
-	size_t top = 0, mid = 0;
-	for (size_t i = npg - (4u << 20) / ps; i < npg; i++)
-		top += vec[i] & 1;
-	for (size_t i = 3; i < npg - (4u << 20) / ps; i++)
-		mid += vec[i] & 1;
-	ok(left == (long)(PB - (4u << 20)) && top == (4u << 20) / ps && mid == 0,
+	size_t top = resident(P.base, ps, npg - step_pg, npg);
+	size_t mid = resident(P.base, ps, 3, npg - step_pg);
+	ok(left == (long)(PB - (4u << 20)) && top == step_pg && mid == 0,
 	   "one step of 4 MiB: the top 4 MiB mapped in, nothing between it and the "
 	   "bottom's 3 pages (left %ld, top %zu, between %zu)", left, top, mid);
 	int steps = 1;
@@ -221,10 +226,7 @@ int main(void)
 		left = tp__arena_populate_step(&P, 4u << 20);
 		steps++;
 	}
-	ZB_ASSERT(mincore(P.base, PB, vec) == 0);
-	res = 0;
-	for (size_t i = 0; i < npg; i++)
-		res += vec[i] & 1;
+	res = resident(P.base, ps, 0, npg);
 	ok(left == 0 && steps == 4 && res == npg,
 	   "3 more steps: every page mapped in (%zu of %zu, %d steps)", res, npg, steps);
 	int kept = 1;
@@ -243,6 +245,5 @@ int main(void)
 	is_int((int)tp__arena_populate_step(&P, 4u << 20), 0,
 	       "an arena in the caller's memory: nothing to map");
 	tp__arena_fini(&P);
-	free(vec);
 	return tap_done();
 }
