@@ -18,9 +18,6 @@
  * lcore): a killed node's survivors fail once it is convicted, well before
  * [coll] timeout_ms when that is long.
  *
- * When the environment names ZBMD_READY_FILE, open() creates that file once
- * the node's ports and lcores run (zbmd local's start-up order for memif).
- *
  * run() calls fn on a thread that may own the communicators: the caller's,
  * or — when the main lcore is itself the dataplane lcore and must run the
  * loop (dp_node_wait) — a plain pthread, the main thread polling meanwhile.
@@ -38,7 +35,6 @@
 #include "internal.h"
 #include "run_ctl.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -423,14 +419,6 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 			rc = ln->create_rc;
 			goto fail;
 		}
-	}
-	/* zbmd local starts memif nodes one after the other, each once the
-	 * previous one's ports are up: it names a file to create then. */
-	const char *ready = getenv("ZBMD_READY_FILE");
-	if (ready) {
-		int fd = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			close(fd);
 	}
 	*out = H;
 	return 0;

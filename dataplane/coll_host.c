@@ -3,7 +3,10 @@
  * provider: the dataplane lcores) register how to start and drive them. */
 #include "zbmd/coll.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define COLL_HOSTS_MAX 4
 
@@ -34,6 +37,20 @@ int coll_host_register(const struct coll_host_ops *ops)
 	return 0;
 }
 
+/* zbmd local names a file to create once this node's collectives are open
+ * (ZBMD_READY_FILE): it starts memif nodes one after the other, each once the
+ * previous one's ports run, and counts `--kill N@up+MS` from every node up. */
+static void coll_ready_file(void)
+{
+	const char *ready = getenv("ZBMD_READY_FILE");
+
+	if (ready && *ready) {
+		int fd = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 int coll_hosted_open(const struct coll_comm_args *a, struct coll_hosted *h,
 		     char *err, size_t errlen)
 {
@@ -58,11 +75,13 @@ int coll_hosted_open(const struct coll_comm_args *a, struct coll_hosted *h,
 		}
 		h->ncomm = h->host->comms(h->hh, h->comms, COLL_HOST_MAX_LANES);
 		ZB_ASSERT(h->ncomm >= 1);
+		coll_ready_file();
 		return 0;
 	}
 	if ((rc = coll_comm_create(a, &h->comms[0], err, errlen)) < 0)
 		return rc;
 	h->ncomm = 1;
+	coll_ready_file();
 	return 0;
 }
 

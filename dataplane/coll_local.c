@@ -2,8 +2,9 @@
  *
  *   zbmd local --nodes N [--link tcp|veth|memif] [--netem "loss 2%"] [--ns]
  *              [--qdisc "tbf rate 300mbit burst 16kb limit 16kb"]
- *              [--set SECTION.KEY=VALUE]... [--kill NODE@MS] [--linkdown NODE@MS]
- *              [--cpus-per-node auto|0|W] [--keep] -- COMMAND [ARGS...]
+ *              [--set SECTION.KEY=VALUE]... [--kill NODE@[up+]MS]
+ *              [--linkdown NODE@[up+]MS] [--cpus-per-node auto|0|W] [--keep]
+ *              -- COMMAND [ARGS...]
  *
  * Writes one config per node from the embedded default (below, plus --set
  * overrides), starts COMMAND on every node with `--config FILE` appended
@@ -123,6 +124,7 @@ struct local_opts {
 	int ndkv;
 	int kill_node, linkdown_node;
 	long kill_ms, linkdown_ms;
+	bool kill_up, linkdown_up;      /* N@up+MS: counted from every node up */
 	int cpus_per_node;              /* --cpus-per-node: -1 auto, 0 shared */
 	int spread;                     /* CPUs per node in use: 0 shared */
 	int cpus[LOCAL_MAX_NODES * LOCAL_MAX_CPUS];   /* the ones we may use */
@@ -136,15 +138,16 @@ struct local_node {
 	bool exited;
 	uint64_t exit_ns;
 	char cfg[256], log[256], ns[64];
-	char ready[256];        /* memif: created by the node once its ports run */
+	char ready[256];        /* created by the node once its collectives are
+				 * open (dpdk: its ports and lcores run) */
 };
 
 static void local_usage(FILE *f)
 {
 	fprintf(f,
 "usage: zbmd local --nodes N [--link tcp|veth|memif] [--netem SPEC] [--ns]\n"
-"                  [--set SECTION.KEY=VALUE]... [--kill NODE@MS]\n"
-"                  [--linkdown NODE@MS] [--cpus-per-node auto|0|W] [--keep]\n"
+"                  [--set SECTION.KEY=VALUE]... [--kill NODE@[up+]MS]\n"
+"                  [--linkdown NODE@[up+]MS] [--cpus-per-node auto|0|W] [--keep]\n"
 "                  -- COMMAND [ARGS...]\n"
 "Starts an N-node cluster on this machine (embedded default config), runs\n"
 "`zbmd COMMAND ARGS --config nodeI.ini` on every node (a COMMAND with a '/'\n"
@@ -160,8 +163,10 @@ static void local_usage(FILE *f)
 "  --qdisc SPEC      any tc qdisc on every node's link, e.g. \"tbf rate 300mbit\n"
 "                    burst 16kb limit 16kb\" (a tiny queue: real drops)\n"
 "  --set S.K=V       override a key of the embedded config\n"
-"  --kill N@MS       kill -9 node N after MS ms (fault test)\n"
-"  --linkdown N@MS   take node N's link down after MS ms (namespaces)\n"
+"  --kill N@MS       kill -9 node N MS ms after the start (fault test);\n"
+"                    N@up+MS: MS ms after every node is up (its collectives\n"
+"                    open: joined over tcp, ports and lcores running over dpdk)\n"
+"  --linkdown N@MS   take node N's link down after MS ms (namespaces; up+ too)\n"
 "  --cpus-per-node W  memif, veth: node I polls on CPUs W*I .. W*I+W-1 of those\n"
 "                    this process may use, with [dataplane] idle = poll; 0: all\n"
 "                    nodes share CPUs 0-1 (idle adaptive); auto (default): 2\n"
@@ -252,13 +257,19 @@ static int local_set(struct local_opts *o, const char *spec)
 	return 0;
 }
 
-static int local_at(const char *s, int *node, long *ms)
+/* NODE@MS (from the start) or NODE@up+MS (from every node up) */
+static int local_at(const char *s, int *node, long *ms, bool *up)
 {
 	char *end;
 	long n = strtol(s, &end, 10);
 	if (end == s || *end != '@' || n < 0 || n >= LOCAL_MAX_NODES)
 		return -EINVAL;
 	s = end + 1;
+	*up = strncmp(s, "up+", 3) == 0;
+	if (*up)
+		s += 3;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;   /* no sign, no blank: strtol would take them */
 	errno = 0;
 	*ms = strtol(s, &end, 10);
 	if (end == s || *end || errno || *ms < 0 || *ms > 86400000L)
@@ -406,8 +417,10 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		case 'k':
 		case 'd':
 			if (local_at(optarg, c == 'k' ? &o->kill_node : &o->linkdown_node,
-				     c == 'k' ? &o->kill_ms : &o->linkdown_ms) < 0) {
-				fprintf(stderr, "zbmd local: bad --%s '%s' (want NODE@MS)\n",
+				     c == 'k' ? &o->kill_ms : &o->linkdown_ms,
+				     c == 'k' ? &o->kill_up : &o->linkdown_up) < 0) {
+				fprintf(stderr, "zbmd local: bad --%s '%s' (want NODE@MS "
+					"or NODE@up+MS)\n",
 					c == 'k' ? "kill" : "linkdown", optarg);
 				return -EINVAL;
 			}
@@ -809,6 +822,7 @@ struct local_run {
 	bool cl_up;
 	char tag[32], cldir[64], scripts[400];
 	uint64_t t0, fault_ns;
+	uint64_t up_ns;                 /* when every node's ready file was there */
 };
 
 /* Run scripts/cluster.sh with the run's tag and dir; output to stderr
@@ -1018,8 +1032,7 @@ static int local_dpdk_prepare(struct local_run *L)
 		snprintf(nd->log, sizeof(nd->log), "%s/node%d.log", L->dir, i);
 		if (!memif)
 			snprintf(nd->ns, sizeof(nd->ns), "zbn-%s-%d", L->tag, i + 1);
-		else
-			snprintf(nd->ready, sizeof(nd->ready), "%s/node%d.ready", L->dir, i);
+		snprintf(nd->ready, sizeof(nd->ready), "%s/node%d.ready", L->dir, i);
 		int rc = local_merge_ini(nd->cfg, kv, n);
 		if (rc < 0) {
 			fprintf(stderr, "zbmd local: writing %s: %s\n", nd->cfg,
@@ -1088,6 +1101,7 @@ static int local_prepare(struct local_run *L)
 		struct local_node *nd = &L->nd[i];
 		snprintf(nd->cfg, sizeof(nd->cfg), "%s/node%d.ini", L->dir, i);
 		snprintf(nd->log, sizeof(nd->log), "%s/node%d.log", L->dir, i);
+		snprintf(nd->ready, sizeof(nd->ready), "%s/node%d.ready", L->dir, i);
 		if (L->o.ns)
 			snprintf(nd->ns, sizeof(nd->ns), "zbcoll-%d-%d", L->pid, i);
 		int rc = local_write_config(&L->o, i, nd->cfg,
@@ -1128,28 +1142,62 @@ static int local_check_configs(struct local_run *L)
 	return rc;
 }
 
+/* Every node up (its ready file there)? Notes when, once. */
+static void local_up_check(struct local_run *L, uint64_t now)
+{
+	if (L->up_ns)
+		return;
+	for (int i = 0; i < L->o.nodes; i++)
+		if (access(L->nd[i].ready, F_OK) != 0)
+			return;
+	L->up_ns = now;
+	if ((L->o.kill_node >= 0 && L->o.kill_up) ||
+	    (L->o.linkdown_node >= 0 && L->o.linkdown_up))
+		fprintf(stderr, "zbmd local: every node up %llu ms after the start\n",
+			(unsigned long long)((now - L->t0) / 1000000));
+}
+
+/* Is a fault for MS ms after the start (or, up, after every node was up)
+ * due at `now`? Says when in WHEN. */
+static bool local_due(const struct local_run *L, uint64_t now, long ms, bool up,
+		      char *when, size_t len)
+{
+	uint64_t base = up ? L->up_ns : L->t0;
+
+	if (!base || now - base < (uint64_t)ms * 1000000ull)
+		return false;
+	int k = snprintf(when, len, "%llu ms after the start",
+			 (unsigned long long)((now - L->t0) / 1000000));
+	if (up && k > 0 && (size_t)k < len)
+		snprintf(when + k, len - (size_t)k, ", %llu ms after every node was up",
+			 (unsigned long long)((now - L->up_ns) / 1000000));
+	return true;
+}
+
 /* Fault injection due at `now`? (--kill, --linkdown) */
 static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 			 bool *downed)
 {
 	const struct local_opts *o = &L->o;
+	char when[96];
 
+	local_up_check(L, now);
 	if (o->kill_node >= 0 && !*killed &&
-	    now - L->t0 >= (uint64_t)o->kill_ms * 1000000ull) {
+	    local_due(L, now, o->kill_ms, o->kill_up, when, sizeof(when))) {
 		*killed = true;
 		L->fault_ns = now;
 		kill(L->nd[o->kill_node].pid, SIGKILL);
-		fprintf(stderr, "zbmd local: killed node %d (kill -9) at %ld ms\n",
-			o->kill_node, o->kill_ms);
+		fprintf(stderr, "zbmd local: killed node %d (kill -9) %s\n",
+			o->kill_node, when);
 	}
 	if (o->linkdown_node >= 0 && !*downed &&
-	    now - L->t0 >= (uint64_t)o->linkdown_ms * 1000000ull) {
+	    local_due(L, now, o->linkdown_ms, o->linkdown_up, when, sizeof(when))) {
 		*downed = true;
 		L->fault_ns = now;
 		local_sh("ip -n zbcoll-%d-%d link set eth0 down", L->pid,
 			 o->linkdown_node);
-		fprintf(stderr, "zbmd local: link of node %d down at %ld ms\n",
-			o->linkdown_node, o->linkdown_ms);
+		fprintf(stderr, "zbmd local: link of node %d down %s\n",
+			o->linkdown_node, when);
 	}
 }
 
@@ -1248,6 +1296,17 @@ static void local_supervise(struct local_run *L)
 				left--;
 			}
 	}
+	/* a fault asked for that never came: say so (a run that checks the
+	 * fault's effect must not read a clean run as one) */
+	const struct local_opts *o = &L->o;
+	if (!local_signal && o->kill_node >= 0 && !killed)
+		fprintf(stderr, "zbmd local: --kill: node %d was not killed: %s\n",
+			o->kill_node, o->kill_up && !L->up_ns ?
+			"not every node came up" : "the run ended first");
+	if (!local_signal && o->linkdown_node >= 0 && !downed)
+		fprintf(stderr, "zbmd local: --linkdown: node %d's link was not taken "
+			"down: %s\n", o->linkdown_node, o->linkdown_up && !L->up_ns ?
+			"not every node came up" : "the run ended first");
 }
 
 /* SIGTERM, then SIGKILL, whatever of the group still runs; reap it all. */

@@ -18,7 +18,7 @@ zlocal() { echo $BASHPID >>$P; exec "$Z" local "$@"; }
 slowest() { grep -v "killed by signal" "$1" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1; }
 
 # 1. kill -9 of node 2 of 4 mid-run: the others fail fast, with a clear message.
-(zlocal --nodes 4 --kill 2@1200 -- bench allreduce -b 4M -e 4M -n 1000000 -w 0) >/dev/null 2>$E
+(zlocal --nodes 4 --kill 2@up+800 -- bench allreduce -b 4M -e 4M -n 1000000 -w 0) >/dev/null 2>$E
 rc=$?
 ok $([ $rc -ne 0 ]; echo $?) "kill -9: zbmd local exits non-zero ($rc)"
 n=$(grep -c "exited with status 1 .*after the fault" $E)
@@ -34,7 +34,7 @@ if [ "$(id -u)" != 0 ] || ! ip netns list >/dev/null 2>&1; then
 fi
 
 # 2. Link of node 1 down (no RST, no FIN): the no-progress deadline fires.
-(zlocal --nodes 3 --set coll.timeout_ms=1500 --linkdown 1@1000 -- \
+(zlocal --nodes 3 --set coll.timeout_ms=1500 --linkdown 1@up+800 -- \
 	bench allreduce -b 4M -e 4M -n 1000000 -w 0) >/dev/null 2>$E
 rc=$?
 n=$(grep -c "exited with status 1 .*after the fault" $E)

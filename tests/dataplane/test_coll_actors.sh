@@ -44,7 +44,7 @@ run "memif, 2 nodes, 2% drop + 5% reorder + 1% dup" --nodes 2 --link memif \
 # a node killed while the trainers run: every survivor's trainer is told
 # (a completion message with the error), the helper exits 1
 t0=$(date +%s%N)
-"$Z" local --nodes 3 --link memif --kill 2@3000 -- "$H" --rounds 1000000 >"$T/k.out" 2>&1
+"$Z" local --nodes 3 --link memif --kill 2@up+1500 -- "$H" --rounds 1000000 >"$T/k.out" 2>&1
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ $rc = 1 ]; ok $? "kill -9 of node 2: zbmd local exits 1 ($rc, after $ms ms)"

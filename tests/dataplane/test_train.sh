@@ -36,7 +36,7 @@ if [ "$(id -u)" = 0 ]; then
 	trained "memif, 3 nodes" 3 --link memif
 	# a node killed mid-training: the survivors' trainers are told by their
 	# all-reduce's completion message and exit 1, within the bound
-	"$Z" local --nodes 3 --link memif --kill 2@2500 -- train --steps 1000000 \
+	"$Z" local --nodes 3 --link memif --kill 2@up+1500 -- train --steps 1000000 \
 		--every 1000000 >"$T/k.out" 2>&1
 	rc=$?
 	n=$(grep -c "exited with status 1 .*after the fault" "$T/k.out")
