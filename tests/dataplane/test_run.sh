@@ -4,7 +4,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
-plan 20
+plan 21
 
 PFX=zbmd-node-t$$
 PREFIXES+=("$PFX")
@@ -24,6 +24,14 @@ grep -q 'name=net_ring0 driver=net_ring.* mtu=9000' "$T/out" &&
 	grep -qE 'mempool zbmd_port1: mbufs=8191 data_room=(9[0-9]{3}|[1-9][0-9]{4})' "$T/out"
 ok $? "jumbo port: mempool data room sized for mtu 9000"
 grep -q '^lcore 1: index=0' "$T/out"; ok $? "one worker lcore polls (lcore 1)"
+# without hugepages the pools' pages are mapped in at start-up (port.c,
+# prefault_pool), not by the loops' first use: DPDK's memory (one memfd
+# mapping) is resident for at least every mbuf's data room
+need=$(sed -n 's/.*mempool zbmd_port[0-9]*: mbufs=\([0-9]*\) data_room=\([0-9]*\).*/\1 \2/p' "$T/out" |
+	awk '{ s += $1 * $2 } END { print int(s / 1024) }')
+rss=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { m = ($0 ~ /memfd:nohuge/) } /^Rss:/ { if (m) s += $2 } END { print s + 0 }' /proc/$P/smaps)
+[ "${need:-0}" -gt 0 ] && [ "$rss" -ge "$need" ]
+ok $? "the mbuf pools are mapped in before any traffic: DPDK memory resident $rss KiB, the pools' data rooms $need KiB"
 
 # the loop runs: two SIGUSR1 dumps, the iteration count grows
 kill -USR1 $P; wait_for "$T/out" '^stats lcore=1' 20
