@@ -79,11 +79,15 @@ HUB=$PFX-hub
 PROBE=$PFX-probe
 
 ns() { echo "$PFX-$1"; }
-# control address of node I (no port): veth 10.76.0.I, memif 127.A.B.I
-ctl_ip() {
-	if [ "$(mode)" = memif ] || [ "${2:-}" = memif ]; then
-		local c; c=$(printf '%s' "$TAG" | cksum | cut -d' ' -f1)
-		echo "127.$((c % 250 + 1)).$((c / 250 % 250 + 1)).$1"
+# control address of node I (no port): veth 10.76.0.I, memif 127.A.B.I (A.B
+# from the tag's checksum, taken once: ctl_ip runs N + N*N times in `up`, and
+# each process it started cost ~10 ms on the 2-CPU VMs)
+TAG_SUM=$(printf '%s' "$TAG" | cksum | cut -d' ' -f1)
+ctl_ip() {  # ctl_ip I [MODE]: MODE, else the cluster's
+	local m=${2:-}
+	[ -n "$m" ] || m=$(mode)
+	if [ "$m" = memif ]; then
+		echo "127.$((TAG_SUM % 250 + 1)).$((TAG_SUM / 250 % 250 + 1)).$1"
 	else
 		echo "10.76.0.$1"
 	fi
