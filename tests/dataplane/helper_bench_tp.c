@@ -241,9 +241,9 @@ static unsigned driver(void *arg, uint64_t now_tsc)
 			printf("RESULT rate_Mmsgs=%.3f runs=", sorted[rate_reps / 2]);
 			for (uint32_t i = 0; i < rate_reps; i++)
 				printf("%s%.3f", i ? "," : "", rate_runs[i]);
+			const struct tp_stats *ts = tp_stats(dp_transport(0));
 			printf(" seconds_each=%.1f retransmits_so_far=%lu rto_timeouts_so_far=%lu\n", rate_s,
-			       (unsigned long)tp_stats(dp_transport(0))->retransmits,
-			       (unsigned long)tp_stats(dp_transport(0))->rto_timeouts);
+			       (unsigned long)ts->retransmits, (unsigned long)ts->rto_timeouts);
 			fflush(stdout);
 		}
 		phase = P_PING;
