@@ -8,7 +8,7 @@
 #
 #   bench/coll/compare.sh [-N nodes] [-b min] [-e max] [-f factor] [-n iters]
 #                         [-w warmup] [-r rounds] [-d float|double|int32|int64]
-#                         [-L "memif veth tcp"] [-s settle_seconds]
+#                         [-L "memif veth tcp"] [-s settle_seconds] [-m]
 #
 # Each round runs all systems back to back; the best busbw of the rounds is
 # kept per size and system (the machine is shared; the best is the least
@@ -20,17 +20,32 @@
 # pay for the one run before it (docs/collectives.md). Each run's round trip
 # before and after is printed. Needs: $ZBMD_BUILD/bin/zbmd,
 # $ZBMD_BUILD/bin/mpi_allreduce, root for memif/veth (DPDK, namespaces).
+#
+# Every system runs with glibc told to keep what it frees
+# (MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 4 GiB; -m: glibc's
+# defaults). Open MPI's all-reduce mallocs and frees a temporary buffer on
+# every call; past glibc's 32 MiB mmap threshold each one is a fresh mapping
+# whose every page faults in, and on a VM where a page fault exits to the
+# hypervisor that took Open MPI's 64 MiB all-reduce from ~1.5 to ~0.13 GB/s
+# (2026-11-27, docs/collectives.md). zbmd allocates its buffers once.
 set -u
 B=${ZBMD_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
-NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp" SETTLE=60
-while getopts "N:b:e:f:n:w:r:d:L:s:" o; do
+NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp" SETTLE=60 KEEP=1
+while getopts "N:b:e:f:n:w:r:d:L:s:m" o; do
 	case $o in
 	N) NODES=$OPTARG ;; b) MINB=$OPTARG ;; e) MAXB=$OPTARG ;; f) F=$OPTARG ;;
 	n) ITERS=$OPTARG ;; w) WARM=$OPTARG ;; r) ROUNDS=$OPTARG ;; d) DT=$OPTARG ;;
-	L) LINKS=$OPTARG ;; s) SETTLE=$OPTARG ;;
-	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links] [-s settle_seconds]" >&2; exit 2 ;;
+	L) LINKS=$OPTARG ;; s) SETTLE=$OPTARG ;; m) KEEP=0 ;;
+	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links] [-s settle_seconds] [-m]" >&2; exit 2 ;;
 	esac
 done
+if [ "$KEEP" = 1 ]; then
+	export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296
+	MALLOC_NOTE="glibc keeps freed memory (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ = 4 GiB)"
+else
+	unset MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_
+	MALLOC_NOTE="glibc's malloc defaults (-m)"
+fi
 for x in "$B/bin/zbmd" "$B/bin/mpi_allreduce"; do
 	[ -x "$x" ] || { echo "compare.sh: $x missing (make bench-allreduce-compare builds it)" >&2; exit 2; }
 done
@@ -39,6 +54,7 @@ trap 'rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 ARGS="-b $MINB -e $MAXB -f $F -n $ITERS -w $WARM -d $DT -o sum"
 MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none -np $NODES"
+[ "$KEEP" = 1 ] && MPI="$MPI -x MALLOC_MMAP_THRESHOLD_ -x MALLOC_TRIM_THRESHOLD_"
 case $SETTLE in ''|*[!0-9]*) echo "compare.sh: -s wants whole seconds, got '$SETTLE'" >&2; exit 2 ;; esac
 # The machine's state: bench/machine_state.sh (ms_rtt, ms_seen, ms_settle).
 KBENCH=$B/bin/kbench
@@ -76,6 +92,7 @@ for l in $LINKS; do head -2 "$T/$l.1" | grep -v '^# minBytes'; done
 [ -f "$T/state" ] && { echo "# machine state (kbench cpu-rtt, CPU 0 <-> CPU 1 cache-line round trip; lowest seen ${RTT_MIN:-?} ns; waited up to ${SETTLE} s before each run for <= 1.5x that):"; cat "$T/state"; }
 head -1 "$T/ompishm.1" | sed 's/^# mpi_allreduce:/# peer: mpi_allreduce:/'
 echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of $ROUNDS rounds; out-of-place/in-place)"
+echo "# every system: $MALLOC_NOTE"
 echo "# ratios: zbmd out-of-place busbw / Open MPI out-of-place busbw"
 # best per size: key size, max of oop and ip separately
 best() { awk '{ if (!($1 in o) || $2 > o[$1]) o[$1] = $2; if (!($1 in i) || $3 > i[$1]) i[$1] = $3 }
