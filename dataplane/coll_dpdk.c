@@ -60,6 +60,7 @@ struct cd_lane {
 	_Atomic uint64_t rxb_cyc, txb_cyc, copy_cyc, reduce_cyc;
 	/* copies of the lane transport's counters (tp_stats is lane-only) */
 	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
+	_Atomic uint64_t rto_timeouts, fast_retransmits, dup_frames, no_buffer_drops;
 	_Atomic uint64_t frames_rx;     /* valid frames from peers (cd_linger) */
 	_Atomic uint64_t msgs_delivered, msgs_placed;
 	uint64_t last_tsc, last_idle;
@@ -130,6 +131,12 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		atomic_store_explicit(&ln->fault_drops, ts->fault_drops, memory_order_relaxed);
 		atomic_store_explicit(&ln->fault_dups, ts->fault_dups, memory_order_relaxed);
 		atomic_store_explicit(&ln->fault_reorders, ts->fault_reorders,
+				      memory_order_relaxed);
+		atomic_store_explicit(&ln->rto_timeouts, ts->rto_timeouts, memory_order_relaxed);
+		atomic_store_explicit(&ln->fast_retransmits, ts->fast_retransmits,
+				      memory_order_relaxed);
+		atomic_store_explicit(&ln->dup_frames, ts->dup_frames, memory_order_relaxed);
+		atomic_store_explicit(&ln->no_buffer_drops, ts->no_buffer_drops,
 				      memory_order_relaxed);
 		atomic_store_explicit(&ln->frames_rx, ts->frames_rx, memory_order_relaxed);
 		atomic_store_explicit(&ln->msgs_delivered, ts->msgs_delivered,
@@ -567,6 +574,12 @@ static void cd_stats(void *h, struct coll_host_stats *out)
 		out->fault_dups += atomic_load_explicit(&ln->fault_dups, memory_order_relaxed);
 		out->fault_reorders += atomic_load_explicit(&ln->fault_reorders,
 							    memory_order_relaxed);
+		out->rto_timeouts += atomic_load_explicit(&ln->rto_timeouts, memory_order_relaxed);
+		out->fast_retransmits += atomic_load_explicit(&ln->fast_retransmits,
+							      memory_order_relaxed);
+		out->dup_frames += atomic_load_explicit(&ln->dup_frames, memory_order_relaxed);
+		out->no_buffer_drops += atomic_load_explicit(&ln->no_buffer_drops,
+							     memory_order_relaxed);
 		out->msgs_delivered += atomic_load_explicit(&ln->msgs_delivered,
 							    memory_order_relaxed);
 		out->msgs_placed += atomic_load_explicit(&ln->msgs_placed,

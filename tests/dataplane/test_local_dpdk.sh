@@ -21,7 +21,7 @@
 need_netns
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept: the logs zbmd local keeps of a failed run
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 42
+plan 43
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -136,6 +136,10 @@ set -- $drops
 ok $? "faults were injected (dropped/duplicated/reordered: ${drops:-none})"
 retr=$(sed -nE 's/.*whole run\): ([0-9]+) retransmits.*/\1/p' "$T/f")
 [ "${retr:-0}" -gt 0 ]; ok $? "and recovered by retransmission ($retr retransmits)"
+rec=$(sed -nE 's/.*retransmits \(([0-9]+) timeouts, ([0-9]+) fast\), ([0-9]+) duplicate frames in, ([0-9]+) frames dropped.*/\1 \2 \3 \4/p' "$T/f")
+set -- $rec
+[ $(( ${1:-0} + ${2:-0} )) -gt 0 ] && [ "${3:-0}" -gt 0 ]
+ok $? "the recovery counted: timeouts + fast retransmits > 0, duplicate frames in > 0 (timeouts fast dups arena-drops: ${rec:-none})"
 
 $ZBMD local --nodes 2 --link memif --fault drop=2 -- bench allreduce -N 7 2>"$T/bad"
 [ $? = 2 ] && grep -q 'bad --fault' "$T/bad"; ok $? "--fault with a rate > 1: usage error"
