@@ -1004,12 +1004,12 @@ static int bench_report(const struct bench_ctx *b, const struct zb_config *cfg,
 		struct coll_host_stats hs;
 		b->h.host->stats(b->h.hh, &hs);
 		printf("# transport (this node, whole run): %llu retransmits (%llu "
-		       "timeouts, %llu fast), %llu duplicate frames in, %llu frames "
-		       "dropped for want of arena; fault injection: %llu dropped, "
-		       "%llu duplicated, %llu reordered\n#\n",
+		       "fast, the rest on %llu timer expiries), %llu duplicate "
+		       "frames in, %llu frames dropped for want of arena; fault "
+		       "injection: %llu dropped, %llu duplicated, %llu reordered\n#\n",
 		       (unsigned long long)hs.retransmits,
-		       (unsigned long long)hs.rto_timeouts,
 		       (unsigned long long)hs.fast_retransmits,
+		       (unsigned long long)hs.rto_timeouts,
 		       (unsigned long long)hs.dup_frames,
 		       (unsigned long long)hs.no_buffer_drops,
 		       (unsigned long long)hs.fault_drops,

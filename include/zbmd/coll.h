@@ -322,10 +322,10 @@ struct coll_host_stats {
 	uint64_t rx_packets, tx_packets;
 	/* the lanes' transports (since start): recovery and fault injection */
 	uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
-	/* of those retransmits: on a timeout's expiry, and fast (the acks
-	 * said a frame was missing); frames received twice (a retransmit
-	 * whose original had arrived); frames dropped for want of room in
-	 * the reassembly arena */
+	/* expiries of a peer's oldest retransmission timer (each resends
+	 * the frames then due); frames resent fast (the acks said they were
+	 * missing); frames received twice (a retransmit whose original had
+	 * arrived); frames dropped for want of room in the reassembly arena */
 	uint64_t rto_timeouts, fast_retransmits, dup_frames, no_buffer_drops;
 	/* messages the transports delivered (a payload and its 8-byte header
 	 * are two), and those written straight into a posted receive (the
