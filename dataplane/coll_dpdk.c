@@ -59,10 +59,13 @@ struct cd_lane {
 	 * receive-write cycles (both counted on the lane) */
 	_Atomic uint64_t rxb_cyc, txb_cyc, copy_cyc, reduce_cyc;
 	/* copies of the lane transport's counters (tp_stats is lane-only) */
-	_Atomic uint64_t retransmits, fault_drops, fault_dups, fault_reorders;
-	_Atomic uint64_t rto_timeouts, fast_retransmits, dup_frames, no_buffer_drops;
+#define CD_TP_SUMMED(X) X(retransmits) X(fault_drops) X(fault_dups)        \
+	X(fault_reorders) X(rto_timeouts) X(fast_retransmits) X(dup_frames)  \
+	X(no_buffer_drops) X(msgs_delivered) X(msgs_placed)
+#define CD_TP_FIELD(f) _Atomic uint64_t f;
+	CD_TP_SUMMED(CD_TP_FIELD)       /* each summed into coll_host_stats */
+#undef CD_TP_FIELD
 	_Atomic uint64_t frames_rx;     /* valid frames from peers (cd_linger) */
-	_Atomic uint64_t msgs_delivered, msgs_placed;
 	uint64_t last_tsc, last_idle;
 	uint64_t seen;                  /* nodes in any view applied (lane-only) */
 	/* own(): the communicator's owner polled by this lane's loop, and
@@ -127,21 +130,10 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 	const struct tp_stats *ts = dp_transport(ln->index) ?
 				    tp_stats(dp_transport(ln->index)) : NULL;
 	if (ts) {
-		atomic_store_explicit(&ln->retransmits, ts->retransmits, memory_order_relaxed);
-		atomic_store_explicit(&ln->fault_drops, ts->fault_drops, memory_order_relaxed);
-		atomic_store_explicit(&ln->fault_dups, ts->fault_dups, memory_order_relaxed);
-		atomic_store_explicit(&ln->fault_reorders, ts->fault_reorders,
-				      memory_order_relaxed);
-		atomic_store_explicit(&ln->rto_timeouts, ts->rto_timeouts, memory_order_relaxed);
-		atomic_store_explicit(&ln->fast_retransmits, ts->fast_retransmits,
-				      memory_order_relaxed);
-		atomic_store_explicit(&ln->dup_frames, ts->dup_frames, memory_order_relaxed);
-		atomic_store_explicit(&ln->no_buffer_drops, ts->no_buffer_drops,
-				      memory_order_relaxed);
+#define CD_TP_STORE(f) atomic_store_explicit(&ln->f, ts->f, memory_order_relaxed);
+		CD_TP_SUMMED(CD_TP_STORE)
+#undef CD_TP_STORE
 		atomic_store_explicit(&ln->frames_rx, ts->frames_rx, memory_order_relaxed);
-		atomic_store_explicit(&ln->msgs_delivered, ts->msgs_delivered,
-				      memory_order_relaxed);
-		atomic_store_explicit(&ln->msgs_placed, ts->msgs_placed, memory_order_relaxed);
 	}
 
 	int st = atomic_load_explicit(&ln->state, memory_order_acquire);
@@ -569,21 +561,9 @@ static void cd_stats(void *h, struct coll_host_stats *out)
 		CD_NS(recv_copy_ns, copy_cyc);
 		CD_NS(recv_reduce_ns, reduce_cyc);
 #undef CD_NS
-		out->retransmits += atomic_load_explicit(&ln->retransmits, memory_order_relaxed);
-		out->fault_drops += atomic_load_explicit(&ln->fault_drops, memory_order_relaxed);
-		out->fault_dups += atomic_load_explicit(&ln->fault_dups, memory_order_relaxed);
-		out->fault_reorders += atomic_load_explicit(&ln->fault_reorders,
-							    memory_order_relaxed);
-		out->rto_timeouts += atomic_load_explicit(&ln->rto_timeouts, memory_order_relaxed);
-		out->fast_retransmits += atomic_load_explicit(&ln->fast_retransmits,
-							      memory_order_relaxed);
-		out->dup_frames += atomic_load_explicit(&ln->dup_frames, memory_order_relaxed);
-		out->no_buffer_drops += atomic_load_explicit(&ln->no_buffer_drops,
-							     memory_order_relaxed);
-		out->msgs_delivered += atomic_load_explicit(&ln->msgs_delivered,
-							    memory_order_relaxed);
-		out->msgs_placed += atomic_load_explicit(&ln->msgs_placed,
-							 memory_order_relaxed);
+#define CD_TP_SUM(f) out->f += atomic_load_explicit(&ln->f, memory_order_relaxed);
+		CD_TP_SUMMED(CD_TP_SUM)
+#undef CD_TP_SUM
 		if (dp_lcore_stats(i, &ls) == 0) {
 			out->rx_packets += ls.rx_packets;
 			out->tx_packets += ls.tx_packets;
