@@ -2,8 +2,9 @@
  *
  *   zbmd local --nodes N [--link tcp|veth|memif] [--netem "loss 2%"] [--ns]
  *              [--qdisc "tbf rate 300mbit burst 16kb limit 16kb"]
- *              [--set SECTION.KEY=VALUE]... [--kill NODE@[up+]MS]
- *              [--linkdown NODE@[up+]MS] [--cpus-per-node auto|0|W] [--keep]
+ *              [--set SECTION.KEY=VALUE]... [--kill NODE@[up+|started+]MS]
+ *              [--linkdown NODE@[up+|started+]MS] [--cpus-per-node auto|0|W]
+ *              [--keep]
  *              -- COMMAND [ARGS...]
  *
  * Writes one config per node from the embedded default (below, plus --set
@@ -124,7 +125,10 @@ struct local_opts {
 	int ndkv;
 	int kill_node, linkdown_node;
 	long kill_ms, linkdown_ms;
-	bool kill_up, linkdown_up;      /* N@up+MS: counted from every node up */
+	/* what a fault's MS counts from: N@MS the start, N@started+MS the
+	 * last node's launch, N@up+MS every node up */
+	enum local_base { LOCAL_AT_START, LOCAL_AT_STARTED, LOCAL_AT_UP }
+		kill_base, linkdown_base;
 	int cpus_per_node;              /* --cpus-per-node: -1 auto, 0 shared */
 	int spread;                     /* CPUs per node in use: 0 shared */
 	int cpus[LOCAL_MAX_NODES * LOCAL_MAX_CPUS];   /* the ones we may use */
@@ -146,8 +150,9 @@ static void local_usage(FILE *f)
 {
 	fprintf(f,
 "usage: zbmd local --nodes N [--link tcp|veth|memif] [--netem SPEC] [--ns]\n"
-"                  [--set SECTION.KEY=VALUE]... [--kill NODE@[up+]MS]\n"
-"                  [--linkdown NODE@[up+]MS] [--cpus-per-node auto|0|W] [--keep]\n"
+"                  [--set SECTION.KEY=VALUE]... [--kill NODE@[up+|started+]MS]\n"
+"                  [--linkdown NODE@[up+|started+]MS] [--cpus-per-node auto|0|W]\n"
+"                  [--keep]\n"
 "                  -- COMMAND [ARGS...]\n"
 "Starts an N-node cluster on this machine (embedded default config), runs\n"
 "`zbmd COMMAND ARGS --config nodeI.ini` on every node (a COMMAND with a '/'\n"
@@ -165,8 +170,12 @@ static void local_usage(FILE *f)
 "  --set S.K=V       override a key of the embedded config\n"
 "  --kill N@MS       kill -9 node N MS ms after the start (fault test);\n"
 "                    N@up+MS: MS ms after every node is up (its collectives\n"
-"                    open: joined over tcp, ports and lcores running over dpdk)\n"
-"  --linkdown N@MS   take node N's link down after MS ms (namespaces; up+ too)\n"
+"                    open: joined over tcp, ports and lcores running over dpdk);\n"
+"                    N@started+MS: MS ms after the last node was launched\n"
+"                    (memif starts them one by one, each once the one\n"
+"                    before it is up: then all others are up, the last not yet)\n"
+"  --linkdown N@MS   take node N's link down after MS ms (namespaces; up+ and\n"
+"                    started+ too)\n"
 "  --cpus-per-node W  memif, veth: node I polls on CPUs W*I .. W*I+W-1 of those\n"
 "                    this process may use, with [dataplane] idle = poll; 0: all\n"
 "                    nodes share CPUs 0-1 (idle adaptive); auto (default): 2\n"
@@ -257,17 +266,23 @@ static int local_set(struct local_opts *o, const char *spec)
 	return 0;
 }
 
-/* NODE@MS (from the start) or NODE@up+MS (from every node up) */
-static int local_at(const char *s, int *node, long *ms, bool *up)
+/* NODE@MS (from the start), NODE@started+MS (from the last node's launch)
+ * or NODE@up+MS (from every node up) */
+static int local_at(const char *s, int *node, long *ms, enum local_base *base)
 {
 	char *end;
 	long n = strtol(s, &end, 10);
 	if (end == s || *end != '@' || n < 0 || n >= LOCAL_MAX_NODES)
 		return -EINVAL;
 	s = end + 1;
-	*up = strncmp(s, "up+", 3) == 0;
-	if (*up)
+	*base = LOCAL_AT_START;
+	if (strncmp(s, "up+", 3) == 0) {
+		*base = LOCAL_AT_UP;
 		s += 3;
+	} else if (strncmp(s, "started+", 8) == 0) {
+		*base = LOCAL_AT_STARTED;
+		s += 8;
+	}
 	if (*s < '0' || *s > '9')
 		return -EINVAL;   /* no sign, no blank: strtol would take them */
 	errno = 0;
@@ -418,9 +433,9 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		case 'd':
 			if (local_at(optarg, c == 'k' ? &o->kill_node : &o->linkdown_node,
 				     c == 'k' ? &o->kill_ms : &o->linkdown_ms,
-				     c == 'k' ? &o->kill_up : &o->linkdown_up) < 0) {
-				fprintf(stderr, "zbmd local: bad --%s '%s' (want NODE@MS "
-					"or NODE@up+MS)\n",
+				     c == 'k' ? &o->kill_base : &o->linkdown_base) < 0) {
+				fprintf(stderr, "zbmd local: bad --%s '%s' (want NODE@MS, "
+					"NODE@started+MS or NODE@up+MS)\n",
 					c == 'k' ? "kill" : "linkdown", optarg);
 				return -EINVAL;
 			}
@@ -822,6 +837,7 @@ struct local_run {
 	bool cl_up;
 	char tag[32], cldir[64], scripts[400];
 	uint64_t t0, fault_ns;
+	uint64_t started_ns;            /* when the last node was launched */
 	uint64_t up_ns;                 /* when every node's ready file was there */
 };
 
@@ -1148,8 +1164,8 @@ static void local_up_check(struct local_run *L, uint64_t now)
 {
 	const struct local_opts *o = &L->o;
 
-	if (L->up_ns || !((o->kill_node >= 0 && o->kill_up) ||
-			  (o->linkdown_node >= 0 && o->linkdown_up)))
+	if (L->up_ns || !((o->kill_node >= 0 && o->kill_base == LOCAL_AT_UP) ||
+			  (o->linkdown_node >= 0 && o->linkdown_base == LOCAL_AT_UP)))
 		return;
 	for (int i = 0; i < o->nodes; i++)
 		if (access(L->nd[i].ready, F_OK) != 0)
@@ -1159,20 +1175,23 @@ static void local_up_check(struct local_run *L, uint64_t now)
 		(unsigned long long)((now - L->t0) / 1000000));
 }
 
-/* Is a fault for MS ms after the start (or, up, after every node was up)
- * due at `now`? Says when in WHEN. */
-static bool local_due(const struct local_run *L, uint64_t now, long ms, bool up,
-		      char *when, size_t len)
+/* Is a fault for MS ms after its base (the start, the last node's launch,
+ * every node up) due at `now`? Says when in WHEN. */
+static bool local_due(const struct local_run *L, uint64_t now, long ms,
+		      enum local_base b, char *when, size_t len)
 {
-	uint64_t base = up ? L->up_ns : L->t0;
+	uint64_t base = b == LOCAL_AT_UP ? L->up_ns :
+			b == LOCAL_AT_STARTED ? L->started_ns : L->t0;
 
 	if (!base || now - base < (uint64_t)ms * 1000000ull)
 		return false;
 	int k = snprintf(when, len, "%llu ms after the start",
 			 (unsigned long long)((now - L->t0) / 1000000));
-	if (up && k > 0 && (size_t)k < len)
-		snprintf(when + k, len - (size_t)k, ", %llu ms after every node was up",
-			 (unsigned long long)((now - L->up_ns) / 1000000));
+	if (b != LOCAL_AT_START && k > 0 && (size_t)k < len)
+		snprintf(when + k, len - (size_t)k, ", %llu ms after %s",
+			 (unsigned long long)((now - base) / 1000000),
+			 b == LOCAL_AT_UP ? "every node was up" :
+			 "the last node was launched");
 	return true;
 }
 
@@ -1181,11 +1200,11 @@ static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 			 bool *downed)
 {
 	const struct local_opts *o = &L->o;
-	char when[96];
+	char when[112];
 
 	local_up_check(L, now);
 	if (o->kill_node >= 0 && !*killed &&
-	    local_due(L, now, o->kill_ms, o->kill_up, when, sizeof(when))) {
+	    local_due(L, now, o->kill_ms, o->kill_base, when, sizeof(when))) {
 		*killed = true;
 		L->fault_ns = now;
 		kill(L->nd[o->kill_node].pid, SIGKILL);
@@ -1193,7 +1212,7 @@ static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 			o->kill_node, when);
 	}
 	if (o->linkdown_node >= 0 && !*downed &&
-	    local_due(L, now, o->linkdown_ms, o->linkdown_up, when, sizeof(when))) {
+	    local_due(L, now, o->linkdown_ms, o->linkdown_base, when, sizeof(when))) {
 		*downed = true;
 		L->fault_ns = now;
 		local_sh("ip -n zbcoll-%d-%d link set eth0 down", L->pid,
@@ -1268,6 +1287,7 @@ static void local_supervise(struct local_run *L)
 		if (!L->pgid)
 			L->pgid = L->nd[i].pid;
 	}
+	L->started_ns = zb_now_ns();
 	left = 0;
 	for (int i = 0; i < L->o.nodes; i++)
 		left += !L->nd[i].exited;
@@ -1303,11 +1323,11 @@ static void local_supervise(struct local_run *L)
 	const struct local_opts *o = &L->o;
 	if (!local_signal && o->kill_node >= 0 && !killed)
 		fprintf(stderr, "zbmd local: --kill: node %d was not killed: %s\n",
-			o->kill_node, o->kill_up && !L->up_ns ?
+			o->kill_node, o->kill_base == LOCAL_AT_UP && !L->up_ns ?
 			"not every node came up" : "the run ended first");
 	if (!local_signal && o->linkdown_node >= 0 && !downed)
 		fprintf(stderr, "zbmd local: --linkdown: node %d's link was not taken "
-			"down: %s\n", o->linkdown_node, o->linkdown_up && !L->up_ns ?
+			"down: %s\n", o->linkdown_node, o->linkdown_base == LOCAL_AT_UP && !L->up_ns ?
 			"not every node came up" : "the run ended first");
 }
 

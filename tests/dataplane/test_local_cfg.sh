@@ -9,7 +9,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 27
+plan 28
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
@@ -103,12 +103,13 @@ grep -q "bad value 'nan' for -b" "$T/err"; ok $? "-b nan is a bad value"; rm_kep
 [ $? -eq 2 ] && grep -q "bad --kill" "$T/err"
 ok $? "--kill NODE@MS past a day is exit 2 (it wrapped and killed at once)"
 bad=0
-for a in "1@up+" "1@up+-5" "1@up-5" "1@ up+5" "1@up+ 5" "1@+5"; do
+for a in "1@up+" "1@up+-5" "1@up-5" "1@ up+5" "1@up+ 5" "1@+5" "1@started+" \
+	"1@started-5" "1@started+-5" "1@started5" "1@start+5" "1@up+started+5"; do
 	"$ZBMD" local --nodes 2 --kill "$a" -- /bin/true >/dev/null 2>"$T/err"
-	{ [ $? -eq 2 ] && grep -qF "bad --kill '$a' (want NODE@MS or NODE@up+MS)" "$T/err"; } ||
+	{ [ $? -eq 2 ] && grep -qF "bad --kill '$a' (want NODE@MS, NODE@started+MS or NODE@up+MS)" "$T/err"; } ||
 		{ bad=1; diag "--kill '$a': $(head -1 "$T/err")"; }
 done
-ok $bad "--kill with a malformed up+MS is exit 2, the flag named"
+ok $bad "--kill with a malformed up+MS or started+MS is exit 2, the flag named"
 # --kill N@up+MS counts from every node up (its ready file there): a node
 # command that says it is up and then runs 3 s is killed; one that never
 # says so is not, and zbmd local tells
@@ -130,6 +131,15 @@ rc=$?
 [ $rc -eq 0 ] && grep -q "node 1 was not killed: not every node came up" "$T/err" &&
 	! grep -q "killed node" "$T/err"
 ok $? "--kill 1@up+300 where no node says it is up: not killed, and zbmd local says so (exit $rc)" ||
+	diag "$(grep 'zbmd local' "$T/err" | head -4)"
+rm_kept
+# --kill N@started+MS counts from the last node's launch, up or not
+SAY_UP=0 "$ZBMD" local --nodes 2 --kill 0@started+300 -- "$T/up.sh" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && ! grep -q "every node up" "$T/err" &&
+	grep -qE "killed node 0 \(kill -9\) [0-9]+ ms after the start, (3[0-9][0-9]|4[0-4][0-9]) ms after the last node was launched" "$T/err" &&
+	grep -q "node 0 killed by signal 9" "$T/err"
+ok $? "--kill 0@started+300: node 0 killed 300 ms after the last node was launched, none up (exit $rc)" ||
 	diag "$(grep 'zbmd local' "$T/err" | head -4)"
 perl -e '$SIG{CHLD}="IGNORE"; exec @ARGV' "$ZBMD" local --nodes 2 --link tcp -- /bin/sh -c "exit 3" \
 	>/dev/null 2>"$T/err"

@@ -200,21 +200,36 @@ ok $? "survivors name the failure: $(grep -oE 'rank [0-9] \(node [0-9]\): [^(]*'
 [ -z "$(leftovers $LP)" ]; ok $? "nothing left behind after the kill run"
 
 # ---- a node killed while the nodes join ----------------------------------------
-# 1.5 s after the start the fourth memif node is not up yet: the barrier that
-# joins them runs under the 30 s connect timeout, and the killed node may have
-# acknowledged nothing yet. The survivors' control planes heard it, though:
-# once phi has suspected it for a second the join fails
-# (dataplane/join_watch.c) — without that the survivors took 5.4 - 7.2 s, or the whole
-# 30 s when it had acknowledged nothing (docs/collectives.md, "Failures").
-$ZBMD local --nodes 4 --link memif --kill 2@1500 -- bench allreduce -b 4M -e 4M \
+# memif nodes start one by one, each once the one before it is up (its ports,
+# lcores and control thread run). 300 ms after the fourth was launched,
+# nodes 1 - 3 are in the barrier that joins them (under the 30 s connect
+# timeout, waiting for the fourth) and have heard the third's heartbeats
+# (4 here), which has not joined the Raft membership yet and may have
+# acknowledged no frame. Once phi has suspected it for a second the join
+# fails (dataplane/join_watch.c) — without that the survivors took 5.4 -
+# 7.2 s, or the whole 30 s when it had acknowledged nothing
+# (docs/collectives.md, "Failures"). The fourth node starts its control
+# plane only once its own ports run (1 - 4 s after its launch here): it
+# fails when the first two go silent if it heard them before they left; if
+# it heard no one (a slow start), it waits like a node of a real cluster,
+# and zbmd local stops it [coll] timeout_ms + 5 s after the kill. (Until
+# 2026-11-27 this case killed at 1.5 s from the start: on a fast machine
+# that can be after the join, on this VM it was 50 ms after the fourth
+# node's launch; and it wanted the fourth node out on its own, which a slow
+# start does not allow: 2 runs in 8 failed so. From every node up, the kill
+# comes after the join.)
+$ZBMD local --nodes 4 --link memif --kill 2@started+300 -- bench allreduce -b 4M -e 4M \
 	-n 1000000 -w 0 >/dev/null 2>"$T/j.err"
 rc=$?
-n=$(grep -c "exited with status 1 .*after the fault" "$T/j.err")
-s=$(grep -v "killed by signal" "$T/j.err" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' |
-	sort -n | tail -1)
-[ $rc != 0 ] && [ "$n" = 3 ] && [ -n "$s" ] && [ "$s" -le 6000 ] &&
+# ms after the fault of node I's exit with status 1, on its own
+after() { sed -n "s/^zbmd local: node $1 exited with status 1 .*(\([0-9]*\) ms after the fault).*/\1/p" "$T/j.err"; }
+s0=$(after 0) s1=$(after 1) s3=$(after 3)
+cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and 1 node(s) still run (the run cannot finish' "$T/j.err")
+[ $rc != 0 ] && grep -q 'killed node 2 (kill -9) [0-9]* ms after the start, [0-9]* ms after the last node was launched' "$T/j.err" &&
+	[ -n "$s0" ] && [ "$s0" -le 6000 ] && [ -n "$s1" ] && [ "$s1" -le 6000 ] &&
+	{ { [ -n "$s3" ] && [ "$s3" -le 6000 ]; } || [ "$cut" = 1 ]; } &&
 	! grep -q 'did not join within' "$T/j.err" && ! grep -qE 'killed by signal (11|6)' "$T/j.err"
-ok $? "a node killed while the nodes join: the 3 survivors out with status 1 within 6 s (slowest ${s:-?} ms): $(grep -oE 'went silent while the nodes were joining|peer down|membership epoch changed' "$T/j.err" | sort | uniq -c | tr -s ' ' | tr '\n' ';')" ||
+ok $? "a node killed while the nodes join: nodes 0 and 1 out with status 1 ${s0:-?} and ${s1:-?} ms after (bound 6000), node 3 $([ -n "$s3" ] && echo "on its own ${s3} ms after" || echo "stopped by zbmd local: $cut"): $(grep -oE 'went silent while the nodes were joining|peer down|membership epoch changed' "$T/j.err" | sort | uniq -c | tr -s ' ' | tr '\n' ';')" ||
 	diag "$(grep -E 'zbmd local|join' "$T/j.err" | head -8)"
 
 # ---- a node killed as it starts -------------------------------------------------
