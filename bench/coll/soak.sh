@@ -135,9 +135,8 @@ while :; do
 		timeout -k 10 120 "$Z" local --nodes "$NODES" --link "$l" --kill $at -- bench allreduce \
 			-b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>"$T/k.err"
 		rc=$?
-		nsurv=$(grep -c "exited with status 1 .*after the fault" "$T/k.err")
-		slow=$(grep -v "killed by signal" "$T/k.err" |
-			sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1)
+		nsurv=$(fault_survivors "$T/k.err")
+		slow=$(fault_slowest "$T/k.err")
 		crash=$(grep -cE 'killed by signal (11|6|7)\b' "$T/k.err")
 		# survivors that never heard from it: stopped by zbmd local past
 		# [coll] timeout_ms (4 s) + 5 s, before the join's 30 s ran out

@@ -3,6 +3,7 @@
 # (namespaces), loss + reordering with tc netem on veth links between
 # namespaces, and Ctrl-C of `zbmd local` (everything torn down).
 . "$ZBMD_ROOT/tests/common/tap.sh"
+. "$ZBMD_ROOT/tests/common/local.sh"   # fault_survivors, fault_slowest
 Z=$ZBMD_BUILD/bin/zbmd
 plan 14
 E=/tmp/zbcoll-faults.$$
@@ -14,16 +15,14 @@ trap 'rm -f $E $P' EXIT
 # zbmd, so test 12 can look for this run's namespaces only (other jobs may
 # have theirs up meanwhile).
 zlocal() { echo $BASHPID >>$P; exec "$Z" local "$@"; }
-# Longest time (ms) any surviving node took to exit after the fault.
-slowest() { grep -v "killed by signal" "$1" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1; }
 
 # 1. kill -9 of node 2 of 4 mid-run: the others fail fast, with a clear message.
 (zlocal --nodes 4 --kill 2@up+800 -- bench allreduce -b 4M -e 4M -n 1000000 -w 0) >/dev/null 2>$E
 rc=$?
 ok $([ $rc -ne 0 ]; echo $?) "kill -9: zbmd local exits non-zero ($rc)"
-n=$(grep -c "exited with status 1 .*after the fault" $E)
+n=$(fault_survivors $E)
 ok $([ "$n" -eq 3 ]; echo $?) "kill -9: all 3 survivors exit with status 1 ($n)"
-s=$(slowest $E)
+s=$(fault_slowest $E)
 ok $([ -n "$s" ] && [ "$s" -le 5500 ]; echo $?) "kill -9: survivors out within the 5000 ms bound (slowest ${s:-?} ms)"
 grep -q "peer down" $E
 ok $? "kill -9: the error names the cause (peer down)"
@@ -37,8 +36,8 @@ fi
 (zlocal --nodes 3 --set coll.timeout_ms=1500 --linkdown 1@up+800 -- \
 	bench allreduce -b 4M -e 4M -n 1000000 -w 0) >/dev/null 2>$E
 rc=$?
-n=$(grep -c "exited with status 1 .*after the fault" $E)
-s=$(slowest $E)
+n=$(fault_survivors $E)
+s=$(fault_slowest $E)
 ok $([ $rc -ne 0 ] && [ "$n" -eq 3 ]; echo $?) "link down: every node exits with status 1 ($n)"
 ok $([ -n "$s" ] && [ "$s" -le 2500 ]; echo $?) "link down: within coll.timeout_ms=1500 (+1 s) (slowest ${s:-?} ms)"
 grep -q "made no progress for 1500 ms" $E

@@ -51,8 +51,8 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 told=$(grep -c 'trainer: round [0-9]* bucket [01] failed: ' "$T/k.out")
 [ "$told" -ge 2 ]
 ok $? "the survivors' trainers got completion messages with the error ($told lines: $(grep -m1 -o 'bucket [01] failed: .*' "$T/k.out"))"
-n=$(grep -c 'exited with status 1 .*after the fault' "$T/k.out")
-s=$(grep -v 'killed by signal' "$T/k.out" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1)
+n=$(fault_survivors "$T/k.out")
+s=$(fault_slowest "$T/k.out")
 [ "$n" = 2 ] && [ -n "$s" ] && [ "$s" -le 6000 ]
 ok $? "both survivors out with status 1 within 6 s of the kill (slowest ${s:-?} ms)"
 stopped=$(grep -c 'helper: rank [01]: the trainer stopped at round [0-9]*: ' "$T/k.out")

@@ -19,7 +19,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 need_netns
-. "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept: the logs zbmd local keeps of a failed run
+. "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept (the logs zbmd local keeps of a failed run), fault_*
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
 plan 43
 
@@ -221,9 +221,7 @@ ok $? "survivors name the failure: $(grep -oE 'rank [0-9] \(node [0-9]\): [^(]*'
 $ZBMD local --nodes 4 --link memif --kill 2@started+300 -- bench allreduce -b 4M -e 4M \
 	-n 1000000 -w 0 >/dev/null 2>"$T/j.err"
 rc=$?
-# ms after the fault of node I's exit with status 1, on its own
-after() { sed -n "s/^zbmd local: node $1 exited with status 1 .*(\([0-9]*\) ms after the fault).*/\1/p" "$T/j.err"; }
-s0=$(after 0) s1=$(after 1) s3=$(after 3)
+s0=$(fault_exit_after "$T/j.err" 0) s1=$(fault_exit_after "$T/j.err" 1) s3=$(fault_exit_after "$T/j.err" 3)
 cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and 1 node(s) still run (the run cannot finish' "$T/j.err")
 [ $rc != 0 ] && grep -q 'killed node 2 (kill -9) [0-9]* ms after the start, [0-9]* ms after the last node was launched' "$T/j.err" &&
 	[ -n "$s0" ] && [ "$s0" -le 6000 ] && [ -n "$s1" ] && [ "$s1" -le 6000 ] &&
@@ -243,7 +241,7 @@ $ZBMD local --nodes 3 --link memif --set coll.timeout_ms=1000 --kill 2@0 -- benc
 LP=$!; PIDS+=($LP)
 wait $LP; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-n=$(grep -c "exited with status 1 .*after the fault" "$T/s.err")
+n=$(fault_survivors "$T/s.err")
 cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and [0-9] node(s) still run (the run cannot finish without it' "$T/s.err")
 [ $rc = 1 ] && [ $ms -le 15000 ] && { [ "$cut" = 1 ] || [ "$n" = 2 ]; } &&
 	! grep -q 'did not join within' "$T/s.err" && [ -z "$(leftovers $LP)" ]

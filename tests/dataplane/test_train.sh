@@ -39,8 +39,8 @@ if [ "$(id -u)" = 0 ]; then
 	"$Z" local --nodes 3 --link memif --kill 2@up+1500 -- train --steps 1000000 \
 		--every 1000000 >"$T/k.out" 2>&1
 	rc=$?
-	n=$(grep -c "exited with status 1 .*after the fault" "$T/k.out")
-	s=$(grep -v 'killed by signal' "$T/k.out" | sed -n 's/.*(\([0-9]*\) ms after the fault).*/\1/p' | sort -n | tail -1)
+	n=$(fault_survivors "$T/k.out")
+	s=$(fault_slowest "$T/k.out")
 	[ $rc = 1 ] && [ "$n" = 2 ] && [ -n "$s" ] && [ "$s" -le 6000 ] &&
 		[ "$(grep -c "zbmd train: node rank [01]: step [0-9]*: the gradient's all-reduce: " "$T/k.out")" = 2 ]
 	ok $? "a node killed mid-training: both survivors out with status 1 within 6 s (slowest ${s:-?} ms), each saying why: $(grep -m1 -o "the gradient's all-reduce: [^—]*" "$T/k.out")" ||
