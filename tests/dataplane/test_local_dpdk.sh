@@ -202,10 +202,10 @@ ok $? "survivors name the failure: $(grep -oE 'rank [0-9] \(node [0-9]\): [^(]*'
 # ---- a node killed while the nodes join ----------------------------------------
 # memif nodes start one by one, each once the one before it is up (its ports,
 # lcores and control thread run). 300 ms after the fourth was launched,
-# nodes 1 - 3 are in the barrier that joins them (under the 30 s connect
-# timeout, waiting for the fourth) and have heard the third's heartbeats
-# (4 here), which has not joined the Raft membership yet and may have
-# acknowledged no frame. Once phi has suspected it for a second the join
+# the first three are in the barrier that joins them (under the 30 s
+# connect timeout, waiting for the fourth), and the first two have heard the
+# third's heartbeats (4 here); the third, killed then, has not joined the
+# Raft membership yet and may have acknowledged no frame. Once phi has suspected it for a second the join
 # fails (dataplane/join_watch.c) — without that the survivors took 5.4 -
 # 7.2 s, or the whole 30 s when it had acknowledged nothing
 # (docs/collectives.md, "Failures"). The fourth node starts its control
