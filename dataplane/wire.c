@@ -449,13 +449,13 @@ enum wire_reason wire_decode(const uint8_t *frame, size_t len,
 			     struct wire_hdr *h, struct wire_addr *a,
 			     const uint8_t **payload)
 {
-	const uint8_t *z = frame + WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN;
 	size_t udp_len = 0;
 	enum wire_reason r;
 
 	ZB_DASSERT(cfg != NULL && h != NULL && a != NULL && payload != NULL);
 	if (frame == NULL)
 		return WIRE_E_SHORT;
+	const uint8_t *z = frame + WIRE_ETH_LEN + WIRE_IP_LEN + WIRE_UDP_LEN;
 	r = decode_l234(frame, len, cfg, flags, a, &udp_len);
 	if (r != WIRE_OK)
 		return r;

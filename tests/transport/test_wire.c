@@ -257,7 +257,7 @@ int main(void)
 	size_t len;
 	enum wire_reason r;
 
-	tap_plan(44);
+	tap_plan(45);
 	test_csum();
 	test_tmpl();
 	test_frag_count();
@@ -316,6 +316,12 @@ int main(void)
 			if (dec(l, &g) == WIRE_OK)
 				bad++;
 		is_int(bad, 0, "every truncated frame is refused");
+	}
+	{
+		struct wire_addr a;
+		const uint8_t *pl;
+		is_int(wire_decode(NULL, 0, &cfg, 0, &g, &a, &pl), WIRE_E_SHORT,
+		       "no frame at all is refused as short");
 	}
 	/* Ethernet padding after the IP packet is fine */
 	is_int(dec(len + 20, &g), WIRE_OK, "trailing Ethernet padding accepted");
