@@ -4,6 +4,7 @@
 
 #include "zbmd/common.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #define STR_(x) #x
@@ -13,6 +14,20 @@ static bool is_text_type(enum cfg__type t)
 {
 	return t == CFG__STRING || t == CFG__PCI || t == CFG__LCORES ||
 	       t == CFG__HOSTPORT || t == CFG__SEEDS || t == CFG__VDEV;
+}
+
+/* A text value that would read back as something else when written bare:
+ * empty, starting with a comment character (`raft_dir = #x` is a key with
+ * an empty value), with whitespace at either end (the reader strips it) or
+ * wrapped in quotes itself (the reader removes one pair). Quoted, it reads
+ * back as it is: the reader removes exactly the pair written here. */
+static bool needs_quotes(const char *v)
+{
+	size_t n = strlen(v);
+
+	return n == 0 || v[0] == ';' || v[0] == '#' ||
+	       isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]) ||
+	       (n >= 2 && v[0] == '"' && v[n - 1] == '"');
 }
 
 static void dump_keys(const struct zb_config *cfg, unsigned sec, unsigned idx,
@@ -28,9 +43,9 @@ static void dump_keys(const struct zb_config *cfg, unsigned sec, unsigned idx,
 		cfg__format(key, cfg__cbase(cfg, key, idx), val, sizeof(val));
 		/* "" reads back as empty; a bare empty value would too, but
 		 * quotes make the intent visible. */
-		fprintf(out, "%s = %s\n", key->key,
-			val[0] == '\0' && is_text_type(key->type) ? "\"\""
-								  : val);
+		fprintf(out, is_text_type(key->type) && needs_quotes(val)
+				     ? "%s = \"%s\"\n" : "%s = %s\n",
+			key->key, val);
 	}
 }
 

@@ -293,6 +293,24 @@ static void test_errors(void)
 	ok(rc == 0 && a.transport.stream_min_kb == 2048 &&
 		   a.coll.stream_min_kb == CFG_AUTO && round_trip(&a, "auto"),
 	   "stream_min_kb = 2048 and = auto load and round-trip through the dump");
+	/* text values the dump must quote to read them back as they were:
+	 * a leading comment character (found by a coverage-guided fuzzer: the
+	 * dump wrote `raft_dir = #/tmp/r`, which reads back as empty), spaces
+	 * at either end, quotes of their own */
+	snprintf(text, sizeof(text), "%s[control]\nraft_dir =#/tmp/r\n"
+		 "[eal]\nextra_args = \";  --no-pci \"\n"
+		 "[metrics]\nlisten = \"\"\n", REQUIRED);
+	rc = load(text);
+	ok(rc == 0 && strcmp(a.control.raft_dir, "#/tmp/r") == 0 &&
+		   strcmp(a.eal.extra_args, ";  --no-pci ") == 0 &&
+		   round_trip(&a, "quotes"),
+	   "values starting with # or ;, or with spaces at the ends, round-trip "
+	   "through the dump (rc %d: %s)", rc, rc ? err.msg : "");
+	snprintf(text, sizeof(text), "%s[control]\nraft_dir = \"\"q\"\"\n", REQUIRED);
+	rc = load(text);
+	ok(rc == 0 && strcmp(a.control.raft_dir, "\"q\"") == 0 &&
+		   round_trip(&a, "quoted quotes"),
+	   "a value in quotes of its own round-trips through the dump");
 	snprintf(text, sizeof(text), "%s[transport]\nstream_min_kb = autom\n", REQUIRED);
 	rc = load(text);
 	ok(rc == ZB_ERR_CONFIG &&
@@ -345,7 +363,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(60);
+	tap_plan(62);
 	test_defaults();
 	test_values();
 	test_syntax();
