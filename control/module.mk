@@ -17,6 +17,19 @@ control_LDLIBS := $(shell $(PKG_CONFIG) --libs raft libuv libsodium libmicrohttp
 control_SUMMARY := phi-accrual + Raft (raft $(shell $(PKG_CONFIG) --modversion raft 2>/dev/null || echo MISSING)) + PSK auth + metrics/admin HTTP
 TSAN_MODULES += control
 
+# libFuzzer on what the control thread decodes from its peers: Raft
+# snapshots and log entries, blob messages (tests/control/fuzz_ctl.c; needs
+# clang); not part of `make test`.
+.PHONY: fuzz-control
+fuzz: fuzz-control
+fuzz-control:
+	@mkdir -p $(BUILD)/fuzz/corpus_ctl
+	$(FUZZ_CC) $(control_CFLAGS) tests/control/fuzz_ctl.c control/fsm.c \
+		control/blob.c control/ring.c common/common.c \
+		-o $(BUILD)/fuzz/fuzz_ctl $(control_LDLIBS) -lpthread
+	$(BUILD)/fuzz/fuzz_ctl -max_total_time=$(FUZZ_SECS) -max_len=4096 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_ctl
+
 .PHONY: bench-phi soak-phi soak
 bench-phi: $(BUILD)/bin/zbmd
 	$(BUILD)/bin/zbmd bench phi

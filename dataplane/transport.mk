@@ -10,12 +10,14 @@ bench-transport-core: $(BUILD)/tests/transport/helper_bench_core
 	$(BUILD)/tests/transport/helper_bench_core
 
 # libFuzzer on the receive path (needs clang); not part of `make test`.
+# `make fuzz` runs every fuzz-* target for FUZZ_SECS each.
 FUZZ_SECS ?= 30
-.PHONY: fuzz-transport
+FUZZ_CC = clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined
+.PHONY: fuzz fuzz-transport
+fuzz: fuzz-transport
 fuzz-transport:
 	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
-		tests/transport/fuzz_rx.c $(transport_SRCS) common/common.c \
+	$(FUZZ_CC) tests/transport/fuzz_rx.c $(transport_SRCS) common/common.c \
 		-o $(BUILD)/fuzz/fuzz_rx
 	$(BUILD)/fuzz/fuzz_rx -max_total_time=$(FUZZ_SECS) -max_len=9200 -print_final_stats=1
 

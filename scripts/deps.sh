@@ -20,6 +20,8 @@ PKGS=(
 	iproute2 iputils-ping tcpdump curl procps psmisc util-linux kmod ethtool
 	# benchmarks and their peers
 	gnuplot-nox erlang-nox libopenmpi-dev openmpi-bin
+	# make fuzz (libFuzzer)
+	clang libclang-rt-14-dev
 )
 
 missing=()
