@@ -248,6 +248,37 @@ static int local_fault(struct local_opts *o, const char *spec)
 	return 0;
 }
 
+/* Why a --set value cannot be written as one INI value, or NULL. A value
+ * goes into the nodes' files as `key = value` (quoted where a bare one
+ * would read back otherwise: local_put); the syntax has no escape for a
+ * line break or for a comment's start inside a value. */
+static const char *local_value_bad(const char *v)
+{
+	for (const char *p = v; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return "a value cannot hold control characters (a line "
+			       "break would start another line of the file)";
+		if ((*p == ';' || *p == '#') && p > v && isspace((unsigned char)p[-1]))
+			return "' ;' and ' #' start a comment in a config file, "
+			       "so a value cannot hold them";
+	}
+	return NULL;
+}
+
+/* key = value into a node's file; quoted where a bare value would read back
+ * otherwise (a leading ; or #, spaces at either end, quotes of its own):
+ * the loader removes exactly one pair (docs/config.md, "Syntax"). */
+static void local_put(FILE *f, const struct local_kv *kv)
+{
+	const char *v = kv->val;
+	size_t n = strlen(v);
+	bool q = n > 0 && (v[0] == ';' || v[0] == '#' || isspace((unsigned char)v[0]) ||
+			   isspace((unsigned char)v[n - 1]) ||
+			   (n >= 2 && v[0] == '"' && v[n - 1] == '"'));
+
+	fprintf(f, q ? "%s = \"%s\"\n" : "%s = %s\n", kv->key, v);
+}
+
 static int local_set(struct local_opts *o, const char *spec)
 {
 	const char *dot = strchr(spec, '.'), *eq = strchr(spec, '=');
@@ -255,8 +286,12 @@ static int local_set(struct local_opts *o, const char *spec)
 
 	if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1 ||
 	    (size_t)(dot - spec) >= sizeof(kv.sec) ||
-	    (size_t)(eq - dot - 1) >= sizeof(kv.key) || strlen(eq + 1) >= sizeof(kv.val))
+	    (size_t)(eq - dot - 1) >= sizeof(kv.key) || strlen(eq + 1) >= sizeof(kv.val) ||
+	    local_value_bad(eq + 1))
 		return -EINVAL;
+	for (const char *p = spec; p < eq; p++)   /* names: no blanks, no syntax */
+		if (!isgraph((unsigned char)*p) || strchr("[]=;#\"", *p))
+			return -EINVAL;
 	memcpy(kv.sec, spec, (size_t)(dot - spec));
 	memcpy(kv.key, dot + 1, (size_t)(eq - dot - 1));
 	strcpy(kv.val, eq + 1);
@@ -424,8 +459,13 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		}
 		case 's':
 			if (local_set(o, optarg) < 0) {
-				fprintf(stderr, "zbmd local: bad --set '%s' (want "
-					"SECTION.KEY=VALUE)\n", optarg);
+				const char *eq = strchr(optarg, '=');
+				const char *why = eq ? local_value_bad(eq + 1) : NULL;
+				if (why)
+					fprintf(stderr, "zbmd local: bad --set value: %s\n", why);
+				else
+					fprintf(stderr, "zbmd local: bad --set '%s' (want "
+						"SECTION.KEY=VALUE)\n", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -545,7 +585,7 @@ static int local_write_config(const struct local_opts *o, int i, const char *pat
 		fprintf(f, "\n[%s]\n", last);
 		for (int b = a; b < o->nkv; b++)
 			if (!strcmp(o->kv[b].sec, last))
-				fprintf(f, "%s = %s\n", o->kv[b].key, o->kv[b].val);
+				local_put(f, &o->kv[b]);
 	}
 	for (int p = 0; p < o->nodes; p++) {
 		fprintf(f, "\n[peer.%d]\nip = ", p);
@@ -650,7 +690,7 @@ static int local_merge_ini(const char *path, const struct local_kv *kv, int nkv)
 		if (i == n || hdr) {    /* end of section cur: add its missing keys */
 			for (int k = 0; k < nkv; k++)
 				if (!done[k] && cur[0] && !strcmp(kv[k].sec, cur)) {
-					fprintf(f, "%s = %s\n", kv[k].key, kv[k].val);
+					local_put(f, &kv[k]);
 					done[k] = true;
 				}
 			if (i == n)
@@ -664,7 +704,7 @@ static int local_merge_ini(const char *path, const struct local_kv *kv, int nkv)
 		if (cur[0] && sscanf(lines[i], " %63[^= 	]", key) == 1)
 			k = local_kv_find(kv, nkv, cur, key);
 		if (k >= 0) {
-			fprintf(f, "%s = %s\n", kv[k].key, kv[k].val);
+			local_put(f, &kv[k]);
 			done[k] = true;
 		} else {
 			fputs(lines[i], f);
@@ -676,7 +716,7 @@ static int local_merge_ini(const char *path, const struct local_kv *kv, int nkv)
 		fprintf(f, "\n[%s]\n", kv[k].sec);
 		for (int j = k; j < nkv; j++)
 			if (!done[j] && !strcmp(kv[j].sec, kv[k].sec)) {
-				fprintf(f, "%s = %s\n", kv[j].key, kv[j].val);
+				local_put(f, &kv[j]);
 				done[j] = true;
 			}
 	}

@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 25
+plan 27
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -78,6 +78,24 @@ ok $bad "bad zbmd local flags: exit 2 with a message"
 [ $rc -eq 2 ] && grep -q "unknown key 'nosuch' in \[coll\]" /tmp/zbcoll-err.$$ &&
 	[ "$(grep -c "does not load" /tmp/zbcoll-err.$$)" = 1 ] && ! grep -q "exited with status" /tmp/zbcoll-err.$$
 ok $? "zbmd local --set coll.nosuch=1: the config error once, exit 2 ($rc), no node started"
+# --set values reach the nodes' files as given: quoted where a bare value
+# would read back otherwise (a leading '#' made an empty value before);
+# values the syntax cannot hold are refused up front
+show=/tmp/zbcoll-show.$$
+printf '#!/bin/sh\nwhile [ $# -gt 1 ]; do [ "$1" = --config ] && exec "%s" check-config "$2"; shift; done\nexit 1\n' "$Z" >$show
+chmod +x $show
+out=$("$Z" local --nodes 2 --set 'control.raft_dir=#zb-raft' --set 'eal.extra_args= --no-telemetry' \
+	-- $show 2>/tmp/zbcoll-err.$$); rc=$?
+[ $rc -eq 0 ] && echo "$out" | grep -qx 'raft_dir = "#zb-raft"' &&
+	echo "$out" | grep -qx 'extra_args = " --no-telemetry"'
+ok $? "--set values with a leading '#' or blank reach the nodes intact (exit $rc)"
+bad=0
+for a in 'eal.extra_args=--a ;b' "eal.extra_args=$(printf 'a\nb')" "$(printf 'eal\n.x=1')" 'eal.extra args=1'; do
+	"$Z" local --nodes 2 --set "$a" -- $show >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && grep -q "bad --set" /tmp/zbcoll-err.$$ || { bad=1; diag "--set '$a': exit $rc"; }
+done
+rm -f $show
+ok $bad "--set values a config file cannot hold (' ;', a line break) and names with blanks: exit 2, said why"
 # the node's config goes right after the subcommand's words: a trailing flag
 # without its value is the parser's error, not "--config" taken as the value
 "$Z" local --nodes 2 -- bench allreduce --json >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
