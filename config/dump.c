@@ -16,18 +16,28 @@ static bool is_text_type(enum cfg__type t)
 	       t == CFG__HOSTPORT || t == CFG__SEEDS || t == CFG__VDEV;
 }
 
-/* A text value that would read back as something else when written bare:
- * empty, starting with a comment character (`raft_dir = #x` is a key with
- * an empty value), with whitespace at either end (the reader strips it) or
- * wrapped in quotes itself (the reader removes one pair). Quoted, it reads
- * back as it is: the reader removes exactly the pair written here. */
-static bool needs_quotes(const char *v)
+bool cfg_value_needs_quotes(const char *v)
 {
+	ZB_ASSERT(v != NULL);
 	size_t n = strlen(v);
 
 	return n == 0 || v[0] == ';' || v[0] == '#' ||
 	       isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]) ||
 	       (n >= 2 && v[0] == '"' && v[n - 1] == '"');
+}
+
+const char *cfg_value_unwritable(const char *v)
+{
+	ZB_ASSERT(v != NULL);
+	for (const char *p = v; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return "a value cannot hold control characters (a line "
+			       "break would start another line of the file)";
+		if ((*p == ';' || *p == '#') && p > v && isspace((unsigned char)p[-1]))
+			return "' ;' and ' #' start a comment in a config file, "
+			       "so a value cannot hold them";
+	}
+	return NULL;
 }
 
 static void dump_keys(const struct zb_config *cfg, unsigned sec, unsigned idx,
@@ -41,9 +51,10 @@ static void dump_keys(const struct zb_config *cfg, unsigned sec, unsigned idx,
 		if (key->section != sec)
 			continue;
 		cfg__format(key, cfg__cbase(cfg, key, idx), val, sizeof(val));
-		/* "" reads back as empty; a bare empty value would too, but
-		 * quotes make the intent visible. */
-		fprintf(out, is_text_type(key->type) && needs_quotes(val)
+		/* quoted where a bare value would read back otherwise; ""
+		 * (empty) reads back as a bare empty value would, but the
+		 * quotes make the intent visible */
+		fprintf(out, is_text_type(key->type) && cfg_value_needs_quotes(val)
 				     ? "%s = \"%s\"\n" : "%s = %s\n",
 			key->key, val);
 	}

@@ -248,35 +248,13 @@ static int local_fault(struct local_opts *o, const char *spec)
 	return 0;
 }
 
-/* Why a --set value cannot be written as one INI value, or NULL. A value
- * goes into the nodes' files as `key = value` (quoted where a bare one
- * would read back otherwise: local_put); the syntax has no escape for a
- * line break or for a comment's start inside a value. */
-static const char *local_value_bad(const char *v)
-{
-	for (const char *p = v; *p; p++) {
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return "a value cannot hold control characters (a line "
-			       "break would start another line of the file)";
-		if ((*p == ';' || *p == '#') && p > v && isspace((unsigned char)p[-1]))
-			return "' ;' and ' #' start a comment in a config file, "
-			       "so a value cannot hold them";
-	}
-	return NULL;
-}
-
-/* key = value into a node's file; quoted where a bare value would read back
- * otherwise (a leading ; or #, spaces at either end, quotes of its own):
- * the loader removes exactly one pair (docs/config.md, "Syntax"). */
+/* key = value into a node's file, quoted where a bare value would read back
+ * otherwise (local_set refused the values no quoting can hold). */
 static void local_put(FILE *f, const struct local_kv *kv)
 {
-	const char *v = kv->val;
-	size_t n = strlen(v);
-	bool q = n > 0 && (v[0] == ';' || v[0] == '#' || isspace((unsigned char)v[0]) ||
-			   isspace((unsigned char)v[n - 1]) ||
-			   (n >= 2 && v[0] == '"' && v[n - 1] == '"'));
-
-	fprintf(f, q ? "%s = \"%s\"\n" : "%s = %s\n", kv->key, v);
+	fprintf(f, kv->val[0] && cfg_value_needs_quotes(kv->val) ? "%s = \"%s\"\n"
+								 : "%s = %s\n",
+		kv->key, kv->val);
 }
 
 static int local_set(struct local_opts *o, const char *spec)
@@ -287,7 +265,7 @@ static int local_set(struct local_opts *o, const char *spec)
 	if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1 ||
 	    (size_t)(dot - spec) >= sizeof(kv.sec) ||
 	    (size_t)(eq - dot - 1) >= sizeof(kv.key) || strlen(eq + 1) >= sizeof(kv.val) ||
-	    local_value_bad(eq + 1))
+	    cfg_value_unwritable(eq + 1))
 		return -EINVAL;
 	for (const char *p = spec; p < eq; p++)   /* names: no blanks, no syntax */
 		if (!isgraph((unsigned char)*p) || strchr("[]=;#\"", *p))
@@ -460,7 +438,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		case 's':
 			if (local_set(o, optarg) < 0) {
 				const char *eq = strchr(optarg, '=');
-				const char *why = eq ? local_value_bad(eq + 1) : NULL;
+				const char *why = eq ? cfg_value_unwritable(eq + 1) : NULL;
 				if (why)
 					fprintf(stderr, "zbmd local: bad --set value: %s\n", why);
 				else

@@ -306,6 +306,16 @@ static void test_errors(void)
 		   round_trip(&a, "quotes"),
 	   "values starting with # or ;, or with spaces at the ends, round-trip "
 	   "through the dump (rc %d: %s)", rc, rc ? err.msg : "");
+	ok(cfg_value_needs_quotes("") && cfg_value_needs_quotes("#x") &&
+		   cfg_value_needs_quotes(";x") && cfg_value_needs_quotes(" x") &&
+		   cfg_value_needs_quotes("x\t") && cfg_value_needs_quotes("\"x\"") &&
+		   !cfg_value_needs_quotes("a;b#c") && !cfg_value_needs_quotes("\"x") &&
+		   !cfg_value_needs_quotes("a b") &&
+		   cfg_value_unwritable("a ;b") && cfg_value_unwritable("a\t#b") &&
+		   cfg_value_unwritable("a\nb") && cfg_value_unwritable("\x7f") &&
+		   !cfg_value_unwritable("a;b#c") && cfg_value_unwritable(" #x") &&
+		   !cfg_value_unwritable("#x") && !cfg_value_unwritable("\xc3\xa9"),
+	   "which values need quotes, and which no quoting can hold");
 	snprintf(text, sizeof(text), "%s[control]\nraft_dir = \"\"q\"\"\n", REQUIRED);
 	rc = load(text);
 	ok(rc == 0 && strcmp(a.control.raft_dir, "\"q\"") == 0 &&
@@ -363,7 +373,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(62);
+	tap_plan(63);
 	test_defaults();
 	test_values();
 	test_syntax();
