@@ -103,15 +103,37 @@ static int well_formed(const struct cfg_error *err, unsigned lines)
 	       strncmp(err->msg, err->list, strlen(err->msg)) == 0;
 }
 
+/* A config that loaded survives its dump: cfg_dump's text loads again into
+ * the same struct (what `zbmd check-config` promises of its output). */
+static int dump_round_trips(const struct zb_config *cfg)
+{
+	static struct zb_config again;
+	static struct cfg_error err2;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return 0;
+	cfg_dump(cfg, f);
+	fclose(f);
+	int same = cfg_load_string(&again, text, cfg->path, &err2) == 0 &&
+		   memcmp(cfg, &again, sizeof(again)) == 0;
+	if (!same)
+		tap_diag("the dump does not read back: %s", err2.msg);
+	free(text);
+	return same;
+}
+
 int main(void)
 {
 	static struct zb_config cfg;
 	static struct cfg_error err;
 	char text[2048];
-	int loaded = 0, rejected = 0, bad = 0;
+	int loaded = 0, rejected = 0, bad = 0, lost = 0;
 	const int rounds = 3000;
 
-	tap_plan(4);
+	tap_plan(5);
 	ok(cfg_load_string(&cfg, base_text, "fuzz.ini", &err) == 0,
 	   "the base text is valid");
 	for (int r = 0; r < rounds; r++) {
@@ -127,6 +149,8 @@ int main(void)
 		rc = cfg_load_string(&cfg, text, "fuzz.ini", &err);
 		if (rc == 0) {
 			loaded++;
+			if (!dump_round_trips(&cfg) && lost++ < 3)
+				tap_diag("round %d: the text that loaded:\n%s", r, text);
 		} else if (rc == ZB_ERR_CONFIG && well_formed(&err, lines)) {
 			rejected++;
 		} else {
@@ -140,5 +164,6 @@ int main(void)
 	is_int(bad, 0, "every mutation loads or is rejected with FILE:LINE messages");
 	ok(rejected > rounds / 4, "most mutations are rejected");
 	ok(loaded > 0, "some mutations (comments, spaces) still load");
+	is_int(lost, 0, "every one that loads reads back the same from its dump");
 	return tap_done();
 }
