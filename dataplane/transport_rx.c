@@ -352,6 +352,30 @@ static inline bool stream_frag(const struct tp *tp, const struct tp_msg *m,
 	       h->frag_size % 64 == 0 && ((uintptr_t)m->data & 63) == 0;
 }
 
+/* How far ahead, in fragments, a plain copy into the arena announces its
+ * stores: the lines of fragment index + RX_PREFETCH_FRAGS are prefetched for
+ * writing before this one is copied, so their fetches from the last-level
+ * cache overlap the copies in between instead of stalling each store.
+ * Measured on the Intel VM of 2026-11-28 (16 MiB messages at MTU 1500,
+ * copied into the arena: 2 memif nodes, alternated runs): 45.5 -> 48.9
+ * Gbit/s (3 pairs at 12 fragments; 24 the same; 8 +3 % over 4 pairs);
+ * skipping the copy altogether read 49.5 - 52.4 (docs/perf-transport.md). */
+#define RX_PREFETCH_FRAGS 16u
+
+static inline void prefetch_frag(const struct tp_msg *m, const struct wire_hdr *h)
+{
+	if (h->frag_index + RX_PREFETCH_FRAGS >= m->frag_count__)
+		return;
+	size_t at = (size_t)(h->frag_index + RX_PREFETCH_FRAGS) * h->frag_size;
+	size_t end = at + h->frag_size;
+
+	ZB_DASSERT(at < m->len);
+	if (end > m->len)
+		end = m->len;
+	for (; at < end; at += 64)
+		__builtin_prefetch(m->data + at, 1, 3);
+}
+
 /* Copy one fragment into its message (allocated on the first fragment seen,
  * whichever it is). Returns PLACE_OK, PLACE_DELIVER (it completed the
  * stream's next message), PLACE_NOBUF, or a wire_reason. */
@@ -504,8 +528,10 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 			else if (stream_frag(tp, m, h))
 				zb_copy_stream(m->data + off, payload,
 					       h->payload_len);
-			else
+			else {
+				prefetch_frag(m, h);
 				memcpy(m->data + off, payload, h->payload_len);
+			}
 		}
 	}
 	if (++m->frags_got__ == m->frag_count__) {
