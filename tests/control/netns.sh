@@ -10,7 +10,7 @@
 # Everything is torn down by the EXIT trap, whatever happens.
 ZBMD=${ZBMD_BUILD:?}/bin/zbmd
 NN_PIDS=()
-NN_DIR=$(mktemp -d /tmp/zbctl-XXXXXX)
+NN_DIR=   # made by nn_setup, with the trap that removes it
 
 nn_require() {
 	[ "$(id -u)" -eq 0 ] || skip_all "needs root for network namespaces"
@@ -25,11 +25,13 @@ nn_cleanup() {
 	for ns in $(ip netns list | awk '{print $1}' | grep "^zbctl-$NN_TAG-"); do
 		ip netns del "$ns" 2>/dev/null
 	done
+	[ -n "$NN_DIR" ] || return 0
 	if [ -n "${KEEP_LOGS:-}" ]; then echo "# logs kept in $NN_DIR"; else rm -rf "$NN_DIR"; fi
 }
 
 nn_setup() {
 	NN_TAG=$1; NN_SUB=$2; NN_N=$3
+	NN_DIR=$(mktemp -d /tmp/zbctl-XXXXXX)
 	trap nn_cleanup EXIT
 	trap 'exit 1' INT TERM
 	nn_cleanup_stale
