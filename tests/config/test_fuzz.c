@@ -7,6 +7,7 @@
 #include "tap.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
+#include "round_trip.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -103,28 +104,6 @@ static int well_formed(const struct cfg_error *err, unsigned lines)
 	       strncmp(err->msg, err->list, strlen(err->msg)) == 0;
 }
 
-/* A config that loaded survives its dump: cfg_dump's text loads again into
- * the same struct (what `zbmd check-config` promises of its output). */
-static int dump_round_trips(const struct zb_config *cfg)
-{
-	static struct zb_config again;
-	static struct cfg_error err2;
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-
-	if (!f)
-		return 0;
-	cfg_dump(cfg, f);
-	fclose(f);
-	int same = cfg_load_string(&again, text, cfg->path, &err2) == 0 &&
-		   memcmp(cfg, &again, sizeof(again)) == 0;
-	if (!same)
-		tap_diag("the dump does not read back: %s", err2.msg);
-	free(text);
-	return same;
-}
-
 int main(void)
 {
 	static struct zb_config cfg;
@@ -149,7 +128,7 @@ int main(void)
 		rc = cfg_load_string(&cfg, text, "fuzz.ini", &err);
 		if (rc == 0) {
 			loaded++;
-			if (!dump_round_trips(&cfg) && lost++ < 3)
+			if (!cfg_round_trips(&cfg, "a mutation that loaded") && lost++ < 3)
 				tap_diag("round %d: the text that loaded:\n%s", r, text);
 		} else if (rc == ZB_ERR_CONFIG && well_formed(&err, lines)) {
 			rejected++;

@@ -4,6 +4,7 @@
 #include "tap.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
+#include "round_trip.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,24 +18,6 @@ static struct cfg_error err;
 static int load(const char *text)
 {
 	return cfg_load_string(&a, text, "t.ini", &err);
-}
-
-/* Dump cfg, load the dump into b, compare b to cfg byte for byte. */
-static int round_trip(const struct zb_config *cfg, const char *what)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	int rc, same;
-
-	cfg_dump(cfg, f);
-	fclose(f);
-	rc = cfg_load_string(&b, text, cfg->path, &err);
-	if (rc != 0)
-		tap_diag("%s: dump does not load: %s", what, err.msg);
-	same = rc == 0 && memcmp(cfg, &b, sizeof(b)) == 0;
-	free(text);
-	return same;
 }
 
 static void test_defaults(void)
@@ -62,7 +45,7 @@ static void test_defaults(void)
 		   strcmp(d.control.listen, "0.0.0.0:7400") == 0 &&
 		   d.metrics.listen[0] == '\0',
 	   "defaults: ports 7400..7403, metrics off");
-	ok(round_trip(&d, "defaults"), "defaults round trip through cfg_dump");
+	ok(cfg_round_trips(&d, "defaults"), "defaults round trip through cfg_dump");
 }
 
 static void test_values(void)
@@ -106,7 +89,7 @@ static void test_values(void)
 		   a.peers[0].present && !a.peers[1].present &&
 		   strcmp(a.peers[0].control, "10.1.0.10:7400") == 0,
 	   "peers indexed by node id, peer_count 2");
-	ok(round_trip(&a, "full"), "full config round trip through cfg_dump");
+	ok(cfg_round_trips(&a, "full"), "full config round trip through cfg_dump");
 
 	rc = load(REQUIRED "[cluster]\n");
 	ok(rc == ZB_ERR_CONFIG && strstr(err.msg, "duplicate section [cluster]"),
@@ -137,13 +120,13 @@ static void test_values(void)
 	ok(rc == 0 && a.cluster.seed_count == CFG_MAX_SEEDS &&
 		   strcmp(a.cluster.seeds[15], "10.20.0.16:7400") == 0,
 	   "16 seeds on one long line");
-	ok(round_trip(&a, "seeds"), "16 seeds round trip");
+	ok(cfg_round_trips(&a, "seeds"), "16 seeds round trip");
 	rc = load("[node]\nid = 1\n[cluster]\nid = 2\n[fault]\nseed = 0x10\n"
 		  "drop_rate = 1\n[control]\nphi_threshold = 0.1\n");
 	ok(rc == 0 && a.fault.seed == 16 && a.fault.drop_rate == 1.0 &&
 		   a.control.phi_threshold == 0.1,
 	   "hex integers and bounds of doubles inclusive");
-	ok(round_trip(&a, "doubles"), "doubles round trip exactly");
+	ok(cfg_round_trips(&a, "doubles"), "doubles round trip exactly");
 }
 
 static void test_syntax(void)
@@ -291,7 +274,7 @@ static void test_errors(void)
 		 "[coll]\nstream_min_kb = auto\n", REQUIRED);
 	rc = load(text);
 	ok(rc == 0 && a.transport.stream_min_kb == 2048 &&
-		   a.coll.stream_min_kb == CFG_AUTO && round_trip(&a, "auto"),
+		   a.coll.stream_min_kb == CFG_AUTO && cfg_round_trips(&a, "auto"),
 	   "stream_min_kb = 2048 and = auto load and round-trip through the dump");
 	/* text values the dump must quote to read them back as they were:
 	 * a leading comment character (found by a coverage-guided fuzzer: the
@@ -303,7 +286,7 @@ static void test_errors(void)
 	rc = load(text);
 	ok(rc == 0 && strcmp(a.control.raft_dir, "#/tmp/r") == 0 &&
 		   strcmp(a.eal.extra_args, ";  --no-pci ") == 0 &&
-		   round_trip(&a, "quotes"),
+		   cfg_round_trips(&a, "quotes"),
 	   "values starting with # or ;, or with spaces at the ends, round-trip "
 	   "through the dump (rc %d: %s)", rc, rc ? err.msg : "");
 	ok(cfg_value_needs_quotes("") && cfg_value_needs_quotes("#x") &&
@@ -319,7 +302,7 @@ static void test_errors(void)
 	snprintf(text, sizeof(text), "%s[control]\nraft_dir = \"\"q\"\"\n", REQUIRED);
 	rc = load(text);
 	ok(rc == 0 && strcmp(a.control.raft_dir, "\"q\"") == 0 &&
-		   round_trip(&a, "quoted quotes"),
+		   cfg_round_trips(&a, "quoted quotes"),
 	   "a value in quotes of its own round-trips through the dump");
 	snprintf(text, sizeof(text), "%s[transport]\nstream_min_kb = autom\n", REQUIRED);
 	rc = load(text);
@@ -358,7 +341,7 @@ static void test_files(void)
 		rc = cfg_load_file(&a, path, &err);
 		if (rc != 0)
 			tap_diag("%s", err.list);
-		ok(rc == 0 && round_trip(&a, files[i]),
+		ok(rc == 0 && cfg_round_trips(&a, files[i]),
 		   "%s loads and round-trips", files[i]);
 	}
 	snprintf(path, sizeof(path), "%s/config/examples/baremetal.ini",
