@@ -257,15 +257,17 @@ static void local_put(FILE *f, const struct local_kv *kv)
 		kv->key, kv->val);
 }
 
-static int local_set(struct local_opts *o, const char *spec)
+/* *why: what is wrong with the value, when that is what is wrong */
+static int local_set(struct local_opts *o, const char *spec, const char **why)
 {
 	const char *dot = strchr(spec, '.'), *eq = strchr(spec, '=');
 	struct local_kv kv = {0};
 
+	*why = eq ? cfg_value_unwritable(eq + 1) : NULL;
 	if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1 ||
 	    (size_t)(dot - spec) >= sizeof(kv.sec) ||
 	    (size_t)(eq - dot - 1) >= sizeof(kv.key) || strlen(eq + 1) >= sizeof(kv.val) ||
-	    cfg_value_unwritable(eq + 1))
+	    *why)
 		return -EINVAL;
 	for (const char *p = spec; p < eq; p++)   /* names: no blanks, no syntax */
 		if (!isgraph((unsigned char)*p) || strchr("[]=;#\"", *p))
@@ -435,10 +437,9 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			o->cpus_per_node = (int)v;
 			break;
 		}
-		case 's':
-			if (local_set(o, optarg) < 0) {
-				const char *eq = strchr(optarg, '=');
-				const char *why = eq ? cfg_value_unwritable(eq + 1) : NULL;
+		case 's': {
+			const char *why;
+			if (local_set(o, optarg, &why) < 0) {
 				if (why)
 					fprintf(stderr, "zbmd local: bad --set value: %s\n", why);
 				else
@@ -447,6 +448,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 				return -EINVAL;
 			}
 			break;
+		}
 		case 'k':
 		case 'd':
 			if (local_at(optarg, c == 'k' ? &o->kill_node : &o->linkdown_node,
