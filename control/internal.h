@@ -93,4 +93,14 @@ void ctl__blobs_stats(const struct ctl__blobs *b, struct ctl_blob_stats *out);
 
 void ctl_fsm_close(struct raft_fsm *fsm);
 
+/* ---- election timeouts spread by rank (elect.c) --------------------------
+ * ctl__voter_rank: self's rank among the configuration's voters in id
+ * order, -1 if not one; *voters: how many. ctl__election_timeout: a timeout
+ * in [min, max) from slot `rank` of `voters` equal slots, less a guard of
+ * CTL_ELECT_GUARD_MS (at most half a slot) at its top; `draw`: any random
+ * number. Not a voter, or fewer than 2: uniform over [min, max). */
+#define CTL_ELECT_GUARD_MS 50
+int ctl__voter_rank(const struct raft_configuration *c, raft_id self, unsigned *voters);
+int ctl__election_timeout(int rank, unsigned voters, int min, int max, unsigned draw);
+
 #endif

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -67,6 +68,13 @@ struct ctl_node {
 	struct ctl_tcp_auth *tcp;
 	struct raft_io io;
 	bool io_inited;
+	/* raft_uv's own start and random, under ours (raft_io_start_fine,
+	 * raft_io_random_ranked) */
+	int (*uv_start)(struct raft_io *, unsigned, raft_io_tick_cb, raft_io_recv_cb);
+	int (*uv_random)(struct raft_io *, int, int);
+	unsigned election_ms;         /* [control] election_timeout_ms */
+	int elect_rank;               /* the slot of the last draw */
+	unsigned elect_voters;
 	struct raft raft;
 	struct raft_fsm fsm;
 	struct ctl_state st;
@@ -578,6 +586,24 @@ static void update_suspicion(struct ctl_node *n, uint64_t now)
 
 static void leave_step(struct ctl_node *n, uint64_t now);
 
+/* libraft draws the election timeout when the node becomes follower or
+ * candidate, not at each heartbeat: a draw made before the voters changed
+ * (a node joined or was removed) is from a slot of the old configuration
+ * and may meet another node's. So the follower draws again, from its new
+ * slot, when its rank or the number of voters changes. */
+static void election_slot_check(struct ctl_node *n)
+{
+	unsigned voters;
+	int rank = ctl__voter_rank(&n->raft.configuration, n->raft.id, &voters);
+
+	if (rank == n->elect_rank && voters == n->elect_voters)
+		return;
+	n->elect_rank = rank;
+	n->elect_voters = voters;
+	if (raft_state(&n->raft) == RAFT_FOLLOWER)
+		raft_set_election_timeout(&n->raft, n->election_ms);
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct ctl_node *n = t->data;
@@ -594,6 +620,7 @@ static void on_tick(uv_timer_t *t)
 	}
 	update_suspicion(n, now);
 	ctl__blobs_tick(n->blobs, now);
+	election_slot_check(n);
 	raft_id lid = 0;
 	const char *laddr;
 	raft_leader(&n->raft, &lid, &laddr);
@@ -733,6 +760,36 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+
+/* libraft ticks every raft_heartbeat_ms (100 by default) and checks its
+ * timers only then, so an election timeout fired up to a tick late. It
+ * reads the time at each tick and sends heartbeats when they are due, not
+ * per tick: ticking every RAFT_TICK_MS costs nothing more on the wire. */
+#define RAFT_TICK_MS 10
+
+static struct ctl_node *io_node(struct raft_io *io)
+{
+	return (struct ctl_node *)(void *)((char *)io - offsetof(struct ctl_node, io));
+}
+
+static int raft_io_start_fine(struct raft_io *io, unsigned msecs,
+			      raft_io_tick_cb tick, raft_io_recv_cb recv)
+{
+	return io_node(io)->uv_start(io, msecs < RAFT_TICK_MS ? msecs : RAFT_TICK_MS,
+				     tick, recv);
+}
+
+/* libraft draws its randomized election timeout here (and nothing else):
+ * from this node's slot among the voters (elect.c) */
+static int raft_io_random_ranked(struct raft_io *io, int min, int max)
+{
+	struct ctl_node *n = io_node(io);
+	unsigned voters;
+	int rank = ctl__voter_rank(&n->raft.configuration, n->raft.id, &voters);
+
+	return ctl__election_timeout(rank, voters, min, max,
+				     (unsigned)n->uv_random(io, 0, 1 << 30));
+}
 static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
 {
 	const struct zb_config *c = &n->cfg;
@@ -763,6 +820,10 @@ static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
 		return -EIO;
 	}
 	n->io_inited = true;
+	n->uv_start = n->io.start;
+	n->uv_random = n->io.random;
+	n->io.start = raft_io_start_fine;
+	n->io.random = raft_io_random_ranked;
 	raft_uv_set_segment_size(&n->io, 512 * 1024);
 	raft_uv_set_connect_retry_delay(&n->io, 200);
 	raft_uv_set_snapshot_compression(&n->io, false);
@@ -774,7 +835,9 @@ static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
 	}
 	n->raft_inited = true;
 	n->raft.data = n;
-	raft_set_election_timeout(&n->raft, c->control.election_timeout_ms);
+	n->election_ms = c->control.election_timeout_ms;
+	n->elect_rank = -2;   /* none yet: the first tick draws */
+	raft_set_election_timeout(&n->raft, n->election_ms);
 	raft_set_heartbeat_timeout(&n->raft, c->control.raft_heartbeat_ms);
 	raft_set_snapshot_threshold(&n->raft, c->control.snapshot_threshold);
 	raft_set_snapshot_trailing(&n->raft, c->control.snapshot_threshold / 2 + 1);
