@@ -27,6 +27,7 @@
 #define MSG_HEARTBEAT    1
 #define MSG_LEAVE        2
 #define MSG_LEAVE_ACK    3    /* leader -> leaving node: removal committed */
+#define MSG_GONE         4    /* a node stopping without leaving: its peers' status */
 #define LEAVE_WAIT_MS    2000
 #define OP_RETRY_MS      200
 
@@ -39,6 +40,8 @@ struct peer {
 	uint64_t incarnation;
 	uint64_t left_incarnation;    /* LEAVE seen for this incarnation */
 	bool left;
+	uint64_t gone_incarnation;    /* GONE seen for this incarnation */
+	bool gone;
 	bool suspected;               /* phi >= threshold at the last tick */
 	uint64_t down_hint_ns;        /* lcores reported it down */
 };
@@ -341,6 +344,8 @@ static void on_heartbeat(struct ctl_node *n, uint16_t from, const uint8_t *p,
 	}
 	if (pe->left && pe->left_incarnation != inc)
 		pe->left = false;
+	if (pe->gone && pe->gone_incarnation != inc)
+		pe->gone = false;
 	ctl_phi_heartbeat(&pe->phi, now);
 	pe->heartbeats++;
 	pe->down_hint_ns = 0;
@@ -391,6 +396,19 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 		if (!pe->left)
 			logf_(n, CTL_LOG_INFO, "node %u is leaving", sender);
 		pe->left = true;
+	} else if (type == MSG_GONE && plen == 8) {
+		struct peer *pe = &n->peers[sender];
+		uint64_t inc;
+		memcpy(&inc, payload, 8);
+		/* an earlier life's GONE (late, or replayed) says nothing of
+		 * the incarnation whose heartbeats we hear now */
+		if (pe->incarnation && inc != pe->incarnation)
+			return;
+		pe->gone_incarnation = inc;
+		if (!pe->gone)
+			logf_(n, CTL_LOG_INFO, "node %u stopped (without leaving the cluster)",
+			      sender);
+		pe->gone = true;
 	} else if (type == MSG_LEAVE_ACK && plen == 8 && n->leaving &&
 		   memcmp(payload, &n->incarnation, 8) == 0) {
 		n->leave_acked = true;
@@ -539,6 +557,7 @@ static void update_status(struct ctl_node *n, uint64_t now)
 		ps->member = ctl_state_has(&n->st, (uint16_t)id);
 		ps->convicted = p->suspected;
 		ps->heard = p->heartbeats > 0;
+		ps->gone = p->gone || p->left;
 		ps->heartbeats = p->phi.arrivals;
 		ps->last_heard_ms = p->phi.last_ns ? (double)(now - p->phi.last_ns) / 1e6 : -1;
 	}
@@ -718,6 +737,19 @@ static void on_wake(uv_async_t *a)
 		n->leaving = true;
 		n->leave_deadline_ns = zb_now_ns() + LEAVE_WAIT_MS * 1000000ull;
 		return;
+	}
+	/* Stopping without leaving (a benchmark's node whose run is over or
+	 * failed): the membership stays as it is, but the peers' status says
+	 * so at once, instead of phi a second or more later (a node still
+	 * joining fails its join on it: dataplane/join_watch.c). One datagram
+	 * each, sent now, before the socket closes; a lost one costs only the
+	 * phi detector's time. */
+	if (n->udp_ok) {
+		uint8_t p[8];
+		memcpy(p, &n->incarnation, 8);
+		for (unsigned id = 0; id < CFG_MAX_NODES; id++)
+			if (id != n->self && n->peers[id].sa_ok)
+				send_msg(n, &n->peers[id].sa, MSG_GONE, p, sizeof(p));
 	}
 	begin_close(n);
 }

@@ -70,9 +70,10 @@ char *ctl_status_text(const struct ctl_status *s)
 		fprintf(f, "peer %u addr ", p->id);
 		text_word(f, p->addr[0] ? p->addr : "-");
 		fprintf(f, " phi %.3f member %s convicted %s heartbeats %llu "
-			"last_heard_ms %.0f\n", p->phi,
+			"last_heard_ms %.0f gone %s\n", p->phi,
 			p->member ? "yes" : "no", p->convicted ? "yes" : "no",
-			(unsigned long long)p->heartbeats, p->last_heard_ms);
+			(unsigned long long)p->heartbeats, p->last_heard_ms,
+			p->gone ? "yes" : "no");
 	}
 	unsigned long long rej = s->handshake_rejected;
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
@@ -134,9 +135,10 @@ char *ctl_status_json(const struct ctl_status *s)
 		fprintf(f, "%s{\"id\":%u,\"address\":", i ? "," : "", p->id);
 		json_str(f, p->addr);
 		fprintf(f, ",\"phi\":%.3f,\"member\":%s,"
-			"\"convicted\":%s,\"heartbeats\":%llu}", p->phi,
+			"\"convicted\":%s,\"heartbeats\":%llu,\"gone\":%s}", p->phi,
 			p->member ? "true" : "false",
-			p->convicted ? "true" : "false", (unsigned long long)p->heartbeats);
+			p->convicted ? "true" : "false", (unsigned long long)p->heartbeats,
+			p->gone ? "true" : "false");
 	}
 	fprintf(f, "],\"auth\":{\"accepted\":%llu", (unsigned long long)s->auth_ok);
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)

@@ -9,7 +9,9 @@
  * thread on the owner's side polls the control plane's status while the
  * barrier runs and fails the communicators (coll_abort_async) once a node
  * of theirs has been heard and suspected for DP_JOIN_SUSPECT_MS in a row,
- * instead of 30 s later (docs/collectives.md, "Failures").
+ * instead of 30 s later (docs/collectives.md, "Failures"), or at once when
+ * a node heard before said it stopped (its control plane's GONE or LEAVE:
+ * a node that failed the join itself and exits).
  *
  * ctl_node_status is a weak reference: programs that link the dataplane
  * without control/ have no control node, and then nothing is watched.
@@ -50,19 +52,25 @@ static bool check(struct dp_join_watch *w, uint64_t since[CFG_MAX_NODES])
 		const struct ctl_peer_status *ps = &w->st.peers[k];
 		if (ps->id >= CFG_MAX_NODES || !(w->ring >> ps->id & 1))
 			continue;
-		if (!ps->heard || !ps->convicted) {
+		char why[200];
+		if (ps->heard && ps->gone) {
+			/* it said it stopped: no need to wait for phi */
+			snprintf(why, sizeof(why), "node %u stopped while the nodes "
+				 "were joining (it said so; the last heartbeat %.0f ms ago)",
+				 ps->id, ps->last_heard_ms);
+		} else if (!ps->heard || !ps->convicted) {
 			since[ps->id] = 0;
 			continue;
+		} else {
+			if (!since[ps->id])
+				since[ps->id] = now;
+			if (now - since[ps->id] < DP_JOIN_SUSPECT_MS * 1000000ull)
+				continue;
+			snprintf(why, sizeof(why), "node %u went silent while the nodes "
+				 "were joining (%llu heartbeat(s) heard, the last %.0f ms "
+				 "ago; phi %.1f)", ps->id, (unsigned long long)ps->heartbeats,
+				 ps->last_heard_ms, ps->phi);
 		}
-		if (!since[ps->id])
-			since[ps->id] = now;
-		if (now - since[ps->id] < DP_JOIN_SUSPECT_MS * 1000000ull)
-			continue;
-		char why[200];
-		snprintf(why, sizeof(why), "node %u went silent while the nodes "
-			 "were joining (%llu heartbeat(s) heard, the last %.0f ms "
-			 "ago; phi %.1f)", ps->id, (unsigned long long)ps->heartbeats,
-			 ps->last_heard_ms, ps->phi);
 		for (unsigned i = 0; i < w->ncomms; i++)
 			(void)coll_abort_async(w->comms[i], ZB_ERR_PEER_DOWN, why);
 		return true;

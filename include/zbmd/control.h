@@ -327,6 +327,9 @@ struct ctl_peer_status {
 	char addr[CTL_ADDR_MAX];
 	double phi;
 	bool member, convicted, heard;
+	/* it said it stops, leaving the cluster (LEAVE) or not (GONE), and has
+	 * not restarted since */
+	bool gone;
 	uint64_t heartbeats;
 	double last_heard_ms;          /* ago */
 };

@@ -114,6 +114,17 @@ static int leader_index(void)
 	return -1;
 }
 
+/* node i's view of peer id (NULL if it has none) */
+static const struct ctl_peer_status *peer_of(int i, int id)
+{
+	if (!node[i] || ctl_node_status(node[i], &s) != 0)
+		return NULL;
+	for (uint32_t k = 0; k < s.n_peers; k++)
+		if (s.peers[k].id == id)
+			return &s.peers[k];
+	return NULL;
+}
+
 static void log_diag(void *arg, int level, const char *msg)
 {
 	(void)arg;
@@ -130,7 +141,7 @@ int main(void)
 	int ids[N] = {0, 1, 2};
 	int rc;
 
-	tap_plan(21);
+	tap_plan(24);
 	ZB_ASSERT(mkdtemp(dir));
 	base = 21000 + (int)(getpid() % 2000) * 10;
 	write_file("psk", "test cluster key, long enough", 0600);
@@ -192,8 +203,19 @@ int main(void)
 	/* Stop a follower without leaving: convicted, removed, new epoch. */
 	int l = leader_index(), victim = l == 2 ? 1 : 2;
 	ok(l >= 0, "leader is node %d", l);
+	const struct ctl_peer_status *ps = peer_of(l, victim);
+	ok(ps && ps->heard && !ps->gone && !ps->convicted,
+	   "before: the leader hears node %d, not gone", victim);
 	ctl_node_stop(node[victim], false);
 	node[victim] = NULL;
+	/* it said so on its way out (GONE): the leader's status shows it at
+	 * once, long before phi convicts it */
+	uint64_t tg = zb_now_ns();
+	while ((ps = peer_of(l, victim)) && !ps->gone && zb_now_ns() - tg < 2000000000ull)
+		usleep(5000);
+	ok(ps && ps->gone && !ps->convicted,
+	   "stopped without leaving: gone on the leader after %.0f ms, not convicted yet "
+	   "(phi %.2f)", (double)(zb_now_ns() - tg) / 1e6, ps ? ps->phi : -1.0);
 	int rest[2], k = 0;
 	for (int i = 0; i < N; i++)
 		if (i != victim)
@@ -222,6 +244,8 @@ int main(void)
 	uint64_t e4 = rc == 0 ? wait_members(two, 2, 2, 8000) : 0;
 	ok(e4 > e3, "restarted node %d rejoined under a new epoch %llu", victim,
 	   (unsigned long long)e4);
+	ps = peer_of(l, victim);
+	ok(ps && ps->heard && !ps->gone, "... and is no longer gone in the leader's status");
 	/* And the one that left: all three again (and the log passes the
 	 * snapshot threshold). */
 	rc = ctl_node_start(&cfg[other], &opts, &node[other], err, sizeof(err));
