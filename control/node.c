@@ -792,7 +792,6 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-
 /* libraft ticks every raft_heartbeat_ms (100 by default) and checks its
  * timers only then, so an election timeout fired up to a tick late. It
  * reads the time at each tick and sends heartbeats when they are due, not
