@@ -18,23 +18,20 @@
 
 int ctl__voter_rank(const struct raft_configuration *c, raft_id self, unsigned *voters)
 {
-	int rank = -1;
-	unsigned n = 0;
+	unsigned n = 0, below = 0;
+	bool found = false;
 
 	ZB_ASSERT(c && voters);
 	for (unsigned i = 0; i < c->n; i++) {
 		if (c->servers[i].role != RAFT_VOTER)
 			continue;
-		if (c->servers[i].id == self)
-			rank = 0;
 		n++;
+		found |= c->servers[i].id == self;
+		below += c->servers[i].id < self;
 	}
-	if (rank == 0)   /* voters below self */
-		for (unsigned i = 0; i < c->n; i++)
-			rank += c->servers[i].role == RAFT_VOTER && c->servers[i].id < self;
 	*voters = n;
-	ZB_ASSERT(rank < (int)n);
-	return rank;
+	ZB_ASSERT(!found || below < n);
+	return found ? (int)below : -1;
 }
 
 int ctl__election_timeout(int rank, unsigned voters, int min, int max, unsigned draw)

@@ -75,7 +75,6 @@ struct ctl_node {
 	 * raft_io_random_ranked) */
 	int (*uv_start)(struct raft_io *, unsigned, raft_io_tick_cb, raft_io_recv_cb);
 	int (*uv_random)(struct raft_io *, int, int);
-	unsigned election_ms;         /* [control] election_timeout_ms */
 	int elect_rank;               /* the slot of the last draw */
 	unsigned elect_voters;
 	struct raft raft;
@@ -620,7 +619,7 @@ static void election_slot_check(struct ctl_node *n)
 	n->elect_rank = rank;
 	n->elect_voters = voters;
 	if (raft_state(&n->raft) == RAFT_FOLLOWER)
-		raft_set_election_timeout(&n->raft, n->election_ms);
+		raft_set_election_timeout(&n->raft, n->cfg.control.election_timeout_ms);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -700,20 +699,27 @@ static void on_transfer(struct raft_transfer *req)
 	(void)req;
 }
 
-static void leave_step(struct ctl_node *n, uint64_t now)
+/* LEAVE or GONE: this incarnation, to every peer with an address */
+static void send_to_peers(struct ctl_node *n, uint8_t type)
 {
 	uint8_t p[8];
 
+	ZB_ASSERT(type == MSG_LEAVE || type == MSG_GONE);
+	memcpy(p, &n->incarnation, 8);
+	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
+		if (id != n->self && n->peers[id].sa_ok)
+			send_msg(n, &n->peers[id].sa, type, p, sizeof(p));
+}
+
+static void leave_step(struct ctl_node *n, uint64_t now)
+{
 	/* Hand leadership over first so that someone can remove us. */
 	if (raft_state(&n->raft) == RAFT_LEADER && !n->transferred && n->st.n > 1) {
 		n->transferred = true;
 		if (raft_transfer(&n->raft, &n->transfer, 0, on_transfer) != 0)
 			n->transferred = false;
 	}
-	memcpy(p, &n->incarnation, 8);
-	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
-		if (id != n->self && n->peers[id].sa_ok)
-			send_msg(n, &n->peers[id].sa, MSG_LEAVE, p, sizeof(p));
+	send_to_peers(n, MSG_LEAVE);
 	bool gone = n->leave_acked || !ctl_state_has(&n->st, n->self);
 	if (gone || now >= n->leave_deadline_ns || n->st.n <= 1) {
 		logf_(n, CTL_LOG_INFO, "left the cluster%s",
@@ -744,13 +750,8 @@ static void on_wake(uv_async_t *a)
 	 * joining fails its join on it: dataplane/join_watch.c). One datagram
 	 * each, sent now, before the socket closes; a lost one costs only the
 	 * phi detector's time. */
-	if (n->udp_ok) {
-		uint8_t p[8];
-		memcpy(p, &n->incarnation, 8);
-		for (unsigned id = 0; id < CFG_MAX_NODES; id++)
-			if (id != n->self && n->peers[id].sa_ok)
-				send_msg(n, &n->peers[id].sa, MSG_GONE, p, sizeof(p));
-	}
+	if (n->udp_ok)
+		send_to_peers(n, MSG_GONE);
 	begin_close(n);
 }
 
@@ -866,9 +867,8 @@ static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
 	}
 	n->raft_inited = true;
 	n->raft.data = n;
-	n->election_ms = c->control.election_timeout_ms;
 	n->elect_rank = -2;   /* none yet: the first tick draws */
-	raft_set_election_timeout(&n->raft, n->election_ms);
+	raft_set_election_timeout(&n->raft, c->control.election_timeout_ms);
 	raft_set_heartbeat_timeout(&n->raft, c->control.raft_heartbeat_ms);
 	raft_set_snapshot_threshold(&n->raft, c->control.snapshot_threshold);
 	raft_set_snapshot_trailing(&n->raft, c->control.snapshot_threshold / 2 + 1);
