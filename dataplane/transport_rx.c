@@ -357,9 +357,10 @@ static inline bool stream_frag(const struct tp *tp, const struct tp_msg *m,
  * writing before this one is copied, so their fetches from the last-level
  * cache overlap the copies in between instead of stalling each store.
  * Measured on the Intel VM of 2026-11-28 (16 MiB messages at MTU 1500,
- * copied into the arena: 2 memif nodes, alternated runs): 45.5 -> 48.9
- * Gbit/s (3 pairs at 12 fragments; 24 the same; 8 +3 % over 4 pairs);
- * skipping the copy altogether read 49.5 - 52.4 (docs/perf-transport.md). */
+ * copied into the arena: 2 memif nodes, alternated runs): at 16 fragments
+ * 47.1 - 50.7 Gbit/s against 45.7 - 49.6 (won 6 of 7 pairs; 4 - 24
+ * fragments won 21 of 23); skipping the copy altogether read 49.5 - 52.4
+ * (docs/perf-transport.md, "the arena copy's destination prefetched"). */
 #define RX_PREFETCH_FRAGS 16u
 
 static inline void prefetch_frag(const struct tp_msg *m, const struct wire_hdr *h)
