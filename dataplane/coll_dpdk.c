@@ -68,6 +68,9 @@ struct cd_lane {
 	_Atomic uint64_t frames_rx;     /* valid frames from peers (cd_linger) */
 	uint64_t last_tsc, last_idle;
 	uint64_t seen;                  /* nodes in any view applied (lane-only) */
+	struct cd_host *host;
+	uint64_t downs_seen;            /* tp_stats peer_downs looked at */
+	bool downs_armed;               /* downs_seen set (lane-only) */
 	/* own(): the communicator's owner polled by this lane's loop, and
 	 * whether the loop is inside that poll (cd_own's hand-back waits) */
 	_Atomic(const struct coll_lane_owner *) owner;
@@ -82,6 +85,8 @@ struct cd_host {
 	bool launched;
 	bool ctl;                       /* a control thread runs */
 	uint32_t raft_hb_ms;            /* its [control] raft_heartbeat_ms */
+	_Atomic int closing;            /* cd_close began: peers leave now */
+	_Atomic int link_failed;        /* a lane failed on a link gone down */
 	struct cd_lane lane[COLL_HOST_MAX_LANES];
 };
 
@@ -103,6 +108,45 @@ static void cd_kick(void *arg)
 {
 	const struct cd_lane *ln = arg;
 	dp_lcore_kick(ln->index);
+}
+
+/* The lane's transport declared a peer down (its link went down: link.c;
+ * or it acknowledged nothing for peer_timeout_ms): when that node is one of
+ * the communicator's ranks, the ring is broken, and the communicator fails
+ * now with ZB_ERR_PEER_DOWN on this rank — every survivor whose transport
+ * sees it, without waiting for the membership to remove it (cd_on_epoch).
+ * Not once the owner closes the host: nodes that finished leave then, and
+ * their links go down with them. On the lane's lcore. */
+static void cd_peer_down_check(struct cd_lane *ln, const struct tp_stats *ts)
+{
+	struct tp *tp = dp_transport(ln->index);
+	struct tp_peer_info pi;
+	char why[200];
+
+	ln->downs_seen = ts->peer_downs;
+	if (!ln->downs_armed) {   /* downs before the communicator: not ours */
+		ln->downs_armed = true;
+		return;
+	}
+	if (atomic_load_explicit(&ln->host->closing, memory_order_relaxed))
+		return;
+	for (uint32_t r = 0; r < coll_nranks(ln->comm); r++) {
+		uint16_t node = coll_node_of_rank(ln->comm, r);
+		if (r == coll_rank(ln->comm) || tp_peer_info(tp, node, &pi) != 0 ||
+		    pi.state != 2)
+			continue;
+		int port = dp__peer_link_down(node);
+		if (port >= 0)
+			snprintf(why, sizeof(why), "node %u (rank %u) is down: the link of "
+				 "port.%d, which reaches it, went down", node, r, port);
+		else
+			snprintf(why, sizeof(why), "node %u (rank %u) is down: it acknowledged "
+				 "nothing for [transport] peer_timeout_ms", node, r);
+		if (coll_abort_async(ln->comm, ZB_ERR_PEER_DOWN, why) == 0 && port >= 0)
+			atomic_store_explicit(&ln->host->link_failed, 1,
+					      memory_order_relaxed);
+		return;
+	}
 }
 
 static unsigned cd_poll(void *arg, uint64_t now_tsc)
@@ -147,6 +191,8 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 	}
 	if (st != LANE_READY)
 		return 0;
+	if (ts && ZB_UNLIKELY(ts->peer_downs != ln->downs_seen || !ln->downs_armed))
+		cd_peer_down_check(ln, ts);
 	uint64_t t0 = rte_rdtsc(), cp0, rd0, cp1, rd1;
 	dp__net_cycles(ln->index, &cp0, &rd0);
 	if (atomic_load_explicit(&ln->owner, memory_order_relaxed)) {
@@ -278,6 +324,9 @@ static void cd_close(void *h)
 
 	if (!H)
 		return;
+	atomic_store(&H->closing, 1);
+	if (H->launched)
+		dp_node_leaving();   /* the others leave too: not a failure */
 	for (unsigned i = 0; H->launched && i < H->nlanes; i++)
 		(void)cd_own(H, i, NULL);   /* this thread owns them all again */
 	if (H->launched && H->lane[0].comm && !coll_error(H->lane[0].comm)[0] &&
@@ -292,11 +341,14 @@ static void cd_close(void *h)
 		cd_linger(H);
 		usleep(250000u * coll_rank(H->lane[0].comm));
 	}
-	if (H->launched && H->ctl && cd_failed(H)) {
+	if (H->launched && H->ctl && cd_failed(H) &&
+	    !atomic_load_explicit(&H->link_failed, memory_order_relaxed)) {
 		/* No graceful leave (see cd_open): if this node is the Raft
 		 * leader that just committed the epoch which failed the run,
 		 * the followers learn the commit from its next heartbeats —
-		 * stay that long, loops and control thread running. */
+		 * stay that long, loops and control thread running. Not
+		 * when a link went down: the nodes on the other links of
+		 * that node see theirs go down too. */
 		uint32_t hb = H->raft_hb_ms;
 		usleep(1000u * (hb * 3 < 50 ? 50 : hb * 3 > 1000 ? 1000 : hb * 3));
 	}
@@ -380,6 +432,7 @@ static int cd_open(const struct coll_comm_args *a, void **out, char *err,
 	for (unsigned i = 0; i < H->nlanes; i++) {
 		struct cd_lane *ln = &H->lane[i];
 		ln->index = i;
+		ln->host = H;
 		ln->args = *a;
 		ln->args.threaded_channels = true;
 		ln->args.kick = cd_kick;

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include <rte_config.h>
@@ -54,6 +55,13 @@ struct dp_port {
 	_Atomic uint32_t gate;
 	uint64_t down_since_ms;      /* link seen down since (0: up) */
 	uint32_t reconnects;         /* restarts of the port to reconnect */
+	/* the link watch (port.c, interrupt thread): a link that was up and
+	 * stays down [transport] link_down_ms declares the peers it reaches
+	 * down; down_gen counts those declarations (the lanes act on each) */
+	bool link_was_up;            /* seen up since the port started */
+	_Atomic bool link_declared;  /* this down period declared */
+	uint64_t link_down_at_ms;    /* seen down since (0: up) */
+	_Atomic uint32_t down_gen;
 };
 
 struct dp_rxq {
@@ -106,6 +114,7 @@ struct dp_node {
 	const struct zb_config *cfg;
 	bool eal_up, launched, fini_done, timers_up;
 	volatile int quit;           /* set by dp_node_request_stop */
+	_Atomic int leaving;         /* set by dp_node_leaving */
 	int lock_fd;
 	uint64_t memif_absorbed_seen; /* memif_guard faults reported (interrupt thread) */
 	unsigned main_lcore;
@@ -142,6 +151,7 @@ struct dp_node {
 	pthread_mutex_t reg_lock;    /* serialises dp_register_poller */
 	bool iova_va;                /* user memory can be attached as-is */
 	bool has_link;               /* transport lanes exist (link.c) */
+	_Atomic uint32_t link_down_gen; /* sum of the ports' down_gen */
 };
 
 extern struct dp_node dp__node;
@@ -157,6 +167,10 @@ int dp__eal_start(const struct zb_config *cfg, struct dp_err *err);
 
 /* port.c */
 int dp__ports_init(struct dp_node *n, struct dp_err *err);
+/* The [port.N] index of the port that reaches `node` ([peer.N] port) when
+ * its link watch declared that link down (link_down_ms), else -1. Any
+ * thread. */
+int dp__peer_link_down(uint16_t node);
 /* Stop and close every port, free the pools. Returns true when memif ports
  * were among them (see dp_node_fini). */
 /* Cancels the memif watch (the link watcher and its reconnects), waiting

@@ -59,6 +59,8 @@ struct dp_link {
 	struct rte_mempool *attach_pool;  /* ext-buffer carriers, shinfo in priv */
 	uint64_t deadline_ns;
 	uint64_t no_consumer;             /* delivered with no msg hook: released */
+	uint32_t link_gen_seen;           /* dp__node.link_down_gen acted on */
+	uint32_t port_gen_seen[CFG_MAX_PORTS];  /* each port's down_gen */
 } ZB_ALIGNED_CL;
 
 static struct dp_link *links;          /* [nb_lcores] */
@@ -274,10 +276,38 @@ void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
 	l->deadline_ns = tp_next_deadline(l->tp);
 }
 
+/* The link watch (port.c) saw a port's link down for link_down_ms: every
+ * peer that [peer.N] port maps to it is down for this lane's transport now
+ * (its pending messages fail, consumers hear TP_PEER_DOWN), instead of
+ * after peer_timeout_ms. A peer it hears from again is up again. */
+static void link_downs_apply(struct dp_link *l, uint64_t now)
+{
+	const struct dp_node *n = &dp__node;
+	const struct zb_config *cfg = n->cfg;
+
+	for (uint16_t k = 0; k < n->nb_ports; k++) {
+		uint32_t gen = atomic_load_explicit(&n->ports[k].down_gen,
+						    memory_order_acquire);
+		if (gen == l->port_gen_seen[k])
+			continue;
+		l->port_gen_seen[k] = gen;
+		for (uint16_t id = 0; id < CFG_MAX_NODES; id++)
+			if (cfg->peers[id].present && id != cfg->node.id &&
+			    cfg->peers[id].port == n->ports[k].cfg_index)
+				(void)tp_peer_down(l->tp, id, now);
+	}
+}
+
 unsigned dp__link_poll(unsigned index, uint64_t now_tsc)
 {
 	struct dp_link *l = &links[index];
 	uint64_t now = tsc_to_ns(now_tsc);
+	uint32_t gen = atomic_load_explicit(&dp__node.link_down_gen,
+					    memory_order_relaxed);
+	if (ZB_UNLIKELY(gen != l->link_gen_seen)) {
+		l->link_gen_seen = gen;
+		link_downs_apply(l, now);
+	}
 	/* tp_poll returns at once when nothing is due; tp_send (from pollers
 	 * and actors) may have armed an earlier deadline, so ask every time. */
 	if (now < tp_next_deadline(l->tp))

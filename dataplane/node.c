@@ -161,6 +161,11 @@ void dp_node_request_stop(void)
 		dp_lcore_kick(i);   /* a sleeping loop sees quit now */
 }
 
+void dp_node_leaving(void)
+{
+	atomic_store_explicit(&dp__node.leaving, 1, memory_order_relaxed);
+}
+
 bool dp_node_stop_requested(void)
 {
 	return __atomic_load_n(&dp__node.quit, __ATOMIC_RELAXED) != 0;

@@ -25,7 +25,7 @@
 #include <rte_ether.h>
 
 #define DP_MEMIF_FINI_WAIT_MS 5000  /* see dp__ports_fini */
-#define DP_MEMIF_WATCH_US 50000     /* memif_watch_alarm period */
+#define DP_WATCH_US 20000           /* port_watch_alarm period */
 #define DP_MEMIF_RECONNECT_MS 500   /* a client link down this long: restart */
 #define DP_MEMIF_QUIESCE_MS 200     /* longest wait for the loops' iterations */
 
@@ -125,7 +125,7 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	 * would be garbage there, so they are copied into the mbuf. */
 	p->no_attach = strstr(cp->vdev, "zero-copy=yes") != NULL;
 	/* DPDK 22.11's memif client connects when its port starts, and only
-	 * then: memif_watch_alarm restarts a client port whose link stays down
+	 * then: port_watch_alarm restarts a client port whose link stays down
 	 * (its server not there yet, or restarted). Zero-copy clients are left
 	 * alone (the driver closes the EAL's memory file when one connects). */
 	p->memif_client = p->memif && strstr(cp->vdev, "role=client") != NULL &&
@@ -376,13 +376,58 @@ static void memif_reconnect(struct dp_node *n, struct dp_port *p)
 		atomic_store_explicit(&p->gate, 0, memory_order_release);
 }
 
+/* A port whose link was up and has been down for [transport] link_down_ms
+ * (0: never): its peers are unreachable. The lanes see down_gen move and
+ * declare every peer that [peer.N] port maps to it down (link.c). The
+ * interrupt thread; now in ms. */
+static void link_down_check(struct dp_node *n, struct dp_port *p, bool up,
+			    uint64_t now)
+{
+	uint32_t after = n->cfg->transport.link_down_ms;
+
+	if (up) {
+		p->link_was_up = true;
+		p->link_declared = false;
+		p->link_down_at_ms = 0;
+		return;
+	}
+	if (!p->link_was_up || p->link_declared || !after ||
+	    __atomic_load_n(&n->quit, __ATOMIC_RELAXED) ||
+	    atomic_load_explicit(&n->leaving, memory_order_relaxed))
+		return;
+	if (!p->link_down_at_ms) {
+		p->link_down_at_ms = now;
+		return;
+	}
+	if (now - p->link_down_at_ms < after)
+		return;
+	p->link_declared = true;
+	atomic_fetch_add_explicit(&p->down_gen, 1, memory_order_release);
+	atomic_fetch_add_explicit(&n->link_down_gen, 1, memory_order_release);
+	char peers[3 * 16 + 8] = "";
+	int off = 0;
+	unsigned k = 0;
+	for (uint16_t id = 0; id < CFG_MAX_NODES; id++) {
+		const struct cfg_peer *cp = &n->cfg->peers[id];
+		if (!cp->present || id == n->cfg->node.id || cp->port != p->cfg_index)
+			continue;
+		if (k++ < 16 && off >= 0 && (size_t)off < sizeof(peers))
+			off += snprintf(peers + off, sizeof(peers) - (size_t)off, " %u", id);
+	}
+	fprintf(stderr, "zbmd: port.%u (%s): link down for %" PRIu64 " ms after it was up "
+		"([transport] link_down_ms %u): node(s)%s%s reached through it declared down\n",
+		p->cfg_index, p->name, now - p->link_down_at_ms, after,
+		k ? peers : " (none)", k > 16 ? " ..." : "");
+}
+
 /* EAL alarm (the interrupt thread, where the memif driver connects and maps
- * its regions, so no mapping changes under us): when a memif port has come
- * up since the last look, populate the shared memory; a client port whose
- * link has been down for DP_MEMIF_RECONNECT_MS is restarted (and again every
- * DP_MEMIF_RECONNECT_MS while it stays down); re-armed every
- * DP_MEMIF_WATCH_US until dp__ports_fini cancels it. */
-static void memif_watch_alarm(void *arg)
+ * its regions, so no mapping changes under us), every DP_WATCH_US until
+ * dp__ports_fini cancels it: each port's link state (link_down_check); for
+ * memif ports, when one has come up since the last look, populate the shared
+ * memory; a memif client port whose link has been down for
+ * DP_MEMIF_RECONNECT_MS is restarted (and again every DP_MEMIF_RECONNECT_MS
+ * while it stays down). */
+static void port_watch_alarm(void *arg)
 {
 	struct dp_node *n = arg;
 	bool newly_up = false;
@@ -391,14 +436,17 @@ static void memif_watch_alarm(void *arg)
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		struct dp_port *p = &n->ports[k];
 		struct rte_eth_link link;
-		if (!p->memif || !p->started ||
-		    rte_eth_link_get_nowait(p->port_id, &link) != 0)
+		if (!p->started || rte_eth_link_get_nowait(p->port_id, &link) != 0)
+			continue;
+		link_down_check(n, p, link.link_status != 0, now);
+		if (!p->memif)
 			continue;
 		if (link.link_status && !p->shm_populated)
 			newly_up = true;
 		p->shm_populated = link.link_status != 0;
 		if (link.link_status || !p->memif_client || !memif_barrier_ok ||
-		    __atomic_load_n(&n->quit, __ATOMIC_RELAXED)) {
+		    __atomic_load_n(&n->quit, __ATOMIC_RELAXED) ||
+		    atomic_load_explicit(&n->leaving, memory_order_relaxed)) {
 			p->down_since_ms = 0;
 			continue;
 		}
@@ -419,7 +467,7 @@ static void memif_watch_alarm(void *arg)
 			ab - n->memif_absorbed_seen);
 		n->memif_absorbed_seen = ab;
 	}
-	(void)rte_eal_alarm_set(DP_MEMIF_WATCH_US, memif_watch_alarm, n);
+	(void)rte_eal_alarm_set(DP_WATCH_US, port_watch_alarm, n);
 }
 
 int dp__ports_init(struct dp_node *n, struct dp_err *err)
@@ -459,7 +507,7 @@ int dp__ports_init(struct dp_node *n, struct dp_err *err)
 		struct dp_port *p = &n->ports[k];
 		int rc = rte_eth_dev_start(p->port_id);
 		if (rc && p->memif_client && memif_barrier_ok) {
-			/* its server is not there yet: memif_watch_alarm starts
+			/* its server is not there yet: port_watch_alarm starts
 			 * it again until it connects; the lcores leave it alone
 			 * meanwhile (gate closed) */
 			fprintf(stderr, "zbmd: port.%u (%s): memif client: no server at "
@@ -476,9 +524,10 @@ int dp__ports_init(struct dp_node *n, struct dp_err *err)
 	for (uint16_t k = 0; k < n->nb_ports; k++)
 		if (n->ports[k].memif) {
 			dp__memif_guard_install();
-			(void)rte_eal_alarm_set(DP_MEMIF_WATCH_US, memif_watch_alarm, n);
 			break;
 		}
+	if (n->nb_ports)
+		(void)rte_eal_alarm_set(DP_WATCH_US, port_watch_alarm, n);
 	return 0;
 }
 
@@ -522,13 +571,10 @@ static void memif_fini_alarm(void *arg)
 void dp__ports_watch_stop(struct dp_node *n)
 {
 	ZB_ASSERT(n != NULL);
-	bool any_memif = false;
-	for (uint16_t k = 0; k < n->nb_ports; k++)
-		any_memif |= n->ports[k].memif;
 	/* the watch re-arms itself: cancel (waits while it runs, so a
 	 * reconnect that began before the stop is over when this returns) */
-	if (any_memif && n->eal_up)
-		(void)rte_eal_alarm_cancel(memif_watch_alarm, (void *)-1);
+	if (n->nb_ports && n->eal_up)
+		(void)rte_eal_alarm_cancel(port_watch_alarm, (void *)-1);
 }
 
 bool dp__ports_fini(struct dp_node *n)
@@ -538,9 +584,10 @@ bool dp__ports_fini(struct dp_node *n)
 	bool any_memif = false;
 	for (uint16_t k = 0; k < n->nb_ports; k++)
 		any_memif |= n->ports[k].memif;
+	/* the watch re-arms itself: cancel (waits while it runs) */
+	if (n->nb_ports)
+		(void)rte_eal_alarm_cancel(port_watch_alarm, (void *)-1);
 	if (any_memif) {
-		/* the watch re-arms itself: cancel (waits while it runs) */
-		(void)rte_eal_alarm_cancel(memif_watch_alarm, (void *)-1);
 		struct memif_fini_job job = {.n = n, .done = 0};
 		bool ran = false;
 		if (rte_eal_alarm_set(1, memif_fini_alarm, &job) == 0) {
@@ -574,6 +621,20 @@ bool dp__ports_fini(struct dp_node *n)
 		n->ports[k].pool = NULL;
 	n->nb_ports = 0;
 	return any_memif;
+}
+
+int dp__peer_link_down(uint16_t node)
+{
+	const struct dp_node *n = &dp__node;
+
+	if (!n->cfg || node >= CFG_MAX_NODES || !n->cfg->peers[node].present)
+		return -1;
+	uint16_t cfg_port = n->cfg->peers[node].port;
+	for (uint16_t k = 0; k < n->nb_ports; k++)
+		if (n->ports[k].cfg_index == cfg_port)
+			return atomic_load_explicit(&n->ports[k].link_declared,
+						    memory_order_relaxed) ? cfg_port : -1;
+	return -1;
 }
 
 /* ---- public accessors ----------------------------------------------------- */

@@ -447,6 +447,34 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	return 0;
 }
 
+/* pe is down: fail what it was given, reset the session (a new local epoch:
+ * the peer resets its side if it comes back), tell the consumer. A valid
+ * frame from it brings it up again (tp__peer_heard). */
+static void declare_down(struct tp *tp, struct tp_peer *pe, uint64_t now)
+{
+	ZB_ASSERT(pe->present && pe->state != TP_PS_DOWN);
+	pe->state = TP_PS_DOWN;
+	tp->st.peer_downs++;
+	tp__session_reset(tp, pe, ZB_ERR_PEER_DOWN, true, now);
+	if (tp->ops.peer_event)
+		tp->ops.peer_event(tp->user, pe->node, TP_PEER_DOWN,
+				   pe->remote_epoch);
+}
+
+int tp_peer_down(struct tp *tp, uint16_t node, uint64_t now_ns)
+{
+	ZB_ASSERT(tp != NULL);
+	if (node >= tp->p.max_peers || !tp->peers[node].present)
+		return -ENOENT;
+	if (tp->peers[node].state == TP_PS_DOWN)
+		return -EALREADY;
+	tp->st.link_downs++;
+	declare_down(tp, &tp->peers[node], now_ns);
+	/* probes to a down peer are due from now: re-arm the timer pass */
+	tp__arm(tp, now_ns);
+	return 0;
+}
+
 /* Peer-down rule (docs/wire.md "Peer down"): messages pending and nothing
  * heard from the peer for a timeout measured from the later of the last
  * frame heard and the moment the queue became non-empty. The timeout is
@@ -473,12 +501,7 @@ static void check_down(struct tp *tp, struct tp_peer *pe, uint64_t now,
 			*next = due;
 		return;
 	}
-	pe->state = TP_PS_DOWN;
-	tp->st.peer_downs++;
-	tp__session_reset(tp, pe, ZB_ERR_PEER_DOWN, true, now);
-	if (tp->ops.peer_event)
-		tp->ops.peer_event(tp->user, pe->node, TP_PEER_DOWN,
-				   pe->remote_epoch);
+	declare_down(tp, pe, now);
 }
 
 uint64_t tp_poll(struct tp *tp, uint64_t now_ns)
@@ -583,6 +606,7 @@ void tp_stats_foreach(const struct tp_stats *s,
 	C(keep_no_room); C(keep_unkept);
 	C(msgs_sent); C(msgs_failed); C(msgs_delivered); C(bytes_delivered);
 	C(deliver_deferred); C(peer_up); C(peer_restarts); C(peer_downs);
+	C(link_downs);
 	C(stale_replies); C(size_replies); C(size_resets);
 	C(fault_drops); C(fault_dups); C(fault_reorders);
 	C(bad_frames);

@@ -112,6 +112,7 @@ struct zb_config {
 		uint32_t max_message_mb;       /* reassembly limit */
 		uint32_t peer_timeout_ms;      /* unacked this long: peer down */
 		uint32_t connect_timeout_ms;   /* never heard from this long: down */
+		uint32_t link_down_ms;         /* port link down this long: its peers down (0 off) */
 		uint32_t stream_min_kb;        /* streaming stores from here; 0: never;
 					* CFG_AUTO: zb_stream_min_for_llc() */
 		bool arena_prefault;           /* map the arenas in from start-up */

@@ -82,6 +82,11 @@ void dp_node_wait(void);
 
 /* Async-signal-safe: ask every loop to quit. */
 void dp_node_request_stop(void);
+/* This node is on its way out (its work done; the loops still run, e.g. to
+ * acknowledge the last frames): links that go down from now on, as the
+ * other nodes leave too, no longer declare their peers down
+ * ([transport] link_down_ms). Any thread. */
+void dp_node_leaving(void);
 bool dp_node_stop_requested(void);
 
 /* Wait for the loops to quit and the control thread to end. Idempotent. */

@@ -132,7 +132,8 @@ enum tp_peer_event {
 	TP_PEER_DOWN,            /* data pending and nothing heard for
 				  * peer_timeout (a peer heard from before)
 				  * or connect_timeout (one never heard
-				  * from): see params.peer_timeout_ms */
+				  * from): see params.peer_timeout_ms; or
+				  * the link said so (tp_peer_down) */
 };
 
 /* Callbacks. All run on the instance's thread, from inside tp_rx / tp_poll /
@@ -302,6 +303,7 @@ struct tp_stats {
 	uint64_t keep_no_room;    /* rx_keep said yes, no segment table room */
 	uint64_t keep_unkept;     /* kept message's fragment without a frame */
 	uint64_t peer_up, peer_restarts, peer_downs, stale_replies;
+	uint64_t link_downs;      /* of peer_downs: tp_peer_down (the link) */
 	uint64_t size_replies;    /* ACKs to a peer whose message was too large */
 	uint64_t size_resets;     /* sessions reset: queued messages the peer
 				   * would never take (tp__peer_max) */
@@ -341,6 +343,16 @@ int tp_peer_add(struct tp *tp, uint16_t node, const uint8_t mac[6], uint32_t ip)
  * reassemblies, start a new local session epoch so the peer resets too.
  * 0 or -ENOENT. */
 int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns);
+
+/* Declare `node` down now, as peer_timeout would, without waiting: the link
+ * knows it cannot be reached (the port's link went down). Its pending sends
+ * fail with ZB_ERR_PEER_DOWN, partial reassemblies are dropped, a new local
+ * session epoch starts (the peer resets its side if it comes back), the
+ * peer event TP_PEER_DOWN is raised, and tp_send refuses it until a valid
+ * frame from it is heard again (probes go on meanwhile). Counted in
+ * stats.peer_downs and stats.link_downs. 0, -ENOENT, or -EALREADY (down
+ * already). Same thread rules as tp_peer_reset. */
+int tp_peer_down(struct tp *tp, uint16_t node, uint64_t now_ns);
 
 /* Send `len` bytes to (peer, stream). len <= inline_max: copied now (the
  * caller's buffer is free on return; ref is ignored). Otherwise zero-copy:

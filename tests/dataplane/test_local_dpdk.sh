@@ -12,7 +12,8 @@
 #    (--fault); tc netem on veth where the kernel has sch_netem, else the
 #    clear refusal (exit 2) is checked and the netem run skipped
 #  - kill -9 of a node mid-run: the others fail with a clear message
-#    within 5 s; a node killed while they join or as it starts: out within
+#    within 5 s (its memif links went down; with link_down_ms = 0, the
+#    membership epoch); a node killed while they join or as it starts: out within
 #    the join's bound, or stopped by zbmd local past [coll] timeout_ms + 5 s
 #  - a failing command and Ctrl-C (SIGINT) leave no namespace, process or
 #    DPDK runtime directory behind
@@ -21,7 +22,7 @@
 need_netns
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept (the logs zbmd local keeps of a failed run), fault_*
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 43
+plan 45
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -196,8 +197,27 @@ wait $LP; rc=$?
 [ $rc != 0 ]; ok $? "zbmd local exits non-zero ($rc)"
 grep -qE 'made no progress for 4000 ms|peer down|membership epoch changed from [0-9]+ to [0-9]+: node 2 removed' "$T/k.err"
 ok $? "survivors name the failure: $(grep -oE 'rank [0-9] \(node [0-9]\): [^(]*' "$T/k.err" | head -1)"
+# each memif link is point to point: the killed node's links go down, and
+# its peers declare it down once [transport] link_down_ms (100) has passed,
+# without waiting for the membership to convict and remove it
+n=$(grep -cE 'node 2 \(rank [0-9]\) is down: the link of port\.[0-9]+, which reaches it, went down' "$T/k.err")
+[ "$n" = 2 ]; ok $? "both survivors saw the killed node's memif link go down ($n of 2)"
 ! grep -q 'signal 11' "$T/k.err"; ok $? "no survivor crashed"
 [ -z "$(leftovers $LP)" ]; ok $? "nothing left behind after the kill run"
+
+# the same kill with the link state ignored ([transport] link_down_ms = 0):
+# the membership convicts the node and removes it, and the survivors fail
+# on the new epoch, within the same bound
+$ZBMD local --nodes 3 --link memif --set transport.link_down_ms=0 --kill 1@up+1500 -- \
+	bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>"$T/k0.err"
+rc=$?
+n=$(fault_survivors "$T/k0.err")
+s=$(fault_slowest "$T/k0.err")
+[ $rc != 0 ] && [ "$n" = 2 ] && [ -n "$s" ] && [ "$s" -le 5000 ] &&
+	grep -qE 'membership epoch changed from [0-9]+ to [0-9]+: node 2 removed' "$T/k0.err" &&
+	! grep -q 'which reaches it, went down' "$T/k0.err"
+ok $? "link_down_ms = 0: the survivors fail on the membership epoch instead (slowest ${s:-?} ms after the kill, bound 5000)" ||
+	diag "$(grep -E 'zbmd local|rank' "$T/k0.err" | head -8)"
 
 # ---- a node killed while the nodes join ----------------------------------------
 # memif nodes start one by one, each once the one before it is up (its ports,

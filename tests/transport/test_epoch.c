@@ -238,6 +238,71 @@ static void test_down(void)
 	free_bufs();
 }
 
+/* The link says node 1 is gone (tp_peer_down, as a port whose link went
+ * down does in the dataplane): node 0 fails what it had for node 1 at once,
+ * long before peer_timeout (5 s here), and takes node 1 back when it answers
+ * a probe — the same incarnation, in a new session. */
+static void test_link_down(void)
+{
+	const struct tp_stats *st;
+	int rc = 0;
+
+	memset(&A, 0, sizeof(A));
+	ZB_ASSERT(sim_init(&S, 2, &LINK, 9 + SEED, 4096) == 0);
+	S.deliver = deliver;
+	S.send_done = send_done;
+	S.peer_event = peer_event;
+	start(0, 500, 5000);
+	start(1, 600, 5000);
+	for (uint32_t i = 1; i <= 10; i++)
+		rc |= send_id(0, 1, i, 5000);
+	run_for(2000000);
+	ok(rc == 0 && count_done(0, 1, 11, 0) == 10, "link down: 10 messages delivered while up");
+
+	S.nodes[1].down = true;
+	for (uint32_t i = 20; i < 30; i++)
+		rc |= send_id(0, 1, i, 5000);
+	run_for(1000000);   /* 1 ms: in flight, unacknowledged */
+	ok(rc == 0 && count_done(0, 20, 30, 0) + count_done(0, 20, 30, ZB_ERR_PEER_DOWN) == 0,
+	   "link down: 10 messages pending for the unreachable node");
+	is_int(tp_peer_down(S.nodes[0].tp, 1, S.now), 0, "link down: tp_peer_down accepted");
+	is_int(count_done(0, 20, 30, ZB_ERR_PEER_DOWN), 10,
+	       "link down: every pending message failed with ZB_ERR_PEER_DOWN at once");
+	is_int(A.events[0][TP_PEER_DOWN], 1, "link down: TP_PEER_DOWN event");
+	st = tp_stats(S.nodes[0].tp);
+	ok(st->peer_downs == 1 && st->link_downs == 1,
+	   "link down: counted (peer_downs %" PRIu64 ", link_downs %" PRIu64 ")",
+	   st->peer_downs, st->link_downs);
+	ok(tp_peer_down(S.nodes[0].tp, 1, S.now) == -EALREADY &&
+	   tp_peer_down(S.nodes[0].tp, 3, S.now) == -ENOENT &&
+	   tp_peer_down(S.nodes[0].tp, 0, S.now) == -ENOENT,
+	   "link down: down already -EALREADY, no such peer (or self) -ENOENT");
+	is_int(send_id(0, 1, 31, 100), ZB_ERR_PEER_DOWN,
+	       "link down: tp_send to the down peer fails at once");
+
+	/* the link is back: a probe finds the same incarnation, new session */
+	S.nodes[1].down = false;
+	run_for(1000000000);   /* probes go every rto_us_max (200 ms) */
+	{
+		struct tp_peer_info pi;
+		tp_peer_info(S.nodes[0].tp, 1, &pi);
+		is_int(pi.state, 1, "link down: peer up again once it answers a probe");
+	}
+	memset(A.last, 0, sizeof(A.last));
+	rc = 0;
+	for (uint32_t i = 40; i < 60; i++) {
+		rc |= send_id(0, 1, i, 4000);
+		rc |= send_id(1, 0, i, 4000);
+	}
+	run_for(5000000);
+	ok(rc == 0 && count_done(0, 40, 60, 0) == 20 && count_done(1, 40, 60, 0) == 20,
+	   "link down: traffic flows both ways after the link is back");
+	is_int(A.dups + A.backwards + A.seen[1][25], 0,
+	       "link down: nothing delivered twice or out of order, nothing failed delivered");
+	sim_fini(&S);
+	free_bufs();
+}
+
 /* Node 0 hears node 1 but node 1 never hears node 0 (one-way link); node 0
  * then resets the session. Node 1's unacknowledged messages must not be
  * delivered a second time by node 0's new session. */
@@ -303,18 +368,20 @@ int main(int argc, char **argv)
 	 * 5 % loss with seed 3 */
 	if (argc > 1) {
 		lossy(strtod(argv[1], NULL), argc > 2 ? strtoull(argv[2], NULL, 0) : 0);
-		tap_plan(26);
+		tap_plan(37);
 	} else {
-		tap_plan(52);
+		tap_plan(74);
 	}
 	test_restart();
 	test_down();
+	test_link_down();
 	test_oneway_reset();
 	if (argc == 1) {
 		lossy(0.05, 3);
 		tap_diag("again over a link with 5%% loss, 1%% dup, 25%% reorder");
 		test_restart();
 		test_down();
+		test_link_down();
 		test_oneway_reset();
 	}
 	return tap_done();
