@@ -183,27 +183,61 @@ static void test_restart(void)
 	free(A.tap_frame);
 }
 
-static void test_down(void)
+/* Node 1, marked down by node 0, is reachable again: node 0's probe finds
+ * it, and the new session carries traffic both ways, exactly once and in
+ * order. Ends the scenario (sim_fini). */
+static void recovery(const char *name)
 {
-	uint64_t t0, worst = 0;
+	struct tp_peer_info pi;
+	int rc = 0;
+
+	S.nodes[1].down = false;
+	run_for(1000000000);   /* probes go every rto_us_max (200 ms) */
+	tp_peer_info(S.nodes[0].tp, 1, &pi);
+	is_int(pi.state, 1, "%s: peer is up again after it answers a probe", name);
+	memset(A.last, 0, sizeof(A.last));
+	for (uint32_t i = 40; i < 60; i++) {
+		rc |= send_id(0, 1, i, 4000);
+		rc |= send_id(1, 0, i, 4000);
+	}
+	run_for(5000000);
+	ok(rc == 0 && count_done(0, 40, 60, 0) == 20 && count_done(1, 40, 60, 0) == 20,
+	   "%s: traffic flows both ways after recovery", name);
+	is_int(A.dups + A.backwards, 0, "%s: nothing delivered twice or out of order", name);
+	sim_fini(&S);
+	free_bufs();
+}
+
+/* Two nodes (epochs e, e + 100; peer_timeout_ms timeout_ms) exchange 10
+ * messages; then node 1 is cut off and node 0 sends it 10 more (ids 20 -
+ * 29), which stay pending. Returns the sends' errors, or'ed. */
+static int cut_off(const char *name, uint64_t seed, uint32_t e, uint32_t timeout_ms)
+{
 	int rc = 0;
 
 	memset(&A, 0, sizeof(A));
-	ZB_ASSERT(sim_init(&S, 2, &LINK, 8 + SEED, 4096) == 0);
+	ZB_ASSERT(sim_init(&S, 2, &LINK, seed + SEED, 4096) == 0);
 	S.deliver = deliver;
 	S.send_done = send_done;
 	S.peer_event = peer_event;
-	start(0, 300, 50);
-	start(1, 400, 50);
+	start(0, e, timeout_ms);
+	start(1, e + 100, timeout_ms);
 	for (uint32_t i = 1; i <= 10; i++)
 		rc |= send_id(0, 1, i, 5000);
 	run_for(2000000);
-	ok(rc == 0 && count_done(0, 1, 11, 0) == 10, "down: 10 messages delivered while up");
-
+	ok(rc == 0 && count_done(0, 1, 11, 0) == 10, "%s: 10 messages delivered while up", name);
 	S.nodes[1].down = true;
-	t0 = S.now;
 	for (uint32_t i = 20; i < 30; i++)
 		rc |= send_id(0, 1, i, 5000);
+	return rc;
+}
+
+static void test_down(void)
+{
+	uint64_t t0, worst = 0;
+
+	(void)cut_off("down", 8, 300, 50);
+	t0 = S.now;
 	run_for(100000000);   /* 100 ms, twice the timeout */
 	is_int(count_done(0, 20, 30, ZB_ERR_PEER_DOWN), 10,
 	       "down: every pending message fails with ZB_ERR_PEER_DOWN");
@@ -217,25 +251,7 @@ static void test_down(void)
 	       "down: tp_send to a down peer fails at once");
 
 	/* it comes back: the probe finds it, the new session works */
-	S.nodes[1].down = false;
-	run_for(1000000000);   /* probes go every rto_us_max (200 ms) */
-	{
-		struct tp_peer_info pi;
-		tp_peer_info(S.nodes[0].tp, 1, &pi);
-		is_int(pi.state, 1, "down: peer is up again after it answers a probe");
-	}
-	memset(A.last, 0, sizeof(A.last));
-	rc = 0;
-	for (uint32_t i = 40; i < 60; i++) {
-		rc |= send_id(0, 1, i, 4000);
-		rc |= send_id(1, 0, i, 4000);
-	}
-	run_for(5000000);
-	ok(rc == 0 && count_done(0, 40, 60, 0) == 20 && count_done(1, 40, 60, 0) == 20,
-	   "down: traffic flows both ways after recovery");
-	is_int(A.dups + A.backwards, 0, "down: nothing delivered twice or out of order");
-	sim_fini(&S);
-	free_bufs();
+	recovery("down");
 }
 
 /* The link says node 1 is gone (tp_peer_down, as a port whose link went
@@ -245,23 +261,8 @@ static void test_down(void)
 static void test_link_down(void)
 {
 	const struct tp_stats *st;
-	int rc = 0;
+	int rc = cut_off("link down", 9, 500, 5000);
 
-	memset(&A, 0, sizeof(A));
-	ZB_ASSERT(sim_init(&S, 2, &LINK, 9 + SEED, 4096) == 0);
-	S.deliver = deliver;
-	S.send_done = send_done;
-	S.peer_event = peer_event;
-	start(0, 500, 5000);
-	start(1, 600, 5000);
-	for (uint32_t i = 1; i <= 10; i++)
-		rc |= send_id(0, 1, i, 5000);
-	run_for(2000000);
-	ok(rc == 0 && count_done(0, 1, 11, 0) == 10, "link down: 10 messages delivered while up");
-
-	S.nodes[1].down = true;
-	for (uint32_t i = 20; i < 30; i++)
-		rc |= send_id(0, 1, i, 5000);
 	run_for(1000000);   /* 1 ms: in flight, unacknowledged */
 	ok(rc == 0 && count_done(0, 20, 30, 0) + count_done(0, 20, 30, ZB_ERR_PEER_DOWN) == 0,
 	   "link down: 10 messages pending for the unreachable node");
@@ -281,26 +282,8 @@ static void test_link_down(void)
 	       "link down: tp_send to the down peer fails at once");
 
 	/* the link is back: a probe finds the same incarnation, new session */
-	S.nodes[1].down = false;
-	run_for(1000000000);   /* probes go every rto_us_max (200 ms) */
-	{
-		struct tp_peer_info pi;
-		tp_peer_info(S.nodes[0].tp, 1, &pi);
-		is_int(pi.state, 1, "link down: peer up again once it answers a probe");
-	}
-	memset(A.last, 0, sizeof(A.last));
-	rc = 0;
-	for (uint32_t i = 40; i < 60; i++) {
-		rc |= send_id(0, 1, i, 4000);
-		rc |= send_id(1, 0, i, 4000);
-	}
-	run_for(5000000);
-	ok(rc == 0 && count_done(0, 40, 60, 0) == 20 && count_done(1, 40, 60, 0) == 20,
-	   "link down: traffic flows both ways after the link is back");
-	is_int(A.dups + A.backwards + A.seen[1][25], 0,
-	       "link down: nothing delivered twice or out of order, nothing failed delivered");
-	sim_fini(&S);
-	free_bufs();
+	is_int(A.seen[1][25], 0, "link down: no failed message was delivered");
+	recovery("link down");
 }
 
 /* Node 0 hears node 1 but node 1 never hears node 0 (one-way link); node 0
@@ -368,9 +351,9 @@ int main(int argc, char **argv)
 	 * 5 % loss with seed 3 */
 	if (argc > 1) {
 		lossy(strtod(argv[1], NULL), argc > 2 ? strtoull(argv[2], NULL, 0) : 0);
-		tap_plan(37);
+		tap_plan(38);
 	} else {
-		tap_plan(74);
+		tap_plan(76);
 	}
 	test_restart();
 	test_down();
