@@ -31,7 +31,8 @@
  *          started in node order, each once the memif servers it connects
  *          to listen (their abstract sockets show in /proc/net/unix).
  *          9000-byte frames and 768 MB of DPDK memory per node unless the
- *          environment's ZBN_MTU / ZBN_MEMORY_MB say otherwise.
+ *          environment's ZBN_MTU / ZBN_MEMORY_MB say otherwise (veth:
+ *          9000-byte frames too).
  *   Both: the scripts generate the node configs (node ids 1..N: rank 0 is
  *   node 1); the embedded defaults below for the dpdk links, --set and
  *   --fault are merged into them; every node's DPDK file-prefix is
@@ -62,7 +63,7 @@
 #define LOCAL_MAX_SETS 32
 #define LOCAL_MEMIF_MAX 9       /* cluster-memif.sh: 8 ports per node */
 #define LOCAL_READY_S 30        /* a memif server must listen by then */
-#define LOCAL_MEMIF_MTU "9000"  /* memif's frames unless ZBN_MTU says */
+#define LOCAL_DPDK_MTU "9000"   /* memif's and veth's frames unless ZBN_MTU says */
 /* a node lost in a run: the others get [coll] timeout_ms plus this to fail
  * on their own before zbmd local stops them (local_lost_cut) */
 #define LOCAL_LOST_GRACE_MS 5000
@@ -160,7 +161,8 @@ static void local_usage(FILE *f)
 "  --link tcp        kernel TCP (default; loopback, or namespaces with --ns/--netem)\n"
 "  --link memif      DPDK nodes joined by net_memif (scripts/cluster-memif.sh;\n"
 "                    MTU 9000 and 768 MB per node: env ZBN_MTU, ZBN_MEMORY_MB)\n"
-"  --link veth       DPDK nodes in namespaces on veth + net_af_packet (scripts/cluster.sh)\n"
+"  --link veth       DPDK nodes in namespaces on veth + net_af_packet (scripts/cluster.sh;\n"
+"                    MTU 9000: env ZBN_MTU)\n"
 "  --netem SPEC      tc netem on every node's link, e.g. \"loss 2%% delay 1ms reorder 25%%\"\n"
 "                    (tcp, veth; needs sch_netem in the kernel)\n"
 "  --fault SPEC      dpdk transport fault injection on every node (memif, veth):\n"
@@ -997,15 +999,14 @@ static int local_dpdk_prepare(struct local_run *L)
 	snprintf(L->tag, sizeof(L->tag), "zbloc%d", L->pid);
 	snprintf(L->cldir, sizeof(L->cldir), "%s/cluster", L->dir);
 	L->cl_up = true;   /* down is safe even when up failed half-way */
-	if (memif) {
-		/* memif's embedded default: 9000-byte frames (6x fewer per byte
-		 * than 1500: 4 nodes, 1 - 64 MiB, busbw ~0.95 -> ~2.3 GB/s,
-		 * docs/collectives.md), whose pools need ~768 MB of DPDK memory
-		 * per node. ZBN_MTU / ZBN_MEMORY_MB set by the caller win. */
-		setenv("ZBN_MTU", LOCAL_MEMIF_MTU, 0);
-		if (atoi(getenv("ZBN_MTU")) > 1500)
-			setenv("ZBN_MEMORY_MB", LOCAL_MEMIF_MEMORY_MB, 0);
-	}
+	/* The embedded default of both DPDK links: 9000-byte frames (6x fewer
+	 * per byte than 1500: 4 nodes, 1 - 64 MiB, busbw over memif ~0.95 ->
+	 * ~2.3 GB/s, over veth 0.17 - 0.20 -> 0.59 - 0.61; docs/collectives.md).
+	 * memif's pools (a port per peer) need ~768 MB of DPDK memory per
+	 * node. ZBN_MTU / ZBN_MEMORY_MB set by the caller win. */
+	setenv("ZBN_MTU", LOCAL_DPDK_MTU, 0);
+	if (memif && atoi(getenv("ZBN_MTU")) > 1500)
+		setenv("ZBN_MEMORY_MB", LOCAL_MEMIF_MEMORY_MB, 0);
 	if (o->spread > 2) {
 		/* cluster.sh sizes af_packet's queue pairs by ZBN_LCORES: one per
 		 * dataplane lcore; each node's own CPUs are merged in below */

@@ -26,6 +26,7 @@
 
 #define DP_MEMIF_FINI_WAIT_MS 5000  /* see dp__ports_fini */
 #define DP_WATCH_US 20000           /* port_watch_alarm period */
+#define AF_PACKET_FRAME_HDR 128     /* TPACKET_V2 header + sockaddr_ll + pad */
 #define DP_MEMIF_RECONNECT_MS 500   /* a client link down this long: restart */
 #define DP_MEMIF_QUIESCE_MS 200     /* longest wait for the loops' iterations */
 
@@ -137,21 +138,44 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	 * any length (chained ring buffers, copied into one mbuf as long as
 	 * its data room allows): take jumbo frames on it with the device
 	 * configured at its advertised MTU and mbufs sized for ours. */
-	bool memif_jumbo = strcmp(info.driver_name, "net_memif") == 0 &&
-			   p->mtu > RTE_ETHER_MTU;
-	uint16_t dev_mtu = memif_jumbo ? RTE_ETHER_MTU : p->mtu;
+	bool as_1500 = strcmp(info.driver_name, "net_memif") == 0 &&
+		       p->mtu > RTE_ETHER_MTU;
+	uint32_t frame = (uint32_t)p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+	/* af_packet (DPDK 22.11) advertises 1518-byte frames whatever its
+	 * ring frames hold (vdev framesz=, 2048 by default): it moves any
+	 * frame that fits one ring frame after the kernel's TPACKET_V2
+	 * header, and leaves the interface's MTU to whoever set it up. So
+	 * the same: the device at its advertised MTU, when framesz holds
+	 * ours. */
+	unsigned long framesz = 0;
+	const char *fz = strstr(cp->vdev, "framesz=");
+	if (fz)
+		framesz = strtoul(fz + 8, NULL, 0);
+	bool af_jumbo = strcmp(info.driver_name, "net_af_packet") == 0 &&
+			p->mtu > RTE_ETHER_MTU && framesz >= frame + AF_PACKET_FRAME_HDR;
+	as_1500 = as_1500 || af_jumbo;
+	uint16_t dev_mtu = as_1500 ? RTE_ETHER_MTU : p->mtu;
 	if (p->mtu < info.min_mtu || dev_mtu > info.max_mtu)
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "port.%u (%s): mtu %u is outside what the device allows (%u..%u)",
 			       idx, p->name, p->mtu, info.min_mtu, info.max_mtu);
-	uint32_t frame = (uint32_t)p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
-	if (info.max_rx_pktlen && frame > info.max_rx_pktlen && !memif_jumbo)
+	if (info.max_rx_pktlen && frame > info.max_rx_pktlen && !as_1500)
 		return dp__err(err, ZB_ERR_CONFIG,
-			       "port.%u (%s): mtu %u needs %u-byte frames; the device takes %u (af_packet: raise framesz=)",
-			       idx, p->name, p->mtu, frame, info.max_rx_pktlen);
+			       "port.%u (%s): mtu %u needs %u-byte frames; the device takes %u%s",
+			       idx, p->name, p->mtu, frame, info.max_rx_pktlen,
+			       strcmp(info.driver_name, "net_af_packet") == 0 ?
+			       " (af_packet: a vdev framesz= of at least mtu + 18 + 128)" : "");
 	uint32_t room = frame + 8 /* VLAN tags */ + RTE_PKTMBUF_HEADROOM;
 	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
 		room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	if (af_jumbo && room < framesz + RTE_PKTMBUF_HEADROOM) {
+		/* its RX queue asks for mbufs that hold a whole ring frame */
+		if (framesz > UINT16_MAX - RTE_PKTMBUF_HEADROOM)
+			return dp__err(err, ZB_ERR_CONFIG, "port.%u (%s): framesz=%lu: "
+				       "mbufs cannot hold such frames (at most %u)", idx,
+				       p->name, framesz, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
+		room = (uint32_t)framesz + RTE_PKTMBUF_HEADROOM;
+	}
 	p->data_room = (uint16_t)room;
 
 	memset(&conf, 0, sizeof(conf));

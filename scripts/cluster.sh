@@ -123,7 +123,15 @@ write_config() {  # write_config I N MODE
 		echo "[transport]"; echo "rto_us_min = ${ZBN_RTO_US_MIN:-5000}"
 		if [ "$m" = veth ]; then
 			echo "[port.0]"
-			echo "vdev = net_af_packet0,iface=dp0,qpairs=$(dp_lcores),framecnt=${ZBN_AF_FRAMES:-4096}"
+			# past 1500 bytes, ring frames that hold a whole frame after
+			# the kernel's TPACKET_V2 header (dataplane/port.c), four to
+			# a block of whole pages
+			local af="framecnt=${ZBN_AF_FRAMES:-4096}" fz
+			if [ "${ZBN_MTU:-1500}" -gt 1500 ]; then
+				fz=$(( (ZBN_MTU + 18 + 128 + 1023) / 1024 * 1024 ))
+				af="framesz=$fz,blocksz=$((4 * fz)),framecnt=${ZBN_AF_FRAMES:-1024}"
+			fi
+			echo "vdev = net_af_packet0,iface=dp0,qpairs=$(dp_lcores),$af"
 			echo "ip = 10.77.0.$i/24"; echo "mac = $(mac_of 62 "$i")"
 			echo "mtu = ${ZBN_MTU:-1500}"
 			for ((j = 1; j <= n; j++)); do
