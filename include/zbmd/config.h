@@ -106,6 +106,7 @@ struct zb_config {
 	struct {                  /* [transport] reliable transport (dpdk) */
 		enum cfg_transport kind;       /* what collectives use */
 		uint16_t tcp_port;             /* tcp provider port */
+		char tcp_congestion[CFG_STR];  /* tcp provider sockets' algorithm, "" = system's */
 		uint32_t window;               /* frames in flight per peer (credits) */
 		uint32_t rto_us_min, rto_us_max;
 		uint32_t ack_delay_us;
