@@ -9,7 +9,7 @@ Z=$ZBMD_BUILD/bin/zbmd
 plan 4
 E=$(mktemp /tmp/zbcc.XXXXXX)
 LP=
-trap '[ -n "$LP" ] && kill -INT $LP 2>/dev/null; rm -f $E' EXIT
+trap '[ -n "$LP" ] && kill -INT $LP 2>/dev/null; rm -f $E $E.cc' EXIT
 
 if ! command -v ss >/dev/null; then
 	for i in 1 2 3 4; do ok 0 "# SKIP no ss (iproute2)"; done
@@ -22,36 +22,39 @@ allowed=/proc/sys/net/ipv4/tcp_allowed_congestion_control
 want_cubic=reno
 grep -qw cubic $avail && { [ "$(id -u)" = 0 ] || grep -qw cubic $allowed; } && want_cubic=cubic
 
-# ccs ARGS...: start a 2-node tcp all-reduce loop, print the congestion
-# control of each of its established sockets (one name per line), stop it
+# ccs ARGS...: start a 2-node tcp all-reduce loop (bounded: it ends on its
+# own within ~30 s), write the congestion control of each of its
+# established sockets to $C (one name per line), stop it. In this shell, not
+# a subshell, so that the EXIT trap stops a run the test leaves early.
+C=$E.cc
 ccs() {
-	"$Z" local --nodes 2 "$@" -- bench allreduce -b 64K -e 64K -n 10000000 -w 0 \
+	"$Z" local --nodes 2 "$@" -- bench allreduce -b 64K -e 64K -n 300000 -w 0 \
 		>/dev/null 2>$E &
 	LP=$!
-	local out="" i k
+	local i k
+	: >$C
 	for i in $(seq 100); do
 		sleep 0.2
-		out=$(for k in $(pgrep -P $LP); do
+		for k in $(pgrep -P $LP); do
 			ss -tnpiH state established | grep -A1 "pid=$k," |
 				awk '!/users:/ && NF && $1 != "--" { print $1 }'
-		done)
-		[ "$(echo "$out" | grep -c .)" -ge 8 ] && break
+		done >$C
+		[ "$(grep -c . $C)" -ge 8 ] && break
 	done
 	kill -INT $LP 2>/dev/null; wait $LP 2>/dev/null; LP=
-	echo "$out"
 }
 # all NAME LIST: every line of LIST is NAME (and there are 8: 2 nodes x
 # 2 channels x a send and a receive connection)
 all() { [ "$(echo "$2" | grep -c .)" -ge 8 ] && ! echo "$2" | grep -qvx "$1"; }
 summary() { echo "$1" | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }'; }
 
-l=$(ccs); all $want_cubic "$l"
+ccs; l=$(cat $C); all $want_cubic "$l"
 ok $? "default: every socket uses $want_cubic ($(summary "$l"))"
-l=$(ccs --set transport.tcp_congestion=reno); all reno "$l"
+ccs --set transport.tcp_congestion=reno; l=$(cat $C); all reno "$l"
 ok $? "tcp_congestion = reno: every socket uses reno ($(summary "$l"))"
 sys=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
-l=$(ccs --set transport.tcp_congestion=); all "$sys" "$l"
+ccs --set transport.tcp_congestion=; l=$(cat $C); all "$sys" "$l"
 ok $? "tcp_congestion = \"\": the system's default, $sys ($(summary "$l"))"
-l=$(ccs --set transport.tcp_congestion=nosuchcc); all reno "$l" &&
+ccs --set transport.tcp_congestion=nosuchcc; l=$(cat $C); all reno "$l" &&
 	grep -q "congestion control 'nosuchcc' refused (No such file or directory); using reno" $E
 ok $? "an algorithm the kernel lacks: reno, and it says so ($(summary "$l"))"
