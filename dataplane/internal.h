@@ -165,6 +165,16 @@ int dp__lock_prefix(const char *prefix, struct dp_err *err);
 void dp__unlock_prefix(void);
 int dp__eal_start(const struct zb_config *cfg, struct dp_err *err);
 
+/* The index in n->ports of the port that reaches peer `id` ([peer.N]
+ * port), or -1: not a peer of this node, or its port is not configured. */
+static inline int dp__peer_port(const struct dp_node *n, uint16_t id)
+{
+	if (id >= CFG_MAX_NODES || id == n->cfg->node.id)
+		return -1;
+	const struct cfg_peer *pe = &n->cfg->peers[id];
+	return pe->present && pe->port < CFG_MAX_PORTS ? n->port_of_cfg[pe->port] : -1;
+}
+
 /* port.c */
 int dp__ports_init(struct dp_node *n, struct dp_err *err);
 /* The [port.N] index of the port that reaches `node` ([peer.N] port) when

@@ -283,7 +283,6 @@ void dp__link_rx(unsigned index, struct rte_mbuf **pkts, uint16_t nb,
 static void link_downs_apply(struct dp_link *l, uint64_t now)
 {
 	const struct dp_node *n = &dp__node;
-	const struct zb_config *cfg = n->cfg;
 
 	for (uint16_t k = 0; k < n->nb_ports; k++) {
 		uint32_t gen = atomic_load_explicit(&n->ports[k].down_gen,
@@ -292,8 +291,7 @@ static void link_downs_apply(struct dp_link *l, uint64_t now)
 			continue;
 		l->port_gen_seen[k] = gen;
 		for (uint16_t id = 0; id < CFG_MAX_NODES; id++)
-			if (cfg->peers[id].present && id != cfg->node.id &&
-			    cfg->peers[id].port == n->ports[k].cfg_index)
+			if (dp__peer_port(n, id) == k)
 				(void)tp_peer_down(l->tp, id, now);
 	}
 }

@@ -182,18 +182,20 @@ static int tcp_sock_setup(const struct tcp_ctx *x, int fd)
 static void tcp_cc_choose(struct tcp_ctx *x)
 {
 	const char *want = x->cfg->transport.tcp_congestion;
-	int e;
+	size_t len = strlen(want);
+	int e = ENAMETOOLONG;
 
 	x->cc[0] = 0;
-	if (!want[0])
+	if (!len)
 		return;
-	if (strlen(want) < sizeof(x->cc) &&
-	    setsockopt(x->lfd, IPPROTO_TCP, TCP_CONGESTION, want,
-		       (socklen_t)strlen(want)) == 0) {
-		snprintf(x->cc, sizeof(x->cc), "%s", want);
-		return;
+	if (len < sizeof(x->cc)) {
+		if (setsockopt(x->lfd, IPPROTO_TCP, TCP_CONGESTION, want,
+			       (socklen_t)len) == 0) {
+			snprintf(x->cc, sizeof(x->cc), "%s", want);
+			return;
+		}
+		e = errno;
 	}
-	e = strlen(want) < sizeof(x->cc) ? errno : ENAMETOOLONG;
 	if (strcmp(want, "reno") != 0 &&
 	    setsockopt(x->lfd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4) == 0) {
 		snprintf(x->cc, sizeof(x->cc), "reno");

@@ -138,8 +138,8 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	 * any length (chained ring buffers, copied into one mbuf as long as
 	 * its data room allows): take jumbo frames on it with the device
 	 * configured at its advertised MTU and mbufs sized for ours. */
-	bool as_1500 = strcmp(info.driver_name, "net_memif") == 0 &&
-		       p->mtu > RTE_ETHER_MTU;
+	bool memif_jumbo = strcmp(info.driver_name, "net_memif") == 0 &&
+			   p->mtu > RTE_ETHER_MTU;
 	uint32_t frame = (uint32_t)p->mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
 	/* af_packet (DPDK 22.11) advertises 1518-byte frames whatever its
 	 * ring frames hold (vdev framesz=, 2048 by default): it moves any
@@ -151,20 +151,23 @@ static int port_configure(struct dp_node *n, uint16_t idx, struct dp_port *p,
 	const char *fz = strstr(cp->vdev, "framesz=");
 	if (fz)
 		framesz = strtoul(fz + 8, NULL, 0);
-	bool af_jumbo = strcmp(info.driver_name, "net_af_packet") == 0 &&
-			p->mtu > RTE_ETHER_MTU && framesz >= frame + AF_PACKET_FRAME_HDR;
-	as_1500 = as_1500 || af_jumbo;
+	bool af = strcmp(info.driver_name, "net_af_packet") == 0;
+	bool af_jumbo = af && p->mtu > RTE_ETHER_MTU && framesz >= frame + AF_PACKET_FRAME_HDR;
+	bool as_1500 = memif_jumbo || af_jumbo;
 	uint16_t dev_mtu = as_1500 ? RTE_ETHER_MTU : p->mtu;
 	if (p->mtu < info.min_mtu || dev_mtu > info.max_mtu)
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "port.%u (%s): mtu %u is outside what the device allows (%u..%u)",
 			       idx, p->name, p->mtu, info.min_mtu, info.max_mtu);
-	if (info.max_rx_pktlen && frame > info.max_rx_pktlen && !as_1500)
+	if (info.max_rx_pktlen && frame > info.max_rx_pktlen && !as_1500) {
+		char hint[64] = "";
+		if (af)
+			snprintf(hint, sizeof(hint), " (af_packet: a vdev framesz= of at least %u)",
+				 frame + AF_PACKET_FRAME_HDR);
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "port.%u (%s): mtu %u needs %u-byte frames; the device takes %u%s",
-			       idx, p->name, p->mtu, frame, info.max_rx_pktlen,
-			       strcmp(info.driver_name, "net_af_packet") == 0 ?
-			       " (af_packet: a vdev framesz= of at least mtu + 18 + 128)" : "");
+			       idx, p->name, p->mtu, frame, info.max_rx_pktlen, hint);
+	}
 	uint32_t room = frame + 8 /* VLAN tags */ + RTE_PKTMBUF_HEADROOM;
 	if (room < RTE_MBUF_DEFAULT_BUF_SIZE)
 		room = RTE_MBUF_DEFAULT_BUF_SIZE;
@@ -404,9 +407,9 @@ static void memif_reconnect(struct dp_node *n, struct dp_port *p)
  * (0: never): its peers are unreachable. The lanes see down_gen move and
  * declare every peer that [peer.N] port maps to it down (link.c). The
  * interrupt thread; now in ms. */
-static void link_down_check(struct dp_node *n, struct dp_port *p, bool up,
-			    uint64_t now)
+static void link_down_check(struct dp_node *n, uint16_t k, bool up, uint64_t now)
 {
+	struct dp_port *p = &n->ports[k];
 	uint32_t after = n->cfg->transport.link_down_ms;
 
 	if (up) {
@@ -428,20 +431,19 @@ static void link_down_check(struct dp_node *n, struct dp_port *p, bool up,
 	p->link_declared = true;
 	atomic_fetch_add_explicit(&p->down_gen, 1, memory_order_release);
 	atomic_fetch_add_explicit(&n->link_down_gen, 1, memory_order_release);
-	char peers[3 * 16 + 8] = "";
+	char peers[6 * 16 + 8] = "";
 	int off = 0;
-	unsigned k = 0;
+	unsigned np = 0;
 	for (uint16_t id = 0; id < CFG_MAX_NODES; id++) {
-		const struct cfg_peer *cp = &n->cfg->peers[id];
-		if (!cp->present || id == n->cfg->node.id || cp->port != p->cfg_index)
+		if (dp__peer_port(n, id) != k)
 			continue;
-		if (k++ < 16 && off >= 0 && (size_t)off < sizeof(peers))
+		if (np++ < 16 && off >= 0 && (size_t)off < sizeof(peers))
 			off += snprintf(peers + off, sizeof(peers) - (size_t)off, " %u", id);
 	}
 	fprintf(stderr, "zbmd: port.%u (%s): link down for %" PRIu64 " ms after it was up "
 		"([transport] link_down_ms %u): node(s)%s%s reached through it declared down\n",
 		p->cfg_index, p->name, now - p->link_down_at_ms, after,
-		k ? peers : " (none)", k > 16 ? " ..." : "");
+		np ? peers : " (none)", np > 16 ? " ..." : "");
 }
 
 /* EAL alarm (the interrupt thread, where the memif driver connects and maps
@@ -462,7 +464,7 @@ static void port_watch_alarm(void *arg)
 		struct rte_eth_link link;
 		if (!p->started || rte_eth_link_get_nowait(p->port_id, &link) != 0)
 			continue;
-		link_down_check(n, p, link.link_status != 0, now);
+		link_down_check(n, k, link.link_status != 0, now);
 		if (!p->memif)
 			continue;
 		if (link.link_status && !p->shm_populated)
@@ -650,15 +652,10 @@ bool dp__ports_fini(struct dp_node *n)
 int dp__peer_link_down(uint16_t node)
 {
 	const struct dp_node *n = &dp__node;
+	int k = n->cfg ? dp__peer_port(n, node) : -1;
 
-	if (!n->cfg || node >= CFG_MAX_NODES || !n->cfg->peers[node].present)
-		return -1;
-	uint16_t cfg_port = n->cfg->peers[node].port;
-	for (uint16_t k = 0; k < n->nb_ports; k++)
-		if (n->ports[k].cfg_index == cfg_port)
-			return atomic_load_explicit(&n->ports[k].link_declared,
-						    memory_order_relaxed) ? cfg_port : -1;
-	return -1;
+	return k >= 0 && atomic_load_explicit(&n->ports[k].link_declared,
+					      memory_order_relaxed) ? n->ports[k].cfg_index : -1;
 }
 
 /* ---- public accessors ----------------------------------------------------- */
