@@ -747,7 +747,7 @@ static void on_wake(uv_async_t *a)
 	/* Stopping without leaving (a benchmark's node whose run is over or
 	 * failed): the membership stays as it is, but the peers' status says
 	 * so at once, instead of phi a second or more later (a node still
-	 * joining fails its join on it: dataplane/join_watch.c). One datagram
+	 * joining fails its join on it: dataplane/ring_watch.c). One datagram
 	 * each, sent now, before the socket closes; a lost one costs only the
 	 * phi detector's time. */
 	if (n->udp_ok)

@@ -87,6 +87,7 @@ struct cd_host {
 	uint32_t raft_hb_ms;            /* its [control] raft_heartbeat_ms */
 	_Atomic int closing;            /* cd_close began: peers leave now */
 	_Atomic int link_failed;        /* a lane failed on a link gone down */
+	struct dp_ring_watch *watch;    /* the ring watched (owner: run, close) */
 	struct cd_lane lane[COLL_HOST_MAX_LANES];
 };
 
@@ -325,6 +326,8 @@ static void cd_close(void *h)
 	if (!H)
 		return;
 	atomic_store(&H->closing, 1);
+	dp__ring_watch_stop(H->watch);   /* nodes that finished leave now */
+	H->watch = NULL;
 	if (H->launched)
 		dp_node_leaving();   /* the others leave too: not a failure */
 	for (unsigned i = 0; H->launched && i < H->nlanes; i++)
@@ -502,25 +505,30 @@ struct cd_thread {
 };
 
 /* Every node's lanes are up: a barrier on each lane's communicator under the
- * connect timeout (watched, with a control thread: join_watch.c), then the
- * configured bound. 0 or the barrier's error. */
+ * connect timeout, then the configured bound. The ring is watched from the
+ * control plane (ring_watch.c) from before the barrier until cd_close. 0 or
+ * the barrier's error. */
 static int cd_rendezvous(struct cd_host *H)
 {
 	struct coll_comm *comms[COLL_HOST_MAX_LANES];
-	struct dp_join_watch *w = NULL;
 	int rc = 0;
 
 	for (unsigned i = 0; i < H->nlanes; i++)
 		comms[i] = H->lane[i].comm;
-	if (H->ctl && dp__run_ctl_node)
-		w = dp__join_watch_start(dp__run_ctl_node(), comms, H->nlanes,
-					 H->cfg_node);
+	if (H->ctl && dp__run_ctl_node && !H->watch)
+		H->watch = dp__ring_watch_start(dp__run_ctl_node(), comms, H->nlanes,
+						H->cfg_node);
 	for (unsigned i = 0; i < H->nlanes && rc == 0; i++) {
 		rc = coll_barrier(H->lane[i].comm);
 		if (rc == 0)
 			coll_set_timeout(H->lane[i].comm, H->timeout_ms);
 	}
-	dp__join_watch_stop(w);
+	if (rc == 0) {
+		dp__ring_watch_joined(H->watch);
+	} else {
+		dp__ring_watch_stop(H->watch);
+		H->watch = NULL;
+	}
 	return rc;
 }
 

@@ -270,17 +270,20 @@ static inline void dp__join_failed(unsigned node, unsigned connect_ms, int rc,
 			"barrier) failed: %s\n", node, why);
 }
 
-/* The nodes' join watched (join_watch.c): from before a collective host's
- * first barrier until it returned, comms fail with ZB_ERR_PEER_DOWN once a
- * node of theirs that the control plane had heard has been suspected by
- * phi for a second. NULL (nothing watched) without a control node. */
+/* A collective host's ring nodes watched from the control plane
+ * (ring_watch.c): from before the host's first barrier until its owner
+ * closes it, comms fail with ZB_ERR_PEER_DOWN once a node of theirs that
+ * the control plane had heard has been suspected by phi for a second — or,
+ * until dp__ring_watch_joined (the barrier passed), said it stopped. NULL
+ * (nothing watched) without a control node; NULL is a no-op below. */
 struct ctl_node;
 struct coll_comm;
-struct dp_join_watch;
-struct dp_join_watch *dp__join_watch_start(struct ctl_node *cn,
+struct dp_ring_watch;
+struct dp_ring_watch *dp__ring_watch_start(struct ctl_node *cn,
 					   struct coll_comm *const *comms,
 					   unsigned ncomms, uint16_t self);
-void dp__join_watch_stop(struct dp_join_watch *w);
+void dp__ring_watch_joined(struct dp_ring_watch *w);
+void dp__ring_watch_stop(struct dp_ring_watch *w);
 
 #define DP_STAT_ADD(lc, field, n)                                              \
 	__atomic_store_n(&(lc)->stats.field, (lc)->stats.field + (n),          \

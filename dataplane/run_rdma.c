@@ -68,6 +68,7 @@ struct rh_host {
 	uint32_t timeout_ms, connect_timeout_ms;
 	struct rdma_provider_args pargs;
 	_Atomic uint64_t events, peer_down, blobs_queued, blobs_refused;
+	struct dp_ring_watch *watch;    /* the ring watched (owner: run, close) */
 };
 
 /* coll_comm_args.kick: a collective started; every lane with a channel
@@ -195,6 +196,8 @@ static void rh_close(void *h)
 
 	if (!H)
 		return;
+	dp__ring_watch_stop(H->watch);
+	H->watch = NULL;
 	if (H->launched) {
 		dp_node_request_stop();
 		dp_node_stop();         /* no lcore polls the CQs any more */
@@ -338,22 +341,26 @@ struct rh_thread {
 	int rc;
 };
 
-/* A barrier under the connect timeout (every node is up; watched:
- * join_watch.c), then the configured bound, then fn. */
+/* A barrier under the connect timeout (every node is up), then the
+ * configured bound, then fn. The ring is watched from the control plane
+ * (ring_watch.c) from before the barrier until rh_close. */
 static int rh_call(struct rh_thread *t)
 {
-	struct dp_join_watch *w = dp__join_watch_start(t->H->ctl, &t->H->comm, 1,
-							t->H->cfg->node.id);
-	int rc = coll_barrier(t->H->comm);
+	struct rh_host *H = t->H;
 
-	dp__join_watch_stop(w);
+	if (!H->watch)
+		H->watch = dp__ring_watch_start(H->ctl, &H->comm, 1, H->cfg->node.id);
+	int rc = coll_barrier(H->comm);
 
 	if (rc < 0) {
-		dp__join_failed(t->H->cfg->node.id, t->H->connect_timeout_ms, rc,
-				coll_error(t->H->comm));
+		dp__ring_watch_stop(H->watch);
+		H->watch = NULL;
+		dp__join_failed(H->cfg->node.id, H->connect_timeout_ms, rc,
+				coll_error(H->comm));
 		return 1;
 	}
-	coll_set_timeout(t->H->comm, t->H->timeout_ms);
+	dp__ring_watch_joined(H->watch);
+	coll_set_timeout(H->comm, H->timeout_ms);
 	return t->fn(t->arg);
 }
 

@@ -13,7 +13,8 @@
 #    clear refusal (exit 2) is checked and the netem run skipped
 #  - kill -9 of a node mid-run: the others fail with a clear message
 #    within 5 s (its memif links went down; with link_down_ms = 0, the
-#    membership epoch); a node killed while they join or as it starts: out within
+#    membership epoch; 2 veth nodes, where no epoch can come: the ring
+#    watch); a node killed while they join or as it starts: out within
 #    the join's bound, or stopped by zbmd local past [coll] timeout_ms + 5 s
 #  - a failing command and Ctrl-C (SIGINT) leave no namespace, process or
 #    DPDK runtime directory behind
@@ -22,7 +23,7 @@
 need_netns
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept (the logs zbmd local keeps of a failed run), fault_*
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 45
+plan 46
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -219,6 +220,20 @@ s=$(fault_slowest "$T/k0.err")
 ok $? "link_down_ms = 0: the survivors fail on the membership epoch instead (slowest ${s:-?} ms after the kill, bound 5000)" ||
 	diag "$(grep -E 'zbmd local|rank' "$T/k0.err" | head -8)"
 
+# two veth nodes, one killed: over veth the link stays up (the bridge and the
+# namespace outlive the process) and the survivor alone is no Raft quorum,
+# so no epoch can remove the node. The ring watch (dataplane/ring_watch.c)
+# fails it on phi's suspicion held for 1 s — before [coll] timeout_ms
+# (4000 in zbmd local's config: 4.4 s without the watch)
+$ZBMD local --nodes 2 --link veth --kill 1@up+1500 -- \
+	bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>"$T/kv.err"
+rc=$?
+s=$(fault_slowest "$T/kv.err")
+[ $rc != 0 ] && [ -n "$s" ] && [ "$s" -le 3500 ] &&
+	grep -qE 'rank 0 \(node 1\): node 2 went silent \([0-9]+ heartbeat\(s\) heard, .* and the membership has not removed it' "$T/kv.err"
+ok $? "veth, 2 nodes, one killed (no quorum left): the survivor fails on the ring watch ${s:-?} ms after the kill (bound 3500)" ||
+	diag "$(grep -E 'zbmd local|rank' "$T/kv.err" | head -8)"
+
 # ---- a node killed while the nodes join ----------------------------------------
 # memif nodes start one by one, each once the one before it is up (its ports,
 # lcores and control thread run). 300 ms after the fourth was launched,
@@ -226,7 +241,7 @@ ok $? "link_down_ms = 0: the survivors fail on the membership epoch instead (slo
 # connect timeout, waiting for the fourth), and the first two have heard the
 # third's heartbeats (4 here); the third, killed then, has not joined the
 # Raft membership yet and may have acknowledged no frame. Once phi has suspected it for a second the join
-# fails (dataplane/join_watch.c) — without that the survivors took 5.4 -
+# fails (dataplane/ring_watch.c) — without that the survivors took 5.4 -
 # 7.2 s, or the whole 30 s when it had acknowledged nothing
 # (docs/collectives.md, "Failures"). The fourth node starts its control
 # plane only once its own ports run (1 - 4 s after its launch here): it
