@@ -28,7 +28,8 @@
  * The owner stops the watch (dp__ring_watch_stop) before it closes.
  *
  * One thread on the owner's side polls the control plane's status every
- * DP_WATCH_POLL_MS; nothing of it runs on the lcores. ctl_node_status is a
+ * DP_WATCH_POLL_MS (DP_WATCH_RUN_POLL_MS after the join); nothing of it
+ * runs on the lcores. ctl_node_status is a
  * weak reference: programs that link the dataplane without control/ have
  * no control node, and then nothing is watched.
  */
@@ -44,7 +45,8 @@
 
 static_assert(CFG_MAX_NODES <= 64, "the ring is a 64-bit mask");
 
-#define DP_WATCH_POLL_MS 50u
+#define DP_WATCH_POLL_MS 50u       /* while joining */
+#define DP_WATCH_RUN_POLL_MS 100u  /* after: the run's CPUs are busy */
 #define DP_WATCH_SUSPECT_MS 1000u
 
 extern __typeof__(ctl_node_status) ctl_node_status __attribute__((weak));
@@ -115,7 +117,8 @@ static void *watch_main(void *arg)
 	uint64_t since[CFG_MAX_NODES] = {0};
 
 	while (!atomic_load(&w->stop)) {
-		usleep(DP_WATCH_POLL_MS * 1000u);
+		usleep((atomic_load(&w->joined) ? DP_WATCH_RUN_POLL_MS :
+			DP_WATCH_POLL_MS) * 1000u);
 		if (!atomic_load(&w->stop) && ctl_node_status(w->cn, &w->st) == 0 &&
 		    check(w, since))
 			break;
