@@ -28,6 +28,14 @@
 # whose every page faults in, and on a VM where a page fault exits to the
 # hypervisor that took Open MPI's 64 MiB all-reduce from ~1.5 to ~0.13 GB/s
 # (2026-11-27, docs/collectives.md). zbmd allocates its buffers once.
+#
+# Open MPI's TCP transport runs under the kernel's congestion control, zbmd's
+# tcp provider under its own ([transport] tcp_congestion, default cubic). On a
+# machine whose default is BBR its pacing slowed Open MPI by 1.3 - 1.4x
+# (2026-11-28, docs/collectives.md). So Open MPI tcp runs in a network
+# namespace of its own (loopback only) whose net.ipv4.tcp_congestion_control
+# is the provider's: CMP_OTCP_CC (default cubic; empty: the system's, in this
+# namespace). The system's own setting is not touched.
 set -u
 B=${ZBMD_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp" SETTLE=60 KEEP=1
@@ -50,11 +58,27 @@ for x in "$B/bin/zbmd" "$B/bin/mpi_allreduce"; do
 	[ -x "$x" ] || { echo "compare.sh: $x missing (make bench-allreduce-compare builds it)" >&2; exit 2; }
 done
 T=$(mktemp -d /tmp/zbcoll-compare-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+OTCP_NS=""
+trap 'rm -rf "$T"; [ -n "$OTCP_NS" ] && ip netns del "$OTCP_NS" 2>/dev/null' EXIT
 trap 'exit 130' INT TERM
 ARGS="-b $MINB -e $MAXB -f $F -n $ITERS -w $WARM -d $DT -o sum"
 MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none -np $NODES"
 [ "$KEEP" = 1 ] && MPI="$MPI -x MALLOC_MMAP_THRESHOLD_ -x MALLOC_TRIM_THRESHOLD_"
+SYS_CC=$(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null || echo "?")
+OTCP_CC=${CMP_OTCP_CC-cubic}
+OTCP=()   # the prefix that runs Open MPI tcp
+OTCP_NOTE="the system's default congestion control ($SYS_CC)"
+if [ -n "$OTCP_CC" ] && [ "$OTCP_CC" != "$SYS_CC" ]; then
+	OTCP_NS=zbcmp$$
+	if ip netns add "$OTCP_NS" 2>/dev/null && ip -n "$OTCP_NS" link set lo up &&
+	   ip netns exec "$OTCP_NS" sysctl -qw net.ipv4.tcp_congestion_control="$OTCP_CC" 2>/dev/null; then
+		OTCP=(ip netns exec "$OTCP_NS")
+		OTCP_NOTE="congestion control $OTCP_CC, as zbmd's tcp provider (its own network namespace; the system's default: $SYS_CC)"
+	else
+		ip netns del "$OTCP_NS" 2>/dev/null; OTCP_NS=""
+		echo "compare.sh: could not run Open MPI tcp under $OTCP_CC (a network namespace with it); it runs under the system's $SYS_CC" >&2
+	fi
+fi
 case $SETTLE in ''|*[!0-9]*) echo "compare.sh: -s wants whole seconds, got '$SETTLE'" >&2; exit 2 ;; esac
 # The machine's state: bench/machine_state.sh (ms_rtt, ms_seen, ms_settle).
 KBENCH=$B/bin/kbench
@@ -83,7 +107,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		{ echo "compare.sh: mpirun (vader) failed" >&2; cat "$T/ompishm.err" >&2; exit 1; }
 	after "Open MPI shm"
 	pre
-	$MPI --mca btl self,tcp --mca btl_tcp_if_include lo "$B/bin/mpi_allreduce" $ARGS > "$T/ompitcp.$r" 2>"$T/ompitcp.err" ||
+	"${OTCP[@]}" $MPI --mca btl self,tcp --mca btl_tcp_if_include lo "$B/bin/mpi_allreduce" $ARGS > "$T/ompitcp.$r" 2>"$T/ompitcp.err" ||
 		{ echo "compare.sh: mpirun (tcp) failed" >&2; cat "$T/ompitcp.err" >&2; exit 1; }
 	after "Open MPI tcp"
 	for s in $LINKS ompishm ompitcp; do rows "$T/$s.$r" >> "$T/$s.all"; done
@@ -93,6 +117,7 @@ for l in $LINKS; do head -2 "$T/$l.1" | grep -v '^# minBytes'; done
 head -1 "$T/ompishm.1" | sed 's/^# mpi_allreduce:/# peer: mpi_allreduce:/'
 echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of $ROUNDS rounds; out-of-place/in-place)"
 echo "# every system: $MALLOC_NOTE"
+echo "# Open MPI tcp: $OTCP_NOTE"
 echo "# ratios: zbmd out-of-place busbw / Open MPI out-of-place busbw"
 # best per size: key size, max of oop and ip separately
 best() { awk '{ if (!($1 in o) || $2 > o[$1]) o[$1] = $2; if (!($1 in i) || $3 > i[$1]) i[$1] = $3 }
