@@ -86,10 +86,12 @@ struct ctl_node {
 	uint64_t next_hb_ns;
 	int last_leader;
 
-	/* leader's single in-flight membership operation */
-	bool op_busy;
+	/* leader's in-flight membership operations: at most one FSM command
+	 * (join, leave: raft_apply) and one Raft configuration change (add,
+	 * assign, remove), side by side (leader_step) */
+	bool fsm_busy, cfg_busy;
 	uint64_t op_next_ns;
-	struct ctl_action op;
+	struct ctl_action op_fsm, op_cfg;
 	struct raft_apply op_apply;
 	struct raft_change op_change;
 
@@ -420,12 +422,13 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
 
 /* ---- leader: membership operations --------------------------------------- */
 
-static void op_done(struct ctl_node *n, int status, const char *what)
+static void op_done(struct ctl_node *n, bool *busy, const struct ctl_action *op,
+		    int status)
 {
-	n->op_busy = false;
+	*busy = false;
 	if (status != 0) {
-		logf_(n, CTL_LOG_WARN, "%s node %u failed: %s", what, n->op.id,
-		      raft_strerror(status));
+		logf_(n, CTL_LOG_WARN, "%s node %u failed: %s", ctl__action_name(op->type),
+		      op->id, raft_strerror(status));
 		n->op_next_ns = zb_now_ns() + OP_RETRY_MS * 1000000ull;
 	}
 }
@@ -433,19 +436,20 @@ static void op_done(struct ctl_node *n, int status, const char *what)
 static void on_apply_done(struct raft_apply *req, int status, void *result)
 {
 	struct ctl_node *n = req->data;
-	struct peer *p = &n->peers[n->op.id];
+	struct peer *p = &n->peers[n->op_fsm.id];
 	(void)result;
 	/* Tell a gracefully leaving node that its removal is committed: it
 	 * stops replicating once raft drops it, so it could not see it. */
-	if (status == 0 && n->op.type == CTL_ACT_LEAVE &&
-	    n->op.reason == CTL_LEAVE_GRACEFUL && p->sa_ok)
+	if (status == 0 && n->op_fsm.type == CTL_ACT_LEAVE &&
+	    n->op_fsm.reason == CTL_LEAVE_GRACEFUL && p->sa_ok)
 		send_msg(n, &p->sa, MSG_LEAVE_ACK, (const uint8_t *)&p->left_incarnation, 8);
-	op_done(n, status, ctl__action_name(n->op.type));
+	op_done(n, &n->fsm_busy, &n->op_fsm, status);
 }
 
 static void on_change_done(struct raft_change *req, int status)
 {
-	op_done(req->data, status, ctl__action_name(((struct ctl_node *)req->data)->op.type));
+	struct ctl_node *n = req->data;
+	op_done(n, &n->cfg_busy, &n->op_cfg, status);
 }
 
 static void build_liveness(struct ctl_node *n, struct ctl_liveness *lv, uint64_t now)
@@ -463,37 +467,52 @@ static void build_liveness(struct ctl_node *n, struct ctl_liveness *lv, uint64_t
 	}
 }
 
+/* One membership step (ctl__reconcile's next action). An FSM command and a
+ * configuration change may be in flight side by side: libraft refuses a
+ * second change while one is pending, not an entry, and a change can pend
+ * for seconds — the promotion of a node that stopped answering while it
+ * caught up ends only when libraft gives it up (~5 s: "no connection").
+ * Until 2026-11-28 the leader ran one operation at a time, and a member
+ * convicted meanwhile left the FSM (a new epoch) only after that. A step
+ * whose kind is already in flight waits: the action reconcile names first
+ * is then usually that one, not yet applied. */
 static void leader_step(struct ctl_node *n, uint64_t now)
 {
 	struct ctl_liveness lv;
+	struct ctl_action act;
 	struct raft_buffer buf;
 	int rc = 0;
 
-	if (n->op_busy || now < n->op_next_ns || n->leaving)
+	if ((n->fsm_busy && n->cfg_busy) || now < n->op_next_ns || n->leaving)
 		return;
 	build_liveness(n, &lv, now);
-	ctl__reconcile(&n->raft, &n->st, n->self, n->adv, &lv, &n->op);
-	if (n->op.type == CTL_ACT_NONE)
+	ctl__reconcile(&n->raft, &n->st, n->self, n->adv, &lv, &act);
+	if (act.type == CTL_ACT_NONE)
 		return;
-	raft_id rid = (raft_id)n->op.id + 1;
+	bool fsm = act.type == CTL_ACT_JOIN || act.type == CTL_ACT_LEAVE;
+	if (fsm ? n->fsm_busy : n->cfg_busy)
+		return;
+	struct ctl_action *op = fsm ? &n->op_fsm : &n->op_cfg;
+	*op = act;
+	raft_id rid = (raft_id)op->id + 1;
 	n->op_apply.data = n;
 	n->op_change.data = n;
-	switch (n->op.type) {
+	switch (op->type) {
 	case CTL_ACT_JOIN:
 	case CTL_ACT_LEAVE:
-		rc = ctl_fsm_encode(&buf, n->op.type == CTL_ACT_JOIN ? CTL_CMD_JOIN
-								     : CTL_CMD_LEAVE,
-				    n->op.id, n->op.addr, n->op.reason);
+		rc = ctl_fsm_encode(&buf, op->type == CTL_ACT_JOIN ? CTL_CMD_JOIN
+								   : CTL_CMD_LEAVE,
+				    op->id, op->addr, op->reason);
 		if (rc != 0)
 			break;
 		rc = raft_apply(&n->raft, &n->op_apply, &buf, 1, on_apply_done);
 		if (rc != 0)
 			raft_free(buf.base);
-		if (rc == 0 && n->op.type == CTL_ACT_LEAVE && n->op.reason == CTL_LEAVE_CONVICTED)
+		if (rc == 0 && op->type == CTL_ACT_LEAVE && op->reason == CTL_LEAVE_CONVICTED)
 			n->convictions++;
 		break;
 	case CTL_ACT_RAFT_ADD:
-		rc = raft_add(&n->raft, &n->op_change, rid, n->op.addr, on_change_done);
+		rc = raft_add(&n->raft, &n->op_change, rid, op->addr, on_change_done);
 		break;
 	case CTL_ACT_RAFT_ASSIGN:
 		rc = raft_assign(&n->raft, &n->op_change, rid, RAFT_VOTER, on_change_done);
@@ -505,10 +524,10 @@ static void leader_step(struct ctl_node *n, uint64_t now)
 		break;
 	}
 	logf_(n, rc ? CTL_LOG_WARN : CTL_LOG_INFO, "leader: %s node %u%s%s",
-	      ctl__action_name(n->op.type), n->op.id, rc ? ": " : "",
+	      ctl__action_name(op->type), op->id, rc ? ": " : "",
 	      rc ? raft_strerror(rc) : "");
 	if (rc == 0)
-		n->op_busy = true;
+		*(fsm ? &n->fsm_busy : &n->cfg_busy) = true;
 	else
 		n->op_next_ns = now + OP_RETRY_MS * 1000000ull;
 }
