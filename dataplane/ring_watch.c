@@ -17,9 +17,9 @@
  * membership (phi convicts it, the leader commits an epoch without it, and
  * the lanes fail on that epoch: coll_dpdk.c, cd_on_epoch), or seen by the
  * transport (its link went down, or it acknowledged nothing for
- * peer_timeout_ms). Neither comes when Raft cannot commit — two nodes, one
- * of them lost; a node lost while the leader was still adding it as a voter
- * ("lost leadership") — and then only [coll] timeout_ms ended the
+ * peer_timeout_ms). Neither comes when Raft cannot commit (two nodes, one
+ * of them lost) or the node never joined the membership (lost while the
+ * leader was still adding it), and then only [coll] timeout_ms ended the
  * collective. So the watch goes on (dp__ring_watch_joined) and fails the
  * communicators on a ring node suspected for DP_WATCH_SUSPECT_MS in a row,
  * the membership's own conviction held for a second longer: where the
