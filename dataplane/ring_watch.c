@@ -21,9 +21,13 @@
  * of them lost) or the node never joined the membership (lost while the
  * leader was still adding it), and then only [coll] timeout_ms ended the
  * collective. So the watch goes on (dp__ring_watch_joined) and fails the
- * communicators on a ring node suspected for DP_WATCH_SUSPECT_MS in a row,
- * the membership's own conviction held for a second longer: where the
- * membership works it acts first. A node that said it stopped is not a
+ * communicators on a ring node suspected for DP_WATCH_SUSPECT_MS in a row
+ * where no epoch can remove it: it is not a member, or the members phi does
+ * not suspect are no majority of them. Where one can, the membership acts on
+ * the same suspicion at once (a Raft leader lost too: after an election),
+ * and the watch waits DP_WATCH_MEMBER_SUSPECT_MS, a backstop that lets the
+ * epoch come first (2026-11-28: the leader killed, 3 nodes, the epoch
+ * 1.67 s after the kill). A node that said it stopped is not a
  * failure here: nodes that finished leave while others finish theirs.
  * The owner stops the watch (dp__ring_watch_stop) before it closes.
  *
@@ -48,6 +52,9 @@ static_assert(CFG_MAX_NODES <= 64, "the ring is a 64-bit mask");
 #define DP_WATCH_POLL_MS 50u       /* while joining */
 #define DP_WATCH_RUN_POLL_MS 100u  /* after: the run's CPUs are busy */
 #define DP_WATCH_SUSPECT_MS 1000u
+#define DP_WATCH_MEMBER_SUSPECT_MS 3000u   /* after the join, where an epoch can come */
+#define DP_WATCH_MEMBER_SUSPECT_TEXT "3000"
+static_assert(DP_WATCH_MEMBER_SUSPECT_MS == 3000u, "the text above says so");
 
 extern __typeof__(ctl_node_status) ctl_node_status __attribute__((weak));
 
@@ -62,12 +69,30 @@ struct dp_ring_watch {
 	struct ctl_status st;
 };
 
+/* Can the membership commit an epoch without the suspected? Its members
+ * that phi does not suspect (this node among them) are a majority. */
+static bool quorum_left(const struct ctl_status *st)
+{
+	uint32_t live = 0;
+
+	for (uint32_t i = 0; i < st->st.n && i < CFG_MAX_NODES; i++) {
+		uint16_t id = st->st.m[i].id;
+		bool down = false;
+		for (uint32_t k = 0; k < st->n_peers && k < CFG_MAX_NODES; k++)
+			if (st->peers[k].id == id)
+				down = st->peers[k].convicted;
+		live += id == st->self || !down;
+	}
+	return 2 * live > st->st.n;
+}
+
 /* Abort every communicator when a node of the ring went silent (or, while
  * joining, said it stopped). true once it did. */
 static bool check(struct dp_ring_watch *w, uint64_t since[CFG_MAX_NODES])
 {
 	uint64_t now = zb_now_ns();
 	bool joined = atomic_load(&w->joined);
+	bool quorum = joined && quorum_left(&w->st);
 
 	for (uint32_t k = 0; k < w->st.n_peers && k < CFG_MAX_NODES; k++) {
 		const struct ctl_peer_status *ps = &w->st.peers[k];
@@ -88,15 +113,19 @@ static bool check(struct dp_ring_watch *w, uint64_t since[CFG_MAX_NODES])
 		} else {
 			if (!since[ps->id])
 				since[ps->id] = now;
-			if (now - since[ps->id] < DP_WATCH_SUSPECT_MS * 1000000ull)
+			uint32_t dwell = joined && ps->member && quorum
+						 ? DP_WATCH_MEMBER_SUSPECT_MS : DP_WATCH_SUSPECT_MS;
+			if (now - since[ps->id] < dwell * 1000000ull)
 				continue;
 			if (joined)
 				snprintf(why, sizeof(why), "node %u went silent (%llu "
 					 "heartbeat(s) heard, the last %.0f ms ago; phi %.1f) "
 					 "and the membership has not removed it (%s)", ps->id,
 					 (unsigned long long)ps->heartbeats, ps->last_heard_ms,
-					 ps->phi, ps->member ? "Raft committed no epoch "
-					 "without it" : "it was not a member yet");
+					 ps->phi, !ps->member ? "it was not a member yet" :
+					 quorum ? "no epoch without it within "
+					 DP_WATCH_MEMBER_SUSPECT_TEXT " ms" :
+					 "the members left are no majority");
 			else
 				snprintf(why, sizeof(why), "node %u went silent while the "
 					 "nodes were joining (%llu heartbeat(s) heard, the last "
