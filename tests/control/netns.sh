@@ -5,6 +5,7 @@
 #                            lives in zbctl-TAG-br (10.77.SUBNET.(i+1)/24)
 #   nn_conf I [PSK]          write node I's config (PSK: key file name)
 #   nn_start I / nn_kill I   run `zbmd control` in node I's namespace / kill -9
+#   nn_form SECS I...        conf + start nodes I..., wait until they agree
 #   nn_field I KEY           one field of node I's `zbmd status`
 #   nn_link I up|down        the bridge port of node I (partition)
 # Everything is torn down by the EXIT trap, whatever happens.
@@ -124,6 +125,14 @@ nn_agree() {
 		[ -z "$e" ] || [ "$e" = "$ep" ] || return 1
 		e=$ep
 	done
+}
+
+# nn_form SECONDS I...: write each node's config, start it, and wait until
+# all of them agree on one cluster of that many members.
+nn_form() {
+	local secs=$1 i; shift
+	for i in "$@"; do nn_conf "$i"; nn_start "$i"; done
+	nn_wait "$secs" nn_agree $# "$@"
 }
 
 # nn_finish: SIGTERM every node still running (graceful leave, clean exit,

@@ -8,8 +8,7 @@ source "$ZBMD_ROOT/tests/control/netns.sh"
 nn_require
 plan 15
 nn_setup c 1 4
-for i in 0 1 2; do nn_conf $i; nn_start $i; done
-nn_wait 10 nn_agree 3 0 1 2
+nn_form 10 0 1 2
 ok $? "3 nodes formed a cluster (members: $(nn_field 0 members), epoch $(nn_field 0 epoch))"
 
 L=$(nn_field 0 leader)

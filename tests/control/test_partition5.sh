@@ -8,8 +8,7 @@ source "$ZBMD_ROOT/tests/control/netns.sh"
 nn_require
 plan 8
 nn_setup p 2 5
-for i in 0 1 2 3 4; do nn_conf $i; nn_start $i; done
-nn_wait 15 nn_agree 5 0 1 2 3 4
+nn_form 15 0 1 2 3 4
 ok $? "5 nodes formed a cluster (epoch $(nn_field 0 epoch))"
 
 L=$(nn_field 0 leader)

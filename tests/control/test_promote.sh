@@ -14,8 +14,7 @@ source "$ZBMD_ROOT/tests/control/netns.sh"
 nn_require
 plan 5
 nn_setup q 3 4
-for i in 0 1 2; do nn_conf $i; nn_start $i; done
-nn_wait 15 nn_agree 3 0 1 2
+nn_form 15 0 1 2
 ok $? "3 nodes formed a cluster (epoch $(nn_field 0 epoch))"
 
 L=$(nn_field 0 leader)
