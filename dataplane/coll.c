@@ -31,6 +31,15 @@
 #define COLL_WAIT_MS 5
 #define COLL_OWNER_SLEEP_US 1000 /* owner's futex wait: a bound, not a poll */
 #define COLL_OWNER_YIELD_NS (200ull * 1000) /* owner yields this long, then sleeps */
+/* The same before a provider's wait (tcp: poll). 4 tcp nodes on 2 vCPUs
+ * (2026-11-28), busbw out of place / in place, GB/s, 3 alternated runs at
+ * 1 and 4 MiB: sleeping at once 1.27 - 1.51 / 1.29 - 1.37 and 1.39 - 1.47 /
+ * 1.43 - 1.54; yielding 50 us first 1.42 - 1.54 / 1.90 - 1.99 and 1.80 -
+ * 1.91 / 1.83 - 1.98; 200 us 1.32 - 1.56 / 0.90 - 1.52 and 1.67 - 1.84 /
+ * 1.61 - 1.97 (a yield can hand the CPU to a busy neighbour for its slice).
+ * 16 / 64 MiB, 2 pairs: 1.21 - 1.46 / 1.25 - 1.34 against 1.12 - 1.23 /
+ * 1.14 - 1.15. */
+#define COLL_PROVIDER_YIELD_NS (50ull * 1000)
 #define COLL_CHANNEL_MIN_BYTES (64u << 10) /* per channel, before adding one */
 
 static_assert(COLL_SLOTS >= 2, "chunk-major schedules need two slots");
@@ -1408,18 +1417,15 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 			}
 			owner_sleep(c, COLL_OWNER_SLEEP_US);
 		} else if (c->ops->wait) {
-			/* the same for a provider that sleeps in its own wait
-			 * (tcp: poll()): the peer's data wakes a sleeper late on
-			 * a shared VM. 4 tcp nodes on 2 vCPUs, 3 alternated
-			 * runs: 1 / 4 / 16 / 64 MiB busbw 1.62 - 1.91 / 1.91 -
-			 * 1.96 / 1.34 - 1.52 / 1.25 - 1.28 GB/s yielding 200 us
-			 * first, 1.36 - 1.40 / 1.43 - 1.47 / 1.13 - 1.17 / 1.07 -
-			 * 1.10 sleeping at once, 1.55 - 1.63 / 1.49 - 1.57 /
-			 * 1.19 - 1.25 / 1.29 - 1.30 yielding 1 ms */
+			/* a provider that sleeps in its own wait (tcp: poll()):
+			 * yield a little first, as the threaded owner does — the
+			 * peer's data wakes a sleeper late on a shared VM, while
+			 * a long yield hands the CPU to a busy neighbour for its
+			 * whole slice (COLL_PROVIDER_YIELD_NS) */
 			uint64_t now = zb_now_ns();
 			if (!yield_since)
 				yield_since = now;
-			if (now - yield_since < COLL_OWNER_YIELD_NS) {
+			if (now - yield_since < COLL_PROVIDER_YIELD_NS) {
 				sched_yield();
 				c->st.wait_ns += zb_now_ns() - now;   /* waiting too */
 				continue;
