@@ -490,7 +490,8 @@ static void leader_step(struct ctl_node *n, uint64_t now)
 	if (act.type == CTL_ACT_NONE)
 		return;
 	bool fsm = act.type == CTL_ACT_JOIN || act.type == CTL_ACT_LEAVE;
-	if (fsm ? n->fsm_busy : n->cfg_busy)
+	bool *busy = fsm ? &n->fsm_busy : &n->cfg_busy;
+	if (*busy)
 		return;
 	struct ctl_action *op = fsm ? &n->op_fsm : &n->op_cfg;
 	*op = act;
@@ -527,7 +528,7 @@ static void leader_step(struct ctl_node *n, uint64_t now)
 	      ctl__action_name(op->type), op->id, rc ? ": " : "",
 	      rc ? raft_strerror(rc) : "");
 	if (rc == 0)
-		*(fsm ? &n->fsm_busy : &n->cfg_busy) = true;
+		*busy = true;
 	else
 		n->op_next_ns = now + OP_RETRY_MS * 1000000ull;
 }

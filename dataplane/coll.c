@@ -1386,6 +1386,8 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 	uint64_t t0 = zb_now_ns();
 
 	ZB_ASSERT(c != NULL && op != NULL);
+	const uint64_t yield_ns = c->threaded ? COLL_OWNER_YIELD_NS
+				  : c->ops->wait ? COLL_PROVIDER_YIELD_NS : 0;
 	for (;;) {
 		rc = coll_progress(c);
 		int st = coll_test(op, &done);
@@ -1402,34 +1404,29 @@ int coll_wait(struct coll_comm *c, struct coll_op *op)
 		}
 		if (++idle < COLL_IDLE_SPINS)
 			continue;
-		if (c->threaded) {
-			/* the lanes do the work (or ack a failure). First yield
-			 * for a while: a lane waking a sleeping owner costs a
-			 * futex wake (tens of us on a virtual machine, more than
-			 * a small collective itself); then sleep until one
-			 * publishes, leaving the (shared) cores to them */
+		/* Yield for a while before sleeping: waking a sleeper costs
+		 * tens of us on a virtual machine, more than a small
+		 * collective itself. The threaded owner's lanes do the work
+		 * (or ack a failure) and wake it with a futex; a provider that
+		 * sleeps in its own wait (tcp: poll()) is woken by the peer's
+		 * data, and a long yield there hands the CPU to a busy
+		 * neighbour for its whole slice (COLL_PROVIDER_YIELD_NS). */
+		if (yield_ns) {
 			uint64_t now = zb_now_ns();
 			if (!yield_since)
 				yield_since = now;
-			if (now - yield_since < COLL_OWNER_YIELD_NS) {
+			if (now - yield_since < yield_ns) {
 				sched_yield();
+				if (!c->threaded)   /* the provider's wait: waiting too */
+					c->st.wait_ns += zb_now_ns() - now;
 				continue;
 			}
+		}
+		if (c->threaded) {
+			/* then sleep until a lane publishes, leaving the
+			 * (shared) cores to them */
 			owner_sleep(c, COLL_OWNER_SLEEP_US);
 		} else if (c->ops->wait) {
-			/* a provider that sleeps in its own wait (tcp: poll()):
-			 * yield a little first, as the threaded owner does — the
-			 * peer's data wakes a sleeper late on a shared VM, while
-			 * a long yield hands the CPU to a busy neighbour for its
-			 * whole slice (COLL_PROVIDER_YIELD_NS) */
-			uint64_t now = zb_now_ns();
-			if (!yield_since)
-				yield_since = now;
-			if (now - yield_since < COLL_PROVIDER_YIELD_NS) {
-				sched_yield();
-				c->st.wait_ns += zb_now_ns() - now;   /* waiting too */
-				continue;
-			}
 			uint64_t w0 = zb_now_ns();
 			(void)c->ops->wait(c->ctx, COLL_WAIT_MS);
 			c->st.wait_ns += zb_now_ns() - w0;

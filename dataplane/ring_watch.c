@@ -53,8 +53,6 @@ static_assert(CFG_MAX_NODES <= 64, "the ring is a 64-bit mask");
 #define DP_WATCH_RUN_POLL_MS 100u  /* after: the run's CPUs are busy */
 #define DP_WATCH_SUSPECT_MS 1000u
 #define DP_WATCH_MEMBER_SUSPECT_MS 3000u   /* after the join, where an epoch can come */
-#define DP_WATCH_MEMBER_SUSPECT_TEXT "3000"
-static_assert(DP_WATCH_MEMBER_SUSPECT_MS == 3000u, "the text above says so");
 
 extern __typeof__(ctl_node_status) ctl_node_status __attribute__((weak));
 
@@ -73,17 +71,11 @@ struct dp_ring_watch {
  * that phi does not suspect (this node among them) are a majority. */
 static bool quorum_left(const struct ctl_status *st)
 {
-	uint32_t live = 0;
+	uint32_t down = 0;
 
-	for (uint32_t i = 0; i < st->st.n && i < CFG_MAX_NODES; i++) {
-		uint16_t id = st->st.m[i].id;
-		bool down = false;
-		for (uint32_t k = 0; k < st->n_peers && k < CFG_MAX_NODES; k++)
-			if (st->peers[k].id == id)
-				down = st->peers[k].convicted;
-		live += id == st->self || !down;
-	}
-	return 2 * live > st->st.n;
+	for (uint32_t k = 0; k < st->n_peers && k < CFG_MAX_NODES; k++)
+		down += st->peers[k].member && st->peers[k].convicted;
+	return 2 * (st->st.n - down) > st->st.n;
 }
 
 /* Abort every communicator when a node of the ring went silent (or, while
@@ -117,16 +109,20 @@ static bool check(struct dp_ring_watch *w, uint64_t since[CFG_MAX_NODES])
 						 ? DP_WATCH_MEMBER_SUSPECT_MS : DP_WATCH_SUSPECT_MS;
 			if (now - since[ps->id] < dwell * 1000000ull)
 				continue;
-			if (joined)
+			if (joined) {
+				char reason[48] = "it was not a member yet";
+				if (ps->member && quorum)
+					snprintf(reason, sizeof(reason), "no epoch without "
+						 "it within %u ms", dwell);
+				else if (ps->member)
+					snprintf(reason, sizeof(reason), "the members "
+						 "left are no majority");
 				snprintf(why, sizeof(why), "node %u went silent (%llu "
 					 "heartbeat(s) heard, the last %.0f ms ago; phi %.1f) "
 					 "and the membership has not removed it (%s)", ps->id,
 					 (unsigned long long)ps->heartbeats, ps->last_heard_ms,
-					 ps->phi, !ps->member ? "it was not a member yet" :
-					 quorum ? "no epoch without it within "
-					 DP_WATCH_MEMBER_SUSPECT_TEXT " ms" :
-					 "the members left are no majority");
-			else
+					 ps->phi, reason);
+			} else
 				snprintf(why, sizeof(why), "node %u went silent while the "
 					 "nodes were joining (%llu heartbeat(s) heard, the last "
 					 "%.0f ms ago; phi %.1f)", ps->id,
