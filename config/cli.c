@@ -15,36 +15,6 @@ enum { EXIT_OK = 0, EXIT_USAGE = 2 };
 #define CHECK_USAGE "usage: zbmd check-config [-q] FILE.ini|-\n"
 
 /* All of stdin as a string (NULL on failure). */
-static char *read_stdin(void)
-{
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
-
-	while (buf != NULL) {
-		size_t n = fread(buf + len, 1, cap - len - 1, stdin);
-
-		len += n;
-		if (n == 0)
-			break;
-		if (len + 1 == cap) {
-			char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
-
-			if (nb == NULL) {
-				free(buf);
-				return NULL;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	if (buf == NULL || ferror(stdin)) {
-		free(buf);
-		return NULL;
-	}
-	buf[len] = '\0';
-	return buf;
-}
-
 static int check_help(void)
 {
 	printf(CHECK_USAGE "\n"
@@ -64,7 +34,6 @@ int cfg_cmd_check_config(int argc, char **argv)
 	struct cfg_error *err = malloc(sizeof(*err));
 	const char *path = NULL;
 	bool quiet = false;
-	char *text = NULL;
 	int rc = EXIT_USAGE;
 
 	for (int i = 1; i < argc; i++) {
@@ -92,13 +61,7 @@ int cfg_cmd_check_config(int argc, char **argv)
 		goto out;
 	}
 	if (strcmp(path, "-") == 0) {
-		text = read_stdin();
-		if (text == NULL) {
-			fprintf(stderr, "<stdin>: cannot read (expected an INI "
-				"text)\n");
-			goto out;
-		}
-		rc = cfg_load_string(cfg, text, "<stdin>", err);
+		rc = cfg_load_stream(cfg, stdin, "<stdin>", err);
 	} else {
 		rc = cfg_load_file(cfg, path, err);
 	}
@@ -111,7 +74,6 @@ int cfg_cmd_check_config(int argc, char **argv)
 		cfg_dump(cfg, stdout);
 	rc = EXIT_OK;
 out:
-	free(text);
 	free(cfg);
 	free(err);
 	return rc;

@@ -32,6 +32,9 @@ enum cfg__type {
 /* Longest line, newline excluded: inih reads through our reader into a heap
  * buffer of CFG__LINE_MAX + 2 bytes (line, '\n', NUL). */
 #define CFG__LINE_MAX 4094
+/* The most a config input may hold (a file, stdin): past it the load stops
+ * with an error, whatever the input (/dev/zero). */
+#define CFG__INPUT_MAX (64u << 20)
 
 /* Row flags. */
 #define CFG__REQUIRED   0x01u  /* must be written in the file */

@@ -42,9 +42,10 @@ struct ctx {
 	struct cfg_error *err;
 	const char *name;       /* file name for messages */
 	FILE *in;
-	char *buf;              /* getline buffer */
-	size_t bufcap;
+	char *buf;              /* one line as read: LINE_BUF bytes */
+	uint64_t bytes;         /* read so far */
 	int read_errno;         /* a read error, or 0 */
+	bool too_big;           /* the input passed CFG__INPUT_MAX */
 
 	unsigned line;          /* line last handed to inih */
 	enum line_kind kind;    /* its kind */
@@ -358,6 +359,42 @@ static void finish_line(struct ctx *c)
 			  "value, [section] or a ; comment)");
 }
 
+/* What a line may hold as read: a byte order mark, CFG__LINE_MAX
+ * characters and one more (to tell a long line), "\r\n", a NUL. */
+#define LINE_BUF (3 + CFG__LINE_MAX + 1 + 2 + 1)
+
+/* The next line into c->buf: at most LINE_BUF - 1 bytes are kept, the rest
+ * of a longer line is read and dropped, so memory stays bounded whatever
+ * the input (a file of one endless line: /dev/zero). Its length kept, or -1
+ * at the end, on a read error (c->read_errno) and past CFG__INPUT_MAX
+ * bytes (c->too_big). */
+static ssize_t next_line(struct ctx *c)
+{
+	size_t n = 0;
+	bool any = false;
+	int ch;
+
+	while ((ch = getc_unlocked(c->in)) != EOF) {
+		if (++c->bytes > CFG__INPUT_MAX) {
+			c->too_big = true;
+			return -1;
+		}
+		any = true;
+		if (n < LINE_BUF - 1)
+			c->buf[n++] = (char)ch;
+		if (ch == '\n')
+			break;
+	}
+	if (ch == EOF && ferror(c->in)) {
+		c->read_errno = errno ? errno : EIO;
+		return -1;
+	}
+	if (!any)
+		return -1;
+	c->buf[n] = '\0';
+	return (ssize_t)n;
+}
+
 /* inih's reader: one line per call, counting lines. */
 static char *reader(char *str, int num, void *stream)
 {
@@ -369,10 +406,8 @@ static char *reader(char *str, int num, void *stream)
 	ZB_ASSERT(c != NULL && str != NULL);
 	ZB_ASSERT(num >= 8 && num <= CFG__LINE_MAX + 2);
 	finish_line(c);
-	n = getline(&c->buf, &c->bufcap, c->in);
+	n = next_line(c);
 	if (n < 0) {
-		if (ferror(c->in))
-			c->read_errno = errno ? errno : EIO;
 		c->kind = L_NONE;
 		return NULL;
 	}
@@ -626,6 +661,22 @@ static void check_pairs(struct ctx *c)
 		add_error(c, blame(c, key_index(S_ACTORS, "carrier"), 0),
 			  "actors.carrier = rdma but [rdma] is not enabled "
 			  "(expected enabled = true in [rdma])");
+	/* what the control plane refuses at its start (control/node.c),
+	 * told here already; never where it does not start */
+	if (cfg->control.enabled != CFG_CONTROL_OFF) {
+		if (cfg->cluster.seed_count > 0 && !cfg->cluster.psk_file[0])
+			add_error(c, blame(c, key_index(S_CLUSTER, "seeds"), 0),
+				  "cluster.seeds lists nodes but there is no "
+				  "psk_file (expected [cluster] psk_file: control "
+				  "messages are authenticated)");
+		if (cfg->control.admin_listen[0] &&
+		    !strcmp(cfg->control.admin_listen, cfg->metrics.listen))
+			add_error(c, blame(c, key_index(S_CONTROL,
+							"admin_listen"), 0),
+				  "control.admin_listen: %s is [metrics] listen "
+				  "too (expected two addresses)",
+				  cfg->control.admin_listen);
+	}
 }
 
 static int load(struct zb_config *cfg, FILE *in, const char *name,
@@ -642,6 +693,11 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	if (c->key_line == NULL) {
 		rc = -ENOMEM;
 		goto out_ctx;
+	}
+	c->buf = malloc(LINE_BUF);
+	if (c->buf == NULL) {
+		rc = -ENOMEM;
+		goto out_buf;
 	}
 	c->cfg = cfg;
 	c->err = err;
@@ -668,6 +724,9 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	if (c->read_errno != 0)
 		add_error(c, c->line, "cannot read: %s (expected a readable "
 			  "INI file)", strerror(c->read_errno));
+	if (c->too_big)
+		add_error(c, c->line, "the input goes on past %u MiB (expected "
+			  "an INI file)", CFG__INPUT_MAX >> 20);
 	if (r == -2) {
 		rc = -ENOMEM;
 		goto out_buf;
@@ -675,9 +734,13 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 	if (r > 0 && err->count == 0)
 		add_error(c, (unsigned)r, "cannot parse line (expected key = "
 			  "value, [section] or a ; comment)");
-	check_required(c);
-	check_ports(c);
-	check_pairs(c);
+	if (c->read_errno == 0 && !c->too_big) {
+		/* what is missing or clashes means something only in a
+		 * whole file */
+		check_required(c);
+		check_ports(c);
+		check_pairs(c);
+	}
 	if (err->count > c->shown) {
 		size_t left = sizeof(err->list) - c->list_len;
 
@@ -752,9 +815,20 @@ fail:
 	return rc;
 }
 
+int cfg_load_stream(struct zb_config *cfg, FILE *in, const char *name,
+		    struct cfg_error *err)
+{
+	ZB_ASSERT(cfg != NULL && in != NULL && name != NULL && err != NULL);
+	error_reset(err);
+	cfg_set_defaults(cfg);
+	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
+	return load(cfg, in, name, err);
+}
+
 int cfg_load_file(struct zb_config *cfg, const char *path,
 		  struct cfg_error *err)
 {
+	size_t plen = strlen(path);
 	FILE *f;
 	int rc;
 
@@ -765,9 +839,12 @@ int cfg_load_file(struct zb_config *cfg, const char *path,
 	f = fopen(path, "r");
 	if (f == NULL) {
 		rc = -errno;
-		snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s "
-			 "(expected a readable INI file)", path,
-			 strerror(errno));
+		/* a path too long for the message keeps its end, so that
+		 * the reason still shows */
+		snprintf(err->msg, sizeof(err->msg), "%s%s: cannot open: %s "
+			 "(expected a readable INI file)",
+			 plen > 320 ? "..." : "", path + (plen > 320 ? plen - 320 : 0),
+			 strerror(-rc));
 		err->count = 1;
 		snprintf(err->list, sizeof(err->list), "%s\n", err->msg);
 		return rc;

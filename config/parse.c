@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <strings.h>
 
@@ -179,8 +180,12 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 			while (*p == ' ' || *p == '\t')
 				p++;
 			if (parse_dec(&p, 99999, 5, &hi) != 0) {
-				why_set(why, whylen, "a range has no end "
-					"after %u-", lo);
+				if (*p >= '0' && *p <= '9')
+					why_set(why, whylen, "'%s' is not a "
+						"core id", p);
+				else
+					why_set(why, whylen, "a range has no "
+						"end after %u-", lo);
 				return -EINVAL;
 			}
 			if (hi < lo) {
@@ -486,12 +491,20 @@ void cfg__expect(const struct cfg__key *k, char *out, size_t len)
 {
 	ZB_ASSERT(k != NULL && out != NULL);
 	switch (k->type) {
-	case CFG__UINT:
-		snprintf(out, len, "%s %.0f..%.0f%s",
+	case CFG__UINT: {
+		char max[32];
+
+		/* a double cannot hold 2^64 - 1: it reads 2^64 */
+		if (k->max >= 18446744073709551615.0)
+			snprintf(max, sizeof(max), "%" PRIu64, UINT64_MAX);
+		else
+			snprintf(max, sizeof(max), "%.0f", k->max);
+		snprintf(out, len, "%s %.0f..%s%s",
 			 k->flags & CFG__POW2 ? "a power of two"
 					      : "an integer",
-			 k->min, k->max, k->flags & CFG__AUTO ? " or auto" : "");
+			 k->min, max, k->flags & CFG__AUTO ? " or auto" : "");
 		break;
+	}
 	case CFG__DOUBLE:
 		snprintf(out, len, "a number %g..%g", k->min, k->max);
 		break;

@@ -201,6 +201,10 @@ void cfg_set_defaults(struct zb_config *cfg);
 int cfg_load_file(struct zb_config *cfg, const char *path, struct cfg_error *err);
 int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 		    struct cfg_error *err);
+/* The same from an open stream (stdin), named `name` in messages; at most
+ * 64 MiB is read. */
+int cfg_load_stream(struct zb_config *cfg, FILE *in, const char *name,
+		    struct cfg_error *err);
 
 /* Print the effective configuration (defaults included) as INI. */
 void cfg_dump(const struct zb_config *cfg, FILE *out);

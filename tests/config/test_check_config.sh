@@ -90,6 +90,27 @@ ok $? "check-config -: reads stdin"
 (cd tests/config/data/bad && "$ZBMD" check-config - <typo.ini 2>&1 >/dev/null | sed 's/^<stdin>:/typo.ini:/' | cmp -s - typo.err)
 ok $? "check-config -: errors name <stdin> with the same lines"
 
+printf '[node]\nid = 0\n[cluster]\nid = 1\n\0[gpu]\nbackend = bogus\n' |
+	"$ZBMD" check-config -q - >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q '^<stdin>:5: line contains a NUL byte' "$TMP/err"
+ok $? "check-config -: a NUL byte on stdin is an error, not the end of the text"
+
+# Inputs without end or too large: a bounded read and one clear message
+# (this reading used to grow with the longest line: /dev/zero took the
+# machine's memory).
+for src in /dev/zero "-"; do
+	( ulimit -v 400000; head -c 80M /dev/zero | timeout 60 "$ZBMD" check-config -q "$src" ) \
+		>/dev/null 2>"$TMP/err"; rc=$?
+	name=$([ "$src" = - ] && echo "<stdin>" || echo "$src")
+	[ $rc -eq 2 ] && [ "$(cat "$TMP/err")" = "$name:0: the input goes on past 64 MiB (expected an INI file)" ]
+	ok $? "check-config $src: 80 MiB without a newline, 400 MB of address space: exit 2, one message"
+	[ $rc -eq 2 ] || diag "exit $rc: $(head -c 300 "$TMP/err")"
+done
+long="$TMP/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 200))/$(printf 'f%.0s' $(seq 200)).ini"
+"$ZBMD" check-config "$long" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q '^\.\.\.[de/]*f*\.ini: cannot open: No such file or directory' "$TMP/err"
+ok $? "a 600-character path that is not there: its end and the reason"
+
 # Usage.
 "$ZBMD" check-config >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q '^usage: zbmd check-config \[-q\] FILE.ini|-' "$TMP/err"

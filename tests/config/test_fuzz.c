@@ -19,7 +19,7 @@ static const char base_text[] =
 	"[port.0]\nvdev = net_af_packet0,iface=veth0\nip = 10.0.0.3/24\n"
 	"mac = 02:00:00:00:00:03\n"
 	"[peer.1]\nip = 10.0.0.1\ncontrol = 10.1.0.1:7400\n"
-	"[cluster]\nid = 7\nseeds = 10.1.0.1:7400, 10.1.0.2:7400\n"
+	"[cluster]\nid = 7\nseeds = 10.1.0.1:7400, 10.1.0.2:7400\npsk_file = psk\n"
 	"[control]\nphi_threshold = 8.5\nlisten = 10.1.0.3:7400\n";
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;

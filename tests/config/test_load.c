@@ -96,7 +96,8 @@ static void test_values(void)
 	   "duplicate section found in a string too");
 	rc = load(REQUIRED "[cluster]\nseeds = 10.0.0.1:1, 10.0.0.2:2\n");
 	ok(rc == ZB_ERR_CONFIG, "seeds in a second [cluster] rejected");
-	rc = load("[node]\nid = 1\n[cluster]\nid = 2\nseeds = 10.0.0.1:1, 10.0.0.2:2 ,10.0.0.3:3\n");
+	rc = load("[node]\nid = 1\n[cluster]\nid = 2\npsk_file = k\n"
+		  "seeds = 10.0.0.1:1, 10.0.0.2:2 ,10.0.0.3:3\n");
 	ok(rc == 0 && a.cluster.seed_count == 3 &&
 		   strcmp(a.cluster.seeds[1], "10.0.0.2:2") == 0 &&
 		   strcmp(a.cluster.seeds[2], "10.0.0.3:3") == 0,
@@ -116,7 +117,7 @@ static void test_values(void)
 		  "10.20.0.7:7400, 10.20.0.8:7400, 10.20.0.9:7400, "
 		  "10.20.0.10:7400, 10.20.0.11:7400, 10.20.0.12:7400, "
 		  "10.20.0.13:7400, 10.20.0.14:7400, 10.20.0.15:7400, "
-		  "10.20.0.16:7400\n");
+		  "10.20.0.16:7400\npsk_file = /etc/zbmd/psk\n");
 	ok(rc == 0 && a.cluster.seed_count == CFG_MAX_SEEDS &&
 		   strcmp(a.cluster.seeds[15], "10.20.0.16:7400") == 0,
 	   "16 seeds on one long line");
