@@ -100,6 +100,9 @@ int ctl_cmd_control(int argc, char **argv)
 	return ZB_EXIT_OK;
 }
 
+/* The most a status reply may hold. */
+#define STATUS_REPLY_MAX (16u << 20)
+
 /* GET path from ip:port; the body into a malloc'd string, NULL on error
  * (reason printed). */
 static char *http_get(const char *addr, const char *path)
@@ -114,8 +117,9 @@ static char *http_get(const char *addr, const char *path)
 	}
 	memcpy(host, addr, (size_t)(colon - addr));
 	host[colon - addr] = '\0';
-	int port = atoi(colon + 1);
-	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+	char *end;
+	long port = colon[1] >= '0' && colon[1] <= '9' ? strtol(colon + 1, &end, 10) : 0;
+	if (port <= 0 || port > 65535 || *end || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
 		fprintf(stderr, "zbmd status: '%s' is not ip:port\n", addr);
 		return NULL;
 	}
@@ -139,12 +143,15 @@ static char *http_get(const char *addr, const char *path)
 	}
 	size_t cap = 65536, len = 0;
 	char *buf = malloc(cap + 1);
-	ssize_t r;
+	ssize_t r = 0;
 	while (buf && (r = read(fd, buf + len, cap - len)) > 0) {
 		len += (size_t)r;
 		if (len == cap) {
-			char *nb = realloc(buf, 2 * cap + 1);
+			char *nb = cap < STATUS_REPLY_MAX ? realloc(buf, 2 * cap + 1) : NULL;
 			if (!nb) {
+				fprintf(stderr, "zbmd status: the reply from %s goes on past "
+					"%u MiB (expected a node's status)\n", addr,
+					STATUS_REPLY_MAX >> 20);
 				free(buf);
 				buf = NULL;
 				break;
@@ -153,9 +160,18 @@ static char *http_get(const char *addr, const char *path)
 			cap *= 2;
 		}
 	}
+	int rerr = errno;
 	close(fd);
 	if (!buf)
 		return NULL;
+	if (r < 0) {
+		fprintf(stderr, "zbmd status: %s from %s: %s\n",
+			rerr == EAGAIN || rerr == EWOULDBLOCK ? "no whole reply within 3 s"
+							       : "reading the reply",
+			addr, strerror(rerr));
+		free(buf);
+		return NULL;
+	}
 	buf[len] = '\0';
 	char *body = strstr(buf, "\r\n\r\n");
 	if (strncmp(buf, "HTTP/1.", 7) != 0 || !body || atoi(buf + 9) != 200) {
@@ -163,7 +179,16 @@ static char *http_get(const char *addr, const char *path)
 		free(buf);
 		return NULL;
 	}
-	memmove(buf, body + 4, strlen(body + 4) + 1);
+	/* a reply cut short (the node went away mid-reply) is not a status */
+	size_t blen = len - (size_t)(body + 4 - buf);
+	const char *cl = strcasestr(buf, "\r\ncontent-length:");
+	if (cl && cl < body && strtoull(cl + 17, NULL, 10) != blen) {
+		fprintf(stderr, "zbmd status: bad reply from %s: %zu bytes of a body "
+			"of %llu\n", addr, blen, strtoull(cl + 17, NULL, 10));
+		free(buf);
+		return NULL;
+	}
+	memmove(buf, body + 4, blen + 1);
 	return buf;
 }
 
@@ -208,6 +233,11 @@ int ctl_cmd_status(int argc, char **argv)
 		}
 		snprintf(addr, sizeof(addr), "%s", cfg->control.admin_listen);
 		free(cfg);
+		if (!addr[0]) {
+			fprintf(stderr, "zbmd status: %s has no admin endpoint ([control] "
+				"admin_listen is empty: the admin API is off)\n", path);
+			return ZB_EXIT_FAIL;
+		}
 	}
 	char *body = http_get(addr, json ? "/status.json" : "/status");
 	if (!body)
@@ -221,7 +251,9 @@ int ctl_cmd_status(int argc, char **argv)
 	 * lcore applied (the lowest one: "dataplane_epoch"), then the port,
 	 * loop, transport and actor counters as "port ..." / "dataplane ...". */
 	char *m = http_get(addr, "/metrics");
-	if (m) {
+	if (!m)
+		return ZB_EXIT_FAIL;   /* every node serves it: said why */
+	{
 		long long low = -1;
 		unsigned lcores = 0;
 		char *m2 = strdup(m);

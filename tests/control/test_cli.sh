@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 12
+plan 16
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -28,6 +28,43 @@ $Z status --admin 127.0.0.1:1 2>"$D/err"; [ $? -eq 1 ] && grep -q "cannot reach"
 ok $? "status with nothing listening: clear error, exit 1"
 $Z status --admin nonsense 2>/dev/null; [ $? -eq 1 ]; ok $? "status with a bad address: exit 1"
 $Z status --bogus 2>/dev/null; [ $? -eq 2 ]; ok $? "status with an unknown flag: usage (2)"
+$Z status --admin 127.0.0.1:1junk 2>"$D/err"; [ $? -eq 1 ] && grep -q "is not ip:port" "$D/err"
+ok $? "status with junk after the port: not ip:port, exit 1 (it used to connect to port 1)"
+# A node whose replies are cut short: an error and exit 1, not half a status
+# printed with exit 0. A one-shot HTTP server per case.
+fake() {  # PORT STATUS_BODY ITS_LENGTH METRICS_BODY ITS_LENGTH READY_FILE
+	python3 - "$@" <<'PY' &
+import socket, sys
+port, sbody, slen, mbody, mlen = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port)); s.listen(4); s.settimeout(20)
+open(sys.argv[6], "w").close()   # listening
+for _ in range(2):
+    try:
+        c, _ = s.accept()
+    except OSError:
+        break
+    req = c.recv(4096).decode()
+    body, n = (mbody, mlen) if "/metrics" in req else (sbody, slen)
+    c.sendall(("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (n, body)).encode())
+    c.close()
+PY
+	FAKE=$!
+	for _ in $(seq 100); do [ -e "$6" ] && break; sleep 0.1; done
+}
+fake 17611 '{"a":[1,2' 10 x 1 "$D/ready1"
+$Z status --json --admin 127.0.0.1:17611 >"$D/out" 2>"$D/err"; rc=$?
+kill $FAKE 2>/dev/null; wait $FAKE 2>/dev/null
+[ $rc -eq 1 ] && grep -q "bad reply from 127.0.0.1:17611: 9 bytes of a body of 10" "$D/err" && [ ! -s "$D/out" ]
+ok $? "status: a reply cut short is an error (exit $rc: $(head -c 100 "$D/err"))"
+fake 17612 'state leader' 12 'zbmd_dp' 500 "$D/ready2"
+$Z status --admin 127.0.0.1:17612 >"$D/out" 2>"$D/err"; rc=$?
+kill $FAKE 2>/dev/null; wait $FAKE 2>/dev/null
+[ $rc -eq 1 ] && grep -q "7 bytes of a body of 500" "$D/err"
+ok $? "status: /metrics cut short after a good /status is an error too (exit $rc)"
+sed 's/^admin_listen = .*/admin_listen = ""/' "$D/n.ini" >"$D/noadmin.ini"
+$Z status -c "$D/noadmin.ini" 2>"$D/err"; [ $? -eq 1 ] && grep -q "admin API is off" "$D/err"
+ok $? "status -c on a config without an admin endpoint: says so, exit 1"
 $Z bench phi -t 0 2>/dev/null; [ $? -eq 2 ]; ok $? "bench phi with 0 trials: usage (2)"
 # the top level: what users type first, and what they mistype
 bad=0
