@@ -60,7 +60,7 @@
 #include <unistd.h>
 
 #define LOCAL_MAX_NODES 16
-#define LOCAL_MAX_SETS 32
+#define LOCAL_MAX_SETS 32   /* local_set says 32 */
 #define LOCAL_MEMIF_MAX 9       /* cluster-memif.sh: 8 ports per node */
 #define LOCAL_READY_S 30        /* a memif server must listen by then */
 #define LOCAL_DPDK_MTU "9000"   /* memif's and veth's frames unless ZBN_MTU says */
@@ -230,11 +230,13 @@ static int local_fault(struct local_opts *o, const char *spec)
 		const char *v = eq + 1;
 		errno = 0;
 		if (!strcmp(t, "seed")) {
+			if (*v < '0' || *v > '9')   /* strtoull takes "-1" */
+				return -EINVAL;
 			(void)strtoull(v, &end, 10);
 			snprintf(kv.key, sizeof(kv.key), "seed");
 		} else {
 			double d = strtod(v, &end);
-			if (d < 0 || d > 1)
+			if (!(d >= 0 && d <= 1))   /* NaN too */
 				return -EINVAL;
 			if (!strcmp(t, "drop") || !strcmp(t, "dup") || !strcmp(t, "reorder"))
 				snprintf(kv.key, sizeof(kv.key), "%s_rate", t);
@@ -266,20 +268,31 @@ static int local_set(struct local_opts *o, const char *spec, const char **why)
 	struct local_kv kv = {0};
 
 	*why = eq ? cfg_value_unwritable(eq + 1) : NULL;
+	if (*why)
+		return -EINVAL;
 	if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1 ||
 	    (size_t)(dot - spec) >= sizeof(kv.sec) ||
-	    (size_t)(eq - dot - 1) >= sizeof(kv.key) || strlen(eq + 1) >= sizeof(kv.val) ||
-	    *why)
+	    (size_t)(eq - dot - 1) >= sizeof(kv.key))
 		return -EINVAL;
 	for (const char *p = spec; p < eq; p++)   /* names: no blanks, no syntax */
 		if (!isgraph((unsigned char)*p) || strchr("[]=;#\"", *p))
 			return -EINVAL;
+	if (strlen(eq + 1) >= sizeof(kv.val)) {
+		*why = "the value is longer than zbmd local takes (127 characters)";
+		return -EINVAL;
+	}
 	memcpy(kv.sec, spec, (size_t)(dot - spec));
 	memcpy(kv.key, dot + 1, (size_t)(eq - dot - 1));
 	strcpy(kv.val, eq + 1);
+	if (!strcmp(kv.sec, "node")) {
+		*why = "zbmd local writes [node] for each node itself (id, name)";
+		return -EINVAL;
+	}
 	if (local_kv_put(o->dkv, &o->ndkv, (int)ZB_ARRAY_LEN(o->dkv), &kv) < 0 ||
-	    local_kv_put(o->kv, &o->nkv, (int)ZB_ARRAY_LEN(o->kv), &kv) < 0)
+	    local_kv_put(o->kv, &o->nkv, (int)ZB_ARRAY_LEN(o->kv), &kv) < 0) {
+		*why = "more keys set than zbmd local takes (32)";
 		return -ENOSPC;
+	}
 	return 0;
 }
 
@@ -443,7 +456,8 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			const char *why;
 			if (local_set(o, optarg, &why) < 0) {
 				if (why)
-					fprintf(stderr, "zbmd local: bad --set value: %s\n", why);
+					fprintf(stderr, "zbmd local: bad --set '%.60s%s': %s\n",
+						optarg, strlen(optarg) > 60 ? "..." : "", why);
 				else
 					fprintf(stderr, "zbmd local: bad --set '%s' (want "
 						"SECTION.KEY=VALUE)\n", optarg);

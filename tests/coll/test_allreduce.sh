@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 27
+plan 28
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -94,8 +94,19 @@ for a in 'eal.extra_args=--a ;b' "eal.extra_args=$(printf 'a\nb')" "$(printf 'ea
 	"$Z" local --nodes 2 --set "$a" -- $show >/dev/null 2>/tmp/zbcoll-err.$$
 	rc=$?; [ $rc -eq 2 ] && grep -q "bad --set" /tmp/zbcoll-err.$$ || { bad=1; diag "--set '$a': exit $rc"; }
 done
-rm -f $show
 ok $bad "--set values a config file cannot hold (' ;', a line break) and names with blanks: exit 2, said why"
+bad=0
+for a in 'node.id=5:writes \[node\] for each node' 'node.name=x:writes \[node\]' \
+	 "gpu.backend=$(printf 'x%.0s' $(seq 200)):longer than zbmd local takes"; do
+	"$Z" local --nodes 2 --set "${a%%:*}" -- $show >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && grep -q "bad --set .*${a#*:}" /tmp/zbcoll-err.$$ || { bad=1; diag "--set '${a:0:40}': exit $rc"; }
+done
+for a in seed=-1 drop=nan reorder=-0.1 dup=1.5; do
+	"$Z" local --nodes 2 --link memif --fault "$a" -- $show >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && grep -q "bad --fault '$a'" /tmp/zbcoll-err.$$ || { bad=1; diag "--fault '$a': exit $rc"; }
+done
+rm -f $show
+ok $bad "--set node.* (written per node), an over-long value, --fault seed=-1 and rates outside 0..1 or NaN: exit 2, said why (node.* was dropped in silence, seed=-1 and NaN taken)"
 # the node's config goes right after the subcommand's words: a trailing flag
 # without its value is the parser's error, not "--config" taken as the value
 "$Z" local --nodes 2 -- bench allreduce --json >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
