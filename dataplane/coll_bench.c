@@ -10,6 +10,7 @@
  */
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
+#include "zbmd/net.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -1137,6 +1138,13 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		goto out;
 	}
 	const char *pname = bench_provider(&o, cfg);
+	if (!coll_host_find(pname) && !net_find(pname)) {
+		/* the user's flag or config, before any set-up: a usage error */
+		fprintf(stderr, "zbmd bench allreduce: node %u: no net provider '%s' in "
+			"this build (expected tcp, dpdk or rdma)\n", cfg->node.id, pname);
+		status = 2;
+		goto out;
+	}
 	struct coll_comm_args ca = {.cfg = cfg, .provider = pname,
 				    .channels = (uint16_t)o.channels,
 				    .chunk_bytes = o.chunk_kb * 1024u,

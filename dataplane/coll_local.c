@@ -1490,13 +1490,22 @@ int coll_local_main(int argc, char **argv)
 						local_tail(L.nd[i].log);
 				}
 	}
-	/* every node refused the command (exit 2: its flags, its config, an
-	 * output it could not write): a usage error, as bench's own */
-	bool all_usage = L.failed && L.o.nodes > 0;
-	for (int i = 0; i < L.o.nodes && all_usage; i++)
-		all_usage = L.nd[i].exited && WIFEXITED(L.nd[i].status) &&
-			    WEXITSTATUS(L.nd[i].status) == 2;
-	L.usage_err |= all_usage;   /* nothing ran: no logs worth keeping */
+	/* every node that ended by itself refused the command (exit 2: its
+	 * flags, its config, an output it could not write; 127: it could not
+	 * be run at all), the others stopped here or never started (memif
+	 * nodes start one after the other): a usage error, as bench's own */
+	int refused = 0, other = 0;
+	for (int i = 0; i < L.o.nodes; i++) {
+		if (!L.nd[i].exited)
+			continue;
+		int st = L.nd[i].status;
+		if (WIFEXITED(st) && (WEXITSTATUS(st) == 2 || WEXITSTATUS(st) == 127))
+			refused++;
+		else
+			other++;
+	}
+	L.usage_err |= L.failed && refused > 0 && other == 0 && !L.fault_ns;
+	/* nothing ran: no logs worth keeping */
 	status = local_signal ? 130 : L.usage_err ? 2 : L.failed ? 1 : 0;
 	local_cleanup(&L);
 	sigaction(SIGINT, &old[0], NULL);

@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 28
+plan 29
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -107,6 +107,17 @@ for a in seed=-1 drop=nan reorder=-0.1 dup=1.5; do
 done
 rm -f $show
 ok $bad "--set node.* (written per node), an over-long value, --fault seed=-1 and rates outside 0..1 or NaN: exit 2, said why (node.* was dropped in silence, seed=-1 and NaN taken)"
+# a command every node refuses is the user's error: exit 2, nothing kept,
+# also where the memif nodes start one after the other (the first refuses
+# before the second starts) and where the program cannot be run
+bad=0
+for a in "--link memif -- bench allreduce -b 1X" "-- bench allreduce --provider bogus -n 1" \
+	 "--link memif -- nosuchcmd" "-- /nonexistent-$$/prog"; do
+	timeout 120 "$Z" local --nodes 2 $a >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+	[ $rc -eq 2 ] && ! grep -q 'kept in' /tmp/zbcoll-err.$$ || { bad=1; diag "local $a: exit $rc"; }
+	drop_kept /tmp/zbcoll-err.$$
+done
+ok $bad "a command the nodes refuse (a bad flag over memif, an unknown provider or command, no such program): exit 2, nothing kept"
 # the node's config goes right after the subcommand's words: a trailing flag
 # without its value is the parser's error, not "--config" taken as the value
 "$Z" local --nodes 2 -- bench allreduce --json >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
