@@ -89,8 +89,8 @@ static int parse_size(const char *s, size_t *out)
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
-	if (*end || v > 64.0 * 1024 * 1024 * 1024)
-		return -EINVAL;
+	if (*end || v > 64.0 * 1024 * 1024 * 1024 || v != floor(v))
+		return -EINVAL;   /* a part of a byte: 0.5, 1.3K */
 	*out = (size_t)v;
 	return 0;
 }
@@ -146,8 +146,10 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 			/* nccl-tests' -c is "check"; ours is also the config. */
 			if (strcmp(optarg, "0") == 0 || strcmp(optarg, "1") == 0)
 				o->check = optarg[0] - '0';
-			else
+			else if (optarg[0])
 				o->config = optarg;
+			else
+				goto bad;
 			break;
 		case O_CHECK:
 			if (parse_long(optarg, 0, 1, &v) < 0)
@@ -264,9 +266,37 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		return -EINVAL;
 	}
 	return 0;
-bad:
-	fprintf(stderr, "zbmd bench allreduce: bad value '%s' for -%c\n", optarg,
-		c < 256 ? c : '-');
+bad:;
+	const char *name = "?", *want;
+	for (const struct option *l = lo; l->name; l++)
+		if (l->val == c) {
+			name = l->name;
+			break;
+		}
+	switch (c) {
+	case 'b': case 'e': case 'i':
+		want = "a whole number of bytes up to 64G, with K, M or G for "
+		       "KiB, MiB, GiB: 1024, 64K, 1.5M";
+		break;
+	case 'f': want = "an integer 1..1024"; break;
+	case 'n': want = "an integer 1..10000000"; break;
+	case 'w': want = "an integer 0..10000000"; break;
+	case 'z': case O_CHECK: want = "0 or 1"; break;
+	case 'c': want = "a node config file, or 0 / 1 for nccl-tests' check"; break;
+	case 'd': want = "float, half, bfloat16, double, int32, int64 (or f32, f16, "
+			 "bf16, f64, i32, i64), or all"; break;
+	case 'o': want = "sum, prod, min, max, avg, or all"; break;
+	case 'N': want = "up to 64 element counts of at most 2^34, split by commas"; break;
+	case O_CHANNELS: want = "an integer 1..64"; break;
+	case O_CHUNK: want = "an integer 1..65536 (KiB)"; break;
+	default: want = "an integer 1..3600000 (ms)"; break;   /* O_TMO */
+	}
+	if (c < 256)
+		fprintf(stderr, "zbmd bench allreduce: bad value '%s' for -%c/--%s "
+			"(expected %s)\n", optarg, c, name, want);
+	else
+		fprintf(stderr, "zbmd bench allreduce: bad value '%s' for --%s "
+			"(expected %s)\n", optarg, name, want);
 	return -EINVAL;
 }
 

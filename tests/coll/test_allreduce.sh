@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 29
+plan 30
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -67,6 +67,14 @@ for a in "-d nosuch" "-o nosuch" "-b 1X" "-n 0" "-b 2M -e 1M" "-N 1,x" "--bogus"
 	rc=$?; [ $rc -eq 2 ] && [ -s /tmp/zbcoll-err.$$ ] || { bad=1; diag "bench $a: exit $rc"; }
 done
 ok $bad "bad bench flags: exit 2 with a message, nothing run"
+bad=0
+for a in "--channels 0:--channels (expected an integer 1..64)" "--chunk-kb 0:--chunk-kb (expected" \
+	 "-b 0.5:-b/--minbytes (expected a whole number of bytes" "-f 0:-f/--stepfactor (expected an integer 1..1024)" \
+	 "--check 2:--check (expected 0 or 1)" "-c :-c/--config (expected a node config file"; do
+	"$Z" bench allreduce -c x.ini ${a%%:*} "" >/dev/null 2>/tmp/zbcoll-err.$$
+	rc=$?; [ $rc -eq 2 ] && grep -qF -- "${a#*:}" /tmp/zbcoll-err.$$ || { bad=1; diag "bench ${a%%:*}: exit $rc: $(head -c 150 /tmp/zbcoll-err.$$)"; }
+done
+ok $bad "bad bench values name their option (long ones too: it read 'for --') and what is expected; -b 0.5 (a part of a byte) and -c '' refused"
 bad=0
 for a in "--nodes 0 -- bench allreduce" "--nodes 2 --set nodot -- x" "--nodes 2 --kill 5@1 -- x" "--nodes 2"; do
 	"$Z" local $a >/dev/null 2>/tmp/zbcoll-err.$$
