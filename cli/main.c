@@ -73,8 +73,22 @@ static const struct zb_cmd commands[] = {
 
 static int cmd_help(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	/* `zbmd help COMMAND`: that command's --help */
+	if (argc > 2) {
+		fprintf(stderr, "zbmd help: one command at a time\n");
+		return ZB_EXIT_USAGE;
+	}
+	if (argc == 2) {
+		for (size_t i = 0; i < ZB_ARRAY_LEN(commands); i++)
+			if (strcmp(argv[1], commands[i].name) == 0) {
+				char *a[] = {argv[1], "--help", NULL};
+				return commands[i].fn == cmd_help ? cmd_help(1, argv)
+								  : commands[i].fn(2, a);
+			}
+		fprintf(stderr, "zbmd help: unknown command '%s' (zbmd help lists "
+			"them)\n", argv[1]);
+		return ZB_EXIT_USAGE;
+	}
 	printf("usage: zbmd COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < ZB_ARRAY_LEN(commands); i++)
 		printf("  %-14s %s\n", commands[i].name, commands[i].help);

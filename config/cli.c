@@ -47,6 +47,12 @@ int cfg_cmd_check_config(int argc, char **argv)
 			   path == NULL) {
 			path = argv[i];
 		} else {
+			if (argv[i][0] == '-')
+				fprintf(stderr, "zbmd check-config: unknown option '%s'\n",
+					argv[i]);
+			else
+				fprintf(stderr, "zbmd check-config: one file at a time "
+					"('%s' is a second)\n", argv[i]);
 			path = NULL;
 			break;
 		}
@@ -89,7 +95,8 @@ int cfg_cmd_config_doc(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: zbmd config-doc\n");
+		fprintf(stderr, "zbmd config-doc: unexpected argument '%s'\n"
+			"usage: zbmd config-doc\n", argv[1]);
 		return EXIT_USAGE;
 	}
 	cfg_write_doc(stdout);

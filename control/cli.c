@@ -65,6 +65,10 @@ int ctl_cmd_control(int argc, char **argv)
 		}
 	}
 	if (!path || optind != argc) {
+		if (optind != argc)
+			fprintf(stderr, "zbmd control: unexpected argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "zbmd control: -c FILE is required\n");
 		fprintf(stderr, "usage: zbmd control -c FILE [--no-leave]\n");
 		return ZB_EXIT_USAGE;
 	}
@@ -219,6 +223,11 @@ int ctl_cmd_status(int argc, char **argv)
 		}
 	}
 	if (optind != argc || (path && admin)) {
+		if (optind != argc)
+			fprintf(stderr, "zbmd status: unexpected argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "zbmd status: -c and --admin both name the node: "
+				"give one\n");
 		fprintf(stderr, "usage: zbmd status [-c FILE | --admin IP:PORT] [--json]\n");
 		return ZB_EXIT_USAGE;
 	}

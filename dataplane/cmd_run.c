@@ -114,6 +114,10 @@ static int parse_args(int argc, char **argv, const char **path)
 		}
 	}
 	if (!*path || optind != argc) {
+		if (optind != argc)
+			fprintf(stderr, "zbmd run: unexpected argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "zbmd run: -c FILE.ini is required\n");
 		usage(stderr);
 		return ZB_EXIT_USAGE;
 	}

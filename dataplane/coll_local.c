@@ -427,7 +427,15 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		}
 		case 'l': o->link = optarg; break;
 		case 'e': o->netem = optarg; break;
-		case 'q': o->qdisc = optarg; break;
+		case 'q':
+			if (!optarg[0] || strspn(optarg, " \t") == strlen(optarg)) {
+				fprintf(stderr, "zbmd local: --qdisc is empty (want a "
+					"qdisc and its parameters, e.g. \"tbf rate 1gbit "
+					"burst 64k latency 10ms\")\n");
+				return -EINVAL;
+			}
+			o->qdisc = optarg;
+			break;
 		case 'N': o->ns = true; break;
 		case 'F':
 			o->fault = optarg;
@@ -947,9 +955,13 @@ static void local_tc_refused(const struct local_opts *o, const char *out)
 
 	if (strstr(out, "qdisc kind is unknown")) {
 		int kind = o->netem ? 5 : (int)strcspn(spec, " ");
-		fprintf(stderr, "zbmd local: %s: `tc qdisc ... %s%s` failed: this kernel "
-			"lacks sch_%.*s (tc: %.*s)\n", flag, o->netem ? "netem " : "", spec,
-			kind, o->netem ? "netem" : spec, (int)n, out);
+		if (o->netem)
+			fprintf(stderr, "zbmd local: %s: `tc qdisc ... netem %s` failed: this "
+				"kernel lacks sch_netem (tc: %.*s)\n", flag, spec, (int)n, out);
+		else   /* tc says the same for a module not there and a made-up name */
+			fprintf(stderr, "zbmd local: %s: `tc qdisc ... %s` failed: this kernel "
+				"has no qdisc '%.*s' (no sch_%.*s module, or no qdisc of that "
+				"name; tc: %.*s)\n", flag, spec, kind, spec, kind, spec, (int)n, out);
 		if (o->netem)
 			fprintf(stderr, "zbmd local: use --fault \"drop=0.02,reorder=0.05\" (the "
 				"transport's own injection, --link memif or veth) instead\n");

@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 16
+plan 17
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -77,11 +77,18 @@ $Z --version >"$D/out" 2>&1 && grep -q "^zbmd [0-9]" "$D/out" || { bad=1; diag "
 ok $bad "zbmd --help / -h / help / bench --help / --version: exit 0, on stdout"
 bad=0
 for a in "nosuch:unknown command 'nosuch'" "bench nosuch:unknown benchmark 'nosuch'" \
-	 "version x:unexpected argument 'x'"; do
+	 "version x:unexpected argument 'x'" "help nosuch:unknown command 'nosuch'" \
+	 "status extra:unexpected argument 'extra'" "status -c X --admin Y:give one" \
+	 "control -c f extra:unexpected argument 'extra'" "control:-c FILE is required" \
+	 "run -c f extra:unexpected argument 'extra'" "check-config a b:'b' is a second" \
+	 "check-config -x:unknown option '-x'" "config-doc extra:unexpected argument 'extra'"; do
 	$Z ${a%%:*} >/dev/null 2>"$D/err"; rc=$?
-	[ $rc -eq 2 ] && grep -q "${a#*:}" "$D/err" || { bad=1; diag "zbmd ${a%%:*}: exit $rc"; }
+	[ $rc -eq 2 ] && grep -qF -- "${a#*:}" "$D/err" || { bad=1; diag "zbmd ${a%%:*}: exit $rc"; }
 done
-ok $bad "an unknown command, benchmark or argument: named, exit 2"
+ok $bad "an unknown command, benchmark or argument, extra words, clashing flags: named, exit 2 (the usage line alone said nothing)"
+$Z help status >"$D/out" 2>"$D/err"; rc=$?
+[ $rc -eq 0 ] && grep -q "^usage: zbmd status" "$D/out" && [ ! -s "$D/err" ]
+ok $? "zbmd help COMMAND: that command's --help (it listed every command and ignored the word)"
 # every command's --help: exit 0, the usage on stdout, nothing on stderr
 bad=0
 for c in gpu-info rdma-info status check-config run control local "bench allreduce" \
