@@ -1192,11 +1192,22 @@ static int local_check_configs(struct local_run *L)
 		free(err);
 		return -ENOMEM;
 	}
+	/* what cluster.sh also takes from the environment */
+	static const char *const envs[] = {"ZBN_MTU", "ZBN_MEMORY_MB", "ZBN_MEMIF_RSIZE",
+					   "ZBN_AF_FRAMES", "ZBN_LCORES", "ZBN_IDLE"};
+	char env[400] = "";
+	size_t el = 0;
+	for (size_t k = 0; k < ZB_ARRAY_LEN(envs) && el < sizeof(env); k++) {
+		const char *v = getenv(envs[k]);
+		if (v && L->o.dpdk)
+			el += (size_t)snprintf(env + el, sizeof(env) - el, "%s %s=%.40s",
+					       el ? "," : " and the environment's", envs[k], v);
+	}
 	for (int i = 0; i < L->o.nodes && rc == 0; i++) {
 		if (cfg_load_file(cfg, L->nd[i].cfg, err) == 0)
 			continue;
 		fprintf(stderr, "zbmd local: node %d's config (the embedded default "
-			"with the --set given) does not load:\n%s", i, err->list);
+			"with the --set given%s) does not load:\n%s", i, env, err->list);
 		L->usage_err = true;
 		rc = -EINVAL;
 	}
