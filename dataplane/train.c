@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { TR_GO = 1, TR_DONE = 2 };
 
@@ -158,6 +159,15 @@ static int tr_parse(int argc, char **argv, struct tr_opts *o)
 	}
 	if (!o->cfg) {
 		fprintf(stderr, "zbmd train: -c/--config FILE is required\n");
+		return -1;
+	}
+	/* each in range, the product maybe not: the shard is M x D floats */
+	double shard = (double)o->m * o->d * sizeof(float);
+	double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+	if (mem > 0 && shard > mem / 2) {
+		fprintf(stderr, "zbmd train: --samples %u x --features %u is %.1f GiB of data "
+			"per node, more than half of this machine's %.1f GiB (take fewer)\n",
+			o->m, o->d, shard / (1 << 30), mem / (1 << 30));
 		return -1;
 	}
 	return 0;

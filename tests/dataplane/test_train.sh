@@ -15,7 +15,7 @@ Z=$ZBMD_BUILD/bin/zbmd
 T=$(mktemp -d /tmp/zbtrain.XXXXXX)
 . "$ZBMD_ROOT/tests/common/local.sh"
 trap 'drop_kept "$T"/*.out; rm -rf "$T"' EXIT
-plan 9
+plan 10
 
 # trained NAME NODES ARGS...: zbmd local --nodes NODES ARGS -- train ...
 trained() {
@@ -66,6 +66,9 @@ for a in "--steps 0" "--steps 5x" "--lr -1" "--lr 0" "--features 0" "--backend n
 	{ [ $rc = 2 ] && grep -q -- "$flag" "$T/e"; } || { bad=1; diag "'$a': exit $rc: $(head -1 "$T/e")"; }
 done
 ok $bad "bad flags: exit 2, the flag named"
+"$Z" train -c /nonexistent.ini --features 1048576 --samples 1048576 >/dev/null 2>"$T/e"; rc=$?
+[ $rc = 2 ] && grep -q 'is 4096.0 GiB of data per node, more than half of this machine' "$T/e"
+ok $? "--features and --samples each in range, their product past the memory: exit 2 before any node starts ($rc; it ran and failed to allocate)"
 "$Z" train --steps 3 >/dev/null 2>"$T/e"; rc=$?
 [ $rc = 2 ] && grep -q 'config FILE is required' "$T/e"
 ok $? "no -c: exit 2 saying so ($rc)"
