@@ -783,28 +783,14 @@ static int bench_write_json(const char *path, const struct bench_ctx *b,
 static int bench_plot(const char *png, const struct bench_ctx *b,
 		      const struct bench_row *rows, int nrows)
 {
-	char dat[] = "/tmp/zbmd-plot-XXXXXX";
-	int fd = mkstemp(dat), rc = 0;
-	FILE *f, *g;
+	int rc = 0;
+	FILE *g;
 
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(dat);
-		return -ENOMEM;
-	}
-	for (int i = 0; i < nrows; i++)
-		fprintf(f, "%zu %f %f\n", rows[i].bytes, rows[i].busbw[0], rows[i].busbw[1]);
-	fclose(f);
 	/* gnuplot's stdout is not ours: on an output it cannot open it draws
 	 * there, and the PNG bytes would land in the results table */
 	g = popen("gnuplot >/dev/null", "w");
-	if (!g) {
-		unlink(dat);
+	if (!g)
 		return -errno;
-	}
 	/* in gnuplot's single-quoted strings a quote is written twice */
 	fputs("set terminal pngcairo size 900,560 noenhanced\nset output '", g);
 	for (const char *c = png; *c; c++)
@@ -813,12 +799,18 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 		"set format x '%%.0b %%BB'\nset xlabel 'message size'\n"
 		"set ylabel 'bus bandwidth (GB/s)'\nset key top left\n"
 		"set title 'zbmd ring all-reduce: %u nodes over %s, %u channels'\n"
-		"plot '%s' using 1:2 with linespoints title 'out-of-place', "
-		"'%s' using 1:3 with linespoints title 'in-place'\n",
-		b->n, coll_provider(b->comm), bench_channels(b), dat, dat);
+		"plot '-' using 1:2 with linespoints title 'out-of-place', "
+		"'-' using 1:2 with linespoints title 'in-place'\n",
+		b->n, coll_provider(b->comm), bench_channels(b));
+	/* the data inline, each curve ended by "e": no file to leave behind
+	 * when the node is stopped mid-plot */
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < nrows; i++)
+			fprintf(g, "%zu %f\n", rows[i].bytes, rows[i].busbw[k]);
+		fputs("e\n", g);
+	}
 	if (pclose(g) != 0)
 		rc = -EIO;
-	unlink(dat);
 	return rc;
 }
 

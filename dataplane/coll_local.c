@@ -41,7 +41,8 @@
  *   [fault] injection on every node (the kernel here has no sch_netem).
  * A node that fails while others run (any command but `run`): they get
  * [coll] timeout_ms + LOCAL_LOST_GRACE_MS to fail on their own, then are
- * stopped (local_lost_cut).
+ * stopped (local_lost_cut); so are nodes of a zbmd command that still run
+ * that long after another finished (stuck).
  */
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
@@ -875,6 +876,7 @@ struct local_run {
 	char dir[32];
 	int pid, x;
 	int lost;                       /* the first node out with a failure, or -1 */
+	int done;                       /* the first node out with status 0, or -1 */
 	pid_t pgid;
 	bool ns_up, failed, usage_err;
 	/* dpdk links: the cluster made by scripts/cluster.sh */
@@ -1303,21 +1305,36 @@ static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 {
 	const struct local_opts *o = &L->o;
 
-	if (L->lost < 0 || left == 0 || !strcmp(o->cmd[0], "run"))
+	/* every node runs the same zbmd program: one that has not ended well
+	 * after another finished is stuck (a program of the user's may take
+	 * its own time) */
+	bool same = !strchr(o->cmd[0], '/');
+	int ref = L->lost >= 0 ? L->lost : same ? L->done : -1;
+	if (ref < 0 || left == 0 || !strcmp(o->cmd[0], "run"))
 		return false;
-	const struct local_node *nd = &L->nd[L->lost];
+	const struct local_node *nd = &L->nd[ref];
 	long grace = local_coll_timeout_ms(o) + LOCAL_LOST_GRACE_MS;
 	if (now - nd->exit_ns < (uint64_t)grace * 1000000ull)
 		return false;
-	char how[48];
+	char how[48], still[96] = "";
+	size_t sl = 0;
 	if (WIFSIGNALED(nd->status))
 		snprintf(how, sizeof(how), "was killed by signal %d", WTERMSIG(nd->status));
 	else
 		snprintf(how, sizeof(how), "exited with status %d", WEXITSTATUS(nd->status));
-	fprintf(stderr, "zbmd local: node %d %s %ld ms ago and %d node(s) still run "
-		"(the run cannot finish without it; nodes that never heard from "
-		"it wait for the join's connect timeout): stopping them\n", L->lost,
-		how, (long)((now - nd->exit_ns) / 1000000), left);
+	for (int i = 0; i < o->nodes && sl < sizeof(still); i++)
+		if (!L->nd[i].exited && L->nd[i].pid > 0)
+			sl += (size_t)snprintf(still + sl, sizeof(still) - sl, "%s%d",
+					       sl ? ", " : "", i);
+	if (L->lost >= 0)
+		fprintf(stderr, "zbmd local: node %d %s %ld ms ago and node(s) %s still "
+			"run (the run cannot finish without it; nodes that never heard "
+			"from it wait for the join's connect timeout): stopping them\n",
+			ref, how, (long)((now - nd->exit_ns) / 1000000), still);
+	else
+		fprintf(stderr, "zbmd local: node %d finished %ld ms ago and node(s) %s "
+			"still run (stuck: they ran the same command): stopping them\n",
+			ref, (long)((now - nd->exit_ns) / 1000000), still);
 	return true;
 }
 
@@ -1373,6 +1390,8 @@ static void local_supervise(struct local_run *L)
 				L->failed |= bad;
 				if (bad && L->lost < 0)
 					L->lost = i;
+				if (!bad && L->done < 0)
+					L->done = i;
 				left--;
 			}
 	}
@@ -1477,6 +1496,7 @@ int coll_local_main(int argc, char **argv)
 
 	memset(&L, 0, sizeof(L));
 	L.lost = -1;
+	L.done = -1;
 	local_signal = 0;
 	local_noint = false;
 	/* inherited as ignored, SIGCHLD makes the kernel reap the nodes: their

@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 30
+plan 32
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -154,6 +154,21 @@ out=$(PATH=/tmp/zbcoll-path.$$:$PATH "$Z" local --nodes 2 -- bench allreduce -N 
 [ $rc -ne 0 ] && echo "$out" | grep -q 'Avg bus bandwidth' &&
 	grep -q "plotting /tmp/zbcoll-$$.png with gnuplot failed" /tmp/zbcoll-err.$$
 ok $? "--plot failing at the end: the table printed, the failure said, exit $rc"
+drop_kept /tmp/zbcoll-err.$$
+# a node that does not end after the others finished (here rank 0 in a
+# gnuplot that never returns) is stopped within the bound: zbmd local
+# waited for it for ever
+printf '#!/bin/sh\nexec sleep 60\n' >/tmp/zbcoll-path.$$/gnuplot
+t0=$(date +%s%N)
+PATH=/tmp/zbcoll-path.$$:$PATH timeout 50 "$Z" local --nodes 2 -- bench allreduce -N 1 -n 1 -w 1 \
+	--plot /tmp/zbcoll-$$.png >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $rc -eq 1 ] && [ $ms -lt 30000 ] &&
+	grep -q "node 1 finished [0-9]* ms ago and node(s) 0 still run (stuck" /tmp/zbcoll-err.$$
+ok $? "a node still running well after the others finished is stopped: exit $rc after $ms ms, said which"
+left=$(ls -d /tmp/zbmd-plot-* 2>/dev/null | wc -l)
+[ "$left" -eq 0 ]; ok $? "the node stopped mid-plot left no plot data behind ($left file(s); the data goes inline to gnuplot)"
+[ $rc -eq 1 ] || diag "$(tail -3 /tmp/zbcoll-err.$$)"
 drop_kept /tmp/zbcoll-err.$$
 rm -rf /tmp/zbcoll-path.$$ /tmp/zbcoll-$$.png
 # odd but legal output paths: a quote goes through to gnuplot; a control
