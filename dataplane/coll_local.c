@@ -48,6 +48,7 @@
 #include "zbmd/config.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <getopt.h>
@@ -1044,8 +1045,9 @@ static int local_dpdk_prepare(struct local_run *L)
 	}
 	if (local_cluster(L, out, sizeof(out), "up %d%s", o->nodes,
 			  memif ? " --memif" : "") < 0) {
-		fprintf(stderr, "zbmd local: creating the %s cluster failed:\n%s",
-			o->link, out);
+		if (!local_signal)   /* else cluster.sh was interrupted: said below */
+			fprintf(stderr, "zbmd local: creating the %s cluster failed:\n%s",
+				o->link, out);
 		return -EIO;
 	}
 	if (o->netem && local_cluster(L, out, sizeof(out), "netem '%s'", o->netem) < 0) {
@@ -1470,6 +1472,9 @@ static void local_cleanup(struct local_run *L)
 		local_dpdk_teardown(L);
 	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns && !L->usage_err &&
 			  L->t0)) {
+		char own[sizeof(L->dir) + 8];
+		snprintf(own, sizeof(own), "%s/owner", L->dir);
+		unlink(own);   /* kept: for the user, never taken back */
 		fprintf(stderr, "zbmd local: configs and logs kept in %s\n", L->dir);
 		return;
 	}
@@ -1485,7 +1490,88 @@ static void local_cleanup(struct local_run *L)
 		if (L->nd[i].ready[0])
 			unlink(L->nd[i].ready);
 	}
+	/* cluster.sh interrupted between its mkdir and its marker leaves the
+	 * directory, empty, to its down */
+	if (L->o.dpdk && L->cldir[0])
+		rmdir(L->cldir);
+	char own[sizeof(L->dir) + 8];
+	snprintf(own, sizeof(own), "%s/owner", L->dir);
+	unlink(own);
 	rmdir(L->dir);
+}
+
+/* A run of zbmd local (pid) that is gone: not running, or its pid now
+ * another program's. */
+static bool local_run_gone(long pid)
+{
+	char path[64], comm[32] = "";
+
+	if (pid <= 0 || pid > INT32_MAX)
+		return false;
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool zbmd = fgets(comm, sizeof(comm), f) && !strncmp(comm, "zbmd", 4);
+	fclose(f);
+	return !zbmd;
+}
+
+/* What runs killed outright (SIGKILL: no teardown) left, taken back by the
+ * next run: their directories in /tmp (marked by an owner file; a kept
+ * one has none), their DPDK runtime directories and, as root, their
+ * network namespaces. Only of runs whose pid is gone. */
+static void local_reclaim(void)
+{
+	static const char *const rt[] = {"/var/run/dpdk", "/tmp/dpdk"};
+	struct dirent *e;
+	DIR *d = opendir("/tmp");
+	long pid;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char own[300];
+		if (strncmp(e->d_name, "zbmd-local-", 11))
+			continue;
+		snprintf(own, sizeof(own), "/tmp/%s/owner", e->d_name);
+		FILE *f = fopen(own, "r");
+		if (!f)
+			continue;
+		bool stale = fscanf(f, "%ld", &pid) == 1 && local_run_gone(pid);
+		fclose(f);
+		if (stale && local_sh("rm -rf '/tmp/%s'", e->d_name) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	for (size_t k = 0; k < ZB_ARRAY_LEN(rt); k++) {
+		d = opendir(rt[k]);
+		while (d && (e = readdir(d))) {
+			int node;
+			char tail;
+			if (sscanf(e->d_name, "zbloc%ld-%d%c", &pid, &node, &tail) == 2 &&
+			    local_run_gone(pid) && local_sh("rm -rf '%s/%s'", rt[k], e->d_name) == 0)
+				n++;
+		}
+		if (d)
+			closedir(d);
+	}
+	if (geteuid() == 0 && (d = opendir("/run/netns"))) {
+		while ((e = readdir(d))) {
+			char rest[64];
+			if ((sscanf(e->d_name, "zbcoll-%ld-%63s", &pid, rest) == 2 ||
+			     sscanf(e->d_name, "zbn-zbloc%ld-%63s", &pid, rest) == 2) &&
+			    local_run_gone(pid) &&
+			    local_sh("ip netns del '%s' 2>/dev/null", e->d_name) == 0)
+				n++;
+		}
+		closedir(d);
+	}
+	if (n)
+		fprintf(stderr, "zbmd local: took back %d director%s and namespace(s) "
+			"left by runs that were killed outright\n", n, n == 1 ? "y" : "ies");
 }
 
 int coll_local_main(int argc, char **argv)
@@ -1507,10 +1593,19 @@ int coll_local_main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	L.pid = (int)getpid();
 	L.x = L.pid % 250;
+	local_reclaim();
 	snprintf(L.dir, sizeof(L.dir), "/tmp/zbmd-local-XXXXXX");
 	if (!mkdtemp(L.dir)) {
 		fprintf(stderr, "zbmd local: mkdtemp: %s\n", strerror(errno));
 		return 1;
+	}
+	/* whose it is, for a later run should this one be killed outright */
+	char own[sizeof(L.dir) + 8];
+	snprintf(own, sizeof(own), "%s/owner", L.dir);
+	FILE *of = fopen(own, "w");
+	if (of) {
+		fprintf(of, "%d\n", L.pid);
+		fclose(of);
 	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &old[0]);
@@ -1518,6 +1613,9 @@ int coll_local_main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, &old[2]);
 	if (local_prepare(&L) < 0 || local_check_configs(&L) < 0) {
 		L.failed = true;
+		if (local_signal)
+			fprintf(stderr, "\nzbmd local: caught signal %d while setting up, "
+				"tearing down\n", (int)local_signal);
 	} else {
 		local_supervise(&L);
 		if (local_signal)
@@ -1549,7 +1647,8 @@ int coll_local_main(int argc, char **argv)
 	}
 	L.usage_err |= L.failed && refused > 0 && other == 0 && !L.fault_ns;
 	/* nothing ran: no logs worth keeping */
-	status = local_signal ? 130 : L.usage_err ? 2 : L.failed ? 1 : 0;
+	/* a signal's status as a shell gives it: 128 + the signal */
+	status = local_signal ? 128 + (int)local_signal : L.usage_err ? 2 : L.failed ? 1 : 0;
 	local_cleanup(&L);
 	sigaction(SIGINT, &old[0], NULL);
 	sigaction(SIGTERM, &old[1], NULL);

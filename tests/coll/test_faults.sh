@@ -5,7 +5,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/common/local.sh"   # fault_survivors, fault_slowest
 Z=$ZBMD_BUILD/bin/zbmd
-plan 14
+plan 15
 E=/tmp/zbcoll-faults.$$
 P=/tmp/zbcoll-faults-pids.$$
 : >$P
@@ -92,4 +92,24 @@ alive=0
 for k in $kids; do kill -0 $k 2>/dev/null && alive=$((alive + 1)); done
 nsleft=$(ip netns list | grep -c "^zbcoll-$lp-")
 ok $([ -n "$kids" ] && [ $alive -eq 0 ] && [ "$nsleft" -eq 0 ]; echo $?) "SIGINT: node processes ($kids) and namespaces gone ($alive alive, $nsleft namespaces)"
+
+# 6. zbmd local killed outright (SIGKILL: no teardown) mid-run: its nodes die
+# with it (parent-death signal); its directory and namespaces stay until the
+# next run takes them back.
+"$Z" local --nodes 3 --ns -- bench allreduce -b 4M -e 4M -n 1000000 -w 0 >/dev/null 2>$E &
+lp=$!
+sleep 1.5
+kids=$(pgrep -P $lp | tr '\n' ' ')
+kill -KILL $lp
+wait $lp 2>/dev/null
+sleep 0.5
+alive=0   # a zombie not yet reaped by its new parent does not count
+for k in $kids; do ps -o stat= -p $k 2>/dev/null | grep -qv '^Z' && alive=$((alive + 1)); done
+d=$(grep -lx "$lp" /tmp/zbmd-local-*/owner 2>/dev/null | head -1); d=${d%/owner}
+ns=$(ip netns list | grep -c "^zbcoll-$lp-")
+"$Z" local --nodes 2 -- bench allreduce -N 1 -n 1 -w 0 >/dev/null 2>$E; rc=$?
+ns2=$(ip netns list | grep -c "^zbcoll-$lp-")
+ok $([ -n "$kids" ] && [ $alive -eq 0 ] && [ -n "$d" ] && [ "$ns" -gt 0 ] && [ $rc -eq 0 ] &&
+	[ ! -e "$d" ] && [ "$ns2" -eq 0 ] && grep -q "took back" $E; echo $?) \
+	"SIGKILL: nodes gone ($alive alive), the next run took back ${d:-no dir} and $ns namespace(s) ($ns2 left, exit $rc)"
 done_testing
