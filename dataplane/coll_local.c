@@ -1329,14 +1329,14 @@ static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 			sl += (size_t)snprintf(still + sl, sizeof(still) - sl, "%s%d",
 					       sl ? ", " : "", i);
 	if (L->lost >= 0)
-		fprintf(stderr, "zbmd local: node %d %s %ld ms ago and node(s) %s still "
-			"run (the run cannot finish without it; nodes that never heard "
-			"from it wait for the join's connect timeout): stopping them\n",
-			ref, how, (long)((now - nd->exit_ns) / 1000000), still);
+		fprintf(stderr, "zbmd local: node %d %s %ld ms ago and %d node(s) (%s) "
+			"still run (the run cannot finish without it; nodes that never "
+			"heard from it wait for the join's connect timeout): stopping "
+			"them\n", ref, how, (long)((now - nd->exit_ns) / 1000000), left, still);
 	else
-		fprintf(stderr, "zbmd local: node %d finished %ld ms ago and node(s) %s "
-			"still run (stuck: they ran the same command): stopping them\n",
-			ref, (long)((now - nd->exit_ns) / 1000000), still);
+		fprintf(stderr, "zbmd local: node %d finished %ld ms ago and %d node(s) "
+			"(%s) still run (stuck: they ran the same command): stopping "
+			"them\n", ref, (long)((now - nd->exit_ns) / 1000000), left, still);
 	return true;
 }
 

@@ -164,7 +164,7 @@ PATH=/tmp/zbcoll-path.$$:$PATH timeout 50 "$Z" local --nodes 2 -- bench allreduc
 	--plot /tmp/zbcoll-$$.png >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ $rc -eq 1 ] && [ $ms -lt 30000 ] &&
-	grep -q "node 1 finished [0-9]* ms ago and node(s) 0 still run (stuck" /tmp/zbcoll-err.$$
+	grep -q "node 1 finished [0-9]* ms ago and 1 node(s) (0) still run (stuck" /tmp/zbcoll-err.$$
 ok $? "a node still running well after the others finished is stopped: exit $rc after $ms ms, said which"
 left=$(ls -d /tmp/zbmd-plot-* 2>/dev/null | wc -l)
 [ "$left" -eq 0 ]; ok $? "the node stopped mid-plot left no plot data behind ($left file(s); the data goes inline to gnuplot)"

@@ -23,7 +23,7 @@
 need_netns
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept (the logs zbmd local keeps of a failed run), fault_*
 trap 'drop_kept "$T"/*.err "$T"/e; cleanup_lib' EXIT
-plan 46
+plan 47
 
 ROW='^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ '
 
@@ -258,7 +258,7 @@ $ZBMD local --nodes 4 --link memif --kill 2@started+300 -- bench allreduce -b 4M
 	-n 1000000 -w 0 >/dev/null 2>"$T/j.err"
 rc=$?
 s0=$(fault_exit_after "$T/j.err" 0) s1=$(fault_exit_after "$T/j.err" 1) s3=$(fault_exit_after "$T/j.err" 3)
-cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and 1 node(s) still run (the run cannot finish' "$T/j.err")
+cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and 1 node(s) ([0-9, ]*) still run (the run cannot finish' "$T/j.err")
 [ $rc != 0 ] && grep -q 'killed node 2 (kill -9) [0-9]* ms after the start, [0-9]* ms after the last node was launched' "$T/j.err" &&
 	[ -n "$s0" ] && [ "$s0" -le 6000 ] && [ -n "$s1" ] && [ "$s1" -le 6000 ] &&
 	{ { [ -n "$s3" ] && [ "$s3" -le 6000 ]; } || [ "$cut" = 1 ]; } &&
@@ -278,7 +278,7 @@ LP=$!; PIDS+=($LP)
 wait $LP; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 n=$(fault_survivors "$T/s.err")
-cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and [0-9] node(s) still run (the run cannot finish without it' "$T/s.err")
+cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and [0-9] node(s) ([0-9, ]*) still run (the run cannot finish without it' "$T/s.err")
 [ $rc = 1 ] && [ $ms -le 15000 ] && { [ "$cut" = 1 ] || [ "$n" = 2 ]; } &&
 	! grep -q 'did not join within' "$T/s.err" && [ -z "$(leftovers $LP)" ]
 ok $? "a node killed as it starts: zbmd local out after ${ms} ms (bound: timeout 1 s + 5 s, not the join's 30 s), exit $rc, stopped by zbmd local: $cut, survivors out on their own: $n" ||
@@ -308,4 +308,21 @@ alive=
 for p in $kids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
 [ -z "$alive" ] && [ -z "$(leftovers $LP)" ]
 ok $? "no node process, namespace or /var/run/dpdk/zbloc$LP-* left"
+
+# killed outright (SIGKILL): the nodes die with it; its run directory and
+# DPDK runtime directories stay until the next run takes them back
+$ZBMD local --nodes 2 --link memif -- bench allreduce -b 64K -e 64M -f 2 -n 50 \
+	>"$T/k" 2>"$T/k.err" &
+LP=$!; PIDS+=($LP)
+wait_for "$T/k" "$ROW" 60
+kill -KILL $LP
+wait $LP 2>/dev/null
+sleep 0.5
+d=$(grep -lx "$LP" /tmp/zbmd-local-*/owner 2>/dev/null | head -1); d=${d%/owner}
+before=$(ls -d /var/run/dpdk/zbloc$LP-* 2>/dev/null | wc -l)
+$ZBMD local --nodes 2 --link memif -- bench allreduce -N 1 -n 1 -w 0 >/dev/null 2>"$T/k2.err"; rc=$?
+after=$(ls -d /var/run/dpdk/zbloc$LP-* 2>/dev/null | wc -l)
+[ -n "$d" ] && [ "$before" -gt 0 ] && [ $rc = 0 ] && [ ! -e "$d" ] && [ "$after" = 0 ] &&
+	grep -q "took back" "$T/k2.err"
+ok $? "SIGKILL: the next run took back ${d:-no directory} and $before DPDK runtime director(ies) ($after left, exit $rc)"
 done_testing
