@@ -1,6 +1,7 @@
-/* HTTP endpoints (libmicrohttpd, its own polling thread): Prometheus text at
- * [metrics] listen /metrics, and the admin API at [control] admin_listen:
- * /status (text), /status.json, /metrics. Handlers read only the status
+/* HTTP endpoints (libmicrohttpd, its own polling thread, and a janitor
+ * thread per listener): Prometheus text at [metrics] listen /metrics, and
+ * the admin API at [control] admin_listen: /status (text), /status.json,
+ * /metrics. Handlers read only the status
  * snapshot (under its mutex) and the metrics registry. */
 #include "internal.h"
 #include "zbmd/common.h"
@@ -11,8 +12,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 struct ctl_node *ctl__node_next(struct ctl_node *n);
+void ctl__http_stop(void *p);
 void ctl__node_set_next(struct ctl_node *n, struct ctl_node *next);
 
 #if MHD_VERSION < 0x00097002
@@ -43,40 +47,175 @@ static MHD_RESULT reply(struct MHD_Connection *c, unsigned code, char *body,
 	return ret;
 }
 
+/* One listener. The admin listener serves /status, /status.json and
+ * /metrics; the [metrics] listener /metrics only (it is often on a routable
+ * address: the membership and its addresses stay on the admin one).
+ *
+ * Its connections are bounded so that clients which hold them cannot lock
+ * the others out (a client sending a byte a second is never idle, so
+ * libmicrohttpd's inactivity timeout alone let 16 of them hold every slot):
+ * at most HTTP_CONNS at once, HTTP_PER_HOST from one address other than
+ * loopback, HTTP_LOCAL_RESERVE of them kept for loopback clients (the
+ * operator's `zbmd status` on the node), and a connection that has not
+ * sent a whole request HTTP_REQUEST_MS after it opened or after its last
+ * reply is shut down by the janitor thread. */
+#define HTTP_CONNS         256
+#define HTTP_PER_HOST      8
+#define HTTP_LOCAL_RESERVE 16
+#define HTTP_REQUEST_MS    4000
+#define HTTP_JANITOR_MS    250
+
+struct http_conn {
+	bool used;
+	bool local;             /* from a loopback address */
+	int fd;
+	uint32_t ip;            /* network order */
+	uint64_t since_ns;      /* opened, or its last reply */
+};
+
+struct http_srv {
+	struct MHD_Daemon *d;
+	struct ctl_node *n;
+	bool admin;
+	pthread_mutex_t lock;   /* conn[], open, stop, the counters */
+	pthread_cond_t cv;
+	bool stop, janitor_up;
+	pthread_t janitor;
+	unsigned open;
+	uint64_t refused, cut;
+	struct http_conn conn[HTTP_CONNS];
+};
+
+static bool loopback(uint32_t ip_be) { return (ntohl(ip_be) >> 24) == 127; }
+
+/* libmicrohttpd's accept policy: the limits above, per client address. */
+static MHD_RESULT http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct http_srv *h = cls;
+	uint32_t ip = 0;
+	unsigned same = 0;
+
+	if (addr && addr->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
+		ip = ((const struct sockaddr_in *)addr)->sin_addr.s_addr;
+	bool local = loopback(ip);
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < HTTP_CONNS && !local; i++)
+		same += h->conn[i].used && h->conn[i].ip == ip;
+	bool ok = h->open < HTTP_CONNS &&
+		  (local || (same < HTTP_PER_HOST && h->open < HTTP_CONNS - HTTP_LOCAL_RESERVE));
+	if (!ok)
+		h->refused++;
+	pthread_mutex_unlock(&h->lock);
+	return ok ? MHD_YES : MHD_NO;
+}
+
+static void http_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode code)
+{
+	struct http_srv *h = cls;
+
+	pthread_mutex_lock(&h->lock);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ca = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		*socket_context = NULL;
+		for (unsigned i = 0; i < HTTP_CONNS && fd; i++) {
+			struct http_conn *e = &h->conn[i];
+			if (e->used)
+				continue;
+			e->used = true;
+			e->fd = fd->connect_fd;
+			e->ip = ca && ca->client_addr && ca->client_addr->sa_family == AF_INET ?
+				((const struct sockaddr_in *)ca->client_addr)->sin_addr.s_addr : 0;
+			e->local = loopback(e->ip);
+			e->since_ns = zb_now_ns();
+			h->open++;
+			*socket_context = e;
+			break;
+		}
+	} else if (*socket_context) {   /* closed: before its socket is */
+		struct http_conn *e = *socket_context;
+		ZB_ASSERT(e->used && h->open > 0);
+		e->used = false;
+		h->open--;
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void *http_janitor(void *arg)
+{
+	struct http_srv *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	while (!h->stop) {
+		uint64_t now = zb_now_ns();
+		for (unsigned i = 0; i < HTTP_CONNS; i++) {
+			struct http_conn *e = &h->conn[i];
+			if (!e->used || now - e->since_ns < HTTP_REQUEST_MS * 1000000ull)
+				continue;
+			/* libmicrohttpd sees the end and closes it; the fd is
+			 * still this connection's: its close notice takes the
+			 * lock held here */
+			shutdown(e->fd, SHUT_RDWR);
+			e->since_ns = now;
+			h->cut++;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += HTTP_JANITOR_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&h->cv, &h->lock, &ts);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
 static MHD_RESULT handler(void *cls, struct MHD_Connection *c, const char *url,
 			  const char *method, const char *version,
 			  const char *upload, size_t *upload_size, void **con_cls)
 {
-	struct ctl_node *n = cls;
+	struct http_srv *h = cls;
 	struct ctl_status *s;
 	(void)version;
 	(void)upload;
 	(void)con_cls;
 
+	/* a whole request came: the connection's clock starts again */
+	const union MHD_ConnectionInfo *sc = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (sc && sc->socket_context) {
+		pthread_mutex_lock(&h->lock);
+		((struct http_conn *)sc->socket_context)->since_ns = zb_now_ns();
+		pthread_mutex_unlock(&h->lock);
+	}
 	if (strcmp(method, "GET") != 0 || *upload_size)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("GET only\n"), "text/plain");
 	if (strcmp(url, "/metrics") == 0)
 		return reply(c, MHD_HTTP_OK, zb_metrics_render(NULL),
 			     "text/plain; version=0.0.4; charset=utf-8");
-	if (strcmp(url, "/status") == 0 || strcmp(url, "/status.json") == 0) {
+	if (h->admin && (strcmp(url, "/status") == 0 || strcmp(url, "/status.json") == 0)) {
 		s = malloc(sizeof(*s));
 		if (!s)
 			return reply(c, MHD_HTTP_OK, NULL, NULL);
-		ctl_node_status(n, s);
+		ctl_node_status(h->n, s);
 		bool json = strcmp(url, "/status.json") == 0;
 		char *body = json ? ctl_status_json(s) : ctl_status_text(s);
 		free(s);
 		return reply(c, MHD_HTTP_OK, body,
 			     json ? "application/json" : "text/plain; charset=utf-8");
 	}
-	return reply(c, MHD_HTTP_NOT_FOUND, strdup("not found: try /metrics, /status, /status.json\n"),
+	return reply(c, MHD_HTTP_NOT_FOUND,
+		     strdup(h->admin ? "not found: try /metrics, /status, /status.json\n"
+				     : "not found: try /metrics (the status is on the admin "
+				       "endpoint, [control] admin_listen)\n"),
 		     "text/plain");
 }
 
-int ctl__http_start(struct ctl_node *n, const char *listen, void **out,
+int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **out,
 		    char *err, size_t errlen)
 {
-	char host[64];
+	char host[64], *end;
 	struct sockaddr_in sa;
 	const char *colon = strrchr(listen, ':');
 
@@ -89,29 +228,74 @@ int ctl__http_start(struct ctl_node *n, const char *listen, void **out,
 	host[colon - listen] = '\0';
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
-	int port = atoi(colon + 1);
-	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+	long port = strtol(colon + 1, &end, 10);
+	if (port <= 0 || port > 65535 || *end || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
 		snprintf(err, errlen, "http listen '%s' is not ip:port", listen);
 		return ZB_ERR_CONFIG;
 	}
 	sa.sin_port = htons((uint16_t)port);
-	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
-		handler, n, MHD_OPTION_SOCK_ADDR, &sa,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)16, MHD_OPTION_END);
-	if (!d) {
+	struct http_srv *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->n = n;
+	h->admin = admin;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	h->d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, http_accept, h,
+		handler, h, MHD_OPTION_SOCK_ADDR, &sa,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)2,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
+		MHD_OPTION_NOTIFY_CONNECTION, http_notify, h, MHD_OPTION_END);
+	if (!h->d) {
 		snprintf(err, errlen, "cannot listen on %s (http)", listen);
+		ctl__http_stop(h);
 		return -EADDRINUSE;
 	}
-	*out = d;
+	if (pthread_create(&h->janitor, NULL, http_janitor, h) != 0) {
+		snprintf(err, errlen, "cannot start the http janitor of %s", listen);
+		ctl__http_stop(h);
+		return -EAGAIN;
+	}
+	h->janitor_up = true;
+	*out = h;
 	return 0;
 }
 
-void ctl__http_stop(void *d)
+void ctl__http_stop(void *p)
 {
-	if (d)
-		MHD_stop_daemon(d);
+	struct http_srv *h = p;
+
+	if (!h)
+		return;
+	if (h->janitor_up) {
+		pthread_mutex_lock(&h->lock);
+		h->stop = true;
+		pthread_cond_signal(&h->cv);
+		pthread_mutex_unlock(&h->lock);
+		pthread_join(h->janitor, NULL);
+	}
+	if (h->d)
+		MHD_stop_daemon(h->d);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+void ctl__http_counts(void *p, uint64_t *refused, uint64_t *cut)
+{
+	struct http_srv *h = p;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	*refused += h->refused;
+	*cut += h->cut;
+	pthread_mutex_unlock(&h->lock);
 }
 
 /* ---- metrics collector over every running node --------------------------- */
@@ -139,6 +323,7 @@ static void collect(void *arg, struct zb_metrics_out *out)
 		{"zbmd_control_auth_failures_total", "Control messages and raft connections rejected by authentication", ZB_METRIC_COUNTER},
 		{"zbmd_control_convictions_total", "Members removed by this node as leader after conviction", ZB_METRIC_COUNTER},
 		{"zbmd_control_events_dropped_total", "Events not delivered because an lcore ring was full", ZB_METRIC_COUNTER},
+		{"zbmd_control_http_dropped_total", "HTTP connections of the admin and metrics endpoints refused over the limits (why=limit) or shut down for not sending a whole request in time (why=slow)", ZB_METRIC_COUNTER},
 		{"zbmd_control_blobs_total", "Node-to-node blobs (ctl_blob_send) by event: out = queued, queue_full, sent, retransmits, acked, refused, failed; in = delivered, duplicates, rejected, deferred, malformed", ZB_METRIC_COUNTER},
 	};
 	struct ctl_status *s = malloc(sizeof(*s) * 1);
@@ -182,7 +367,13 @@ static void collect(void *arg, struct zb_metrics_out *out)
 				break;
 			case 11: zb_metrics_sample(out, fam[f].name, node, (double)s->convictions); break;
 			case 12: zb_metrics_sample(out, fam[f].name, node, (double)s->events_dropped); break;
-			case 13: {
+			case 13:
+				snprintf(l, sizeof(l), "%s,why=\"limit\"", node);
+				zb_metrics_sample(out, fam[f].name, l, (double)s->http_refused);
+				snprintf(l, sizeof(l), "%s,why=\"slow\"", node);
+				zb_metrics_sample(out, fam[f].name, l, (double)s->http_cut);
+				break;
+			case 14: {
 				const struct ctl_blob_stats *b = &s->blobs;
 				const struct { const char *ev; uint64_t v; } bl[] = {
 					{"queued", b->queued}, {"queue_full", b->queue_full},

@@ -123,9 +123,10 @@ struct ctl_node {
 };
 
 /* http.c */
-int ctl__http_start(struct ctl_node *n, const char *listen, void **out,
+int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **out,
 		    char *err, size_t errlen);
 void ctl__http_stop(void *d);
+void ctl__http_counts(void *d, uint64_t *refused, uint64_t *cut);
 void ctl__collector_add(struct ctl_node *n);
 void ctl__collector_remove(struct ctl_node *n);
 
@@ -586,6 +587,9 @@ static void update_status(struct ctl_node *n, uint64_t now)
 	s->handshake_rejected = ts.rejected;
 	s->convictions = n->convictions;
 	s->events_dropped = n->events_dropped;
+	s->http_refused = s->http_cut = 0;
+	ctl__http_counts(n->http_admin, &s->http_refused, &s->http_cut);
+	ctl__http_counts(n->http_metrics, &s->http_refused, &s->http_cut);
 	ctl__blobs_stats(n->blobs, &s->blobs);
 	pthread_mutex_unlock(&n->status_lock);
 }
@@ -1095,10 +1099,10 @@ int ctl_node_create(const struct zb_config *cfg, const struct ctl_opts *opts,
 		goto fail;
 	update_status(n, zb_now_ns());
 	if (cfg->metrics.listen[0] &&
-	    (rc = ctl__http_start(n, cfg->metrics.listen, &n->http_metrics, err, errlen)) != 0)
+	    (rc = ctl__http_start(n, cfg->metrics.listen, false, &n->http_metrics, err, errlen)) != 0)
 		goto fail;
 	if (cfg->control.admin_listen[0] &&
-	    (rc = ctl__http_start(n, cfg->control.admin_listen, &n->http_admin, err, errlen)) != 0)
+	    (rc = ctl__http_start(n, cfg->control.admin_listen, true, &n->http_admin, err, errlen)) != 0)
 		goto fail_http;
 	ctl__collector_add(n);
 	n->next_hb_ns = zb_now_ns();

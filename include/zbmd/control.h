@@ -346,6 +346,7 @@ struct ctl_status {
 	uint64_t auth_ok, auth_rejected[CTL_AUTH_NREASONS];
 	uint64_t handshake_ok, handshake_rejected;
 	uint64_t convictions, events_dropped;
+	uint64_t http_refused, http_cut;   /* over the limits; shut down slow */
 	struct ctl_blob_stats blobs;
 };
 int ctl_node_status(struct ctl_node *n, struct ctl_status *out);
