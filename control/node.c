@@ -163,6 +163,7 @@ static void auth_log(struct ctl_node *n, unsigned reason, const char *what,
 	n->auth_suppressed[reason] = 0;
 }
 
+/* why: "ADDR (reason)" */
 static void on_tcp_reject(void *arg, const char *why)
 {
 	auth_log(arg, CTL_AUTH_NREASONS, "raft connection", why);

@@ -7,7 +7,11 @@
  * 1), so a peer that connects and stays silent would hold a socket forever.
  * Each accepted connection runs under one deadline (HS_TIMEOUT_MS) from
  * accept to the end of the handshake, and at most HS_MAX_ACCEPTING accepted
- * connections may be in that phase at once (more are closed at accept). We
+ * connections may be in that phase at once, HS_MAX_PER_HOST from one address
+ * other than loopback. When all are taken, the oldest of them is closed for
+ * the new one (a flood of silent connections held every place for its 2 s,
+ * and the survivors of a leader's death could not connect to vote:
+ * elections took 18 - 20 s instead of 2). We
  * read the preamble (its address is skipped, see below) and then run, on the
  * same stream,
  *
@@ -33,6 +37,7 @@
 #include "internal.h"
 #include "zbmd/common.h"
 
+#include <arpa/inet.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +47,7 @@
 #define HS_MAGIC      0x3248425au   /* "ZBH2": H1 with the address (v1 had none) */
 #define HS_TIMEOUT_MS 2000
 #define HS_MAX_ACCEPTING 64           /* accepted, handshake not done */
+#define HS_MAX_PER_HOST  8            /* of those, from one non-loopback address */
 #define HS_BACKLOG    128
 #define PRE_LEN       24              /* raft's preamble before the address */
 #define PRE_PROTOCOL  1               /* libraft's UV__TCP_HANDSHAKE_PROTOCOL */
@@ -82,6 +88,9 @@ struct hs {
 	enum { S_PREAMBLE, S_PRE_ADDR, S_H1, S_H3 } stage;   /* server */
 	raft_id peer_id;
 	char peer_addr[CTL_ADDR_MAX];
+	uint32_t ip;                      /* server: the client's, network order */
+	uint64_t born_ns;
+	char from[48];                    /* "ip:port" of the other end, for logs */
 	uv_stream_t *stream;
 	uv_timer_t timer;
 	uv_write_t wr[2];                 /* client: H1, H3; server: H2 */
@@ -120,6 +129,38 @@ static void hs_mac(const struct hs *h, char who, uint8_t out[32])
 	memcpy(m + 52, h->nonce_s, 16);
 	memcpy(m + 68, h->caddr, CTL_ADDR_MAX);
 	crypto_auth(out, m, sizeof(m), h->t->key);
+}
+
+/* Count and tell one rejection: "ADDR (why)". */
+static void reject(struct ctl_tcp_auth *t, const char *from, const char *why)
+{
+	char what[160];
+
+	t->stats.rejected++;
+	if (!t->on_reject)
+		return;
+	snprintf(what, sizeof(what), "%s (%s)", from && from[0] ? from : "?", why);
+	t->on_reject(t->arg, what);
+}
+
+/* "ip:port" of a stream's other end, or "?". */
+static void peer_name(uv_tcp_t *tcp, char *out, size_t len, uint32_t *ip)
+{
+	struct sockaddr_storage ss;
+	int sl = sizeof(ss);
+
+	snprintf(out, len, "?");
+	if (ip)
+		*ip = 0;
+	if (uv_tcp_getpeername(tcp, (struct sockaddr *)&ss, &sl) != 0 ||
+	    ss.ss_family != AF_INET)
+		return;
+	const struct sockaddr_in *sa = (const struct sockaddr_in *)&ss;
+	char a[INET_ADDRSTRLEN];
+	if (uv_ip4_name(sa, a, sizeof(a)) == 0)
+		snprintf(out, len, "%s:%u", a, ntohs(sa->sin_port));
+	if (ip)
+		*ip = sa->sin_addr.s_addr;
 }
 
 static void check_closed(struct ctl_tcp_auth *t)
@@ -168,11 +209,8 @@ static void hs_fail(struct hs *h, const char *why, bool count)
 	if (h->failed || h->finished)
 		return;
 	h->failed = true;
-	if (count) {
-		h->t->stats.rejected++;
-		if (h->t->on_reject)
-			h->t->on_reject(h->t->arg, why);
-	}
+	if (count)
+		reject(h->t, h->from, why);
 	uv_timer_stop(&h->timer);
 	uv_close((uv_handle_t *)&h->timer, timer_closed);
 	if (h->stream) {
@@ -204,6 +242,7 @@ static void hs_fail(struct hs *h, const char *why, bool count)
 struct proxy {
 	struct ctl_tcp_auth *t;
 	struct proxy *prev, *next;
+	char from[48];                    /* "ip:port" of the other end */
 	uv_stream_t *tcp;                 /* raft_uv_tcp's handle, now ours */
 	uv_pipe_t mine;                   /* our end of the socketpair */
 	int handles;
@@ -253,9 +292,7 @@ static void proxy_close(struct proxy *p)
 
 static void proxy_reject(struct proxy *p, const char *why)
 {
-	p->t->stats.rejected++;
-	if (p->t->on_reject)
-		p->t->on_reject(p->t->arg, why);
+	reject(p->t, p->from, why);
 	proxy_close(p);
 }
 
@@ -421,6 +458,7 @@ static uv_stream_t *proxy_start(struct hs *h, uv_stream_t *tcp)
 
 	if (!theirs || !p)
 		goto fail;
+	snprintf(p->from, sizeof(p->from), "%s", h->from);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
 		goto fail;
 	uv_pipe_init(t->loop, theirs, 0);
@@ -726,15 +764,43 @@ static void on_connection(uv_stream_t *l, int status)
 		uv_close((uv_handle_t *)tcp, (uv_close_cb)raft_free);
 		return;
 	}
-	if (t->closing || t->accepting >= HS_MAX_ACCEPTING || !(h = hs_new(t, true))) {
-		if (!t->closing) {
-			t->stats.rejected++;
-			if (t->on_reject)
-				t->on_reject(t->arg, "too many connections in handshake");
-		}
+	char from[48];
+	uint32_t ip;
+	peer_name(tcp, from, sizeof(from), &ip);
+	const char *why = NULL;
+	if (!t->closing && !((ntohl(ip) >> 24) == 127)) {
+		unsigned same = 0;
+		for (struct hs *o = t->pending; o; o = o->next)
+			same += o->server && !o->failed && o->ip == ip;
+		if (same >= HS_MAX_PER_HOST)
+			why = "too many connections in handshake from this address";
+	}
+	if (!t->closing && !why && t->accepting >= HS_MAX_ACCEPTING) {
+		/* the oldest makes room: a peer's handshake takes a few round
+		 * trips, a connection that holds its place for long is not
+		 * one (nor is one that trickles a byte at a time) */
+		struct hs *old = NULL;
+		for (struct hs *o = t->pending; o; o = o->next)
+			if (o->server && !o->failed && !o->finished &&
+			    (!old || o->born_ns < old->born_ns))
+				old = o;
+		if (old)
+			hs_fail(old, "closed for a newer connection: the "
+				"handshake places were full", true);
+		else
+			why = "too many connections in handshake";
+	}
+	/* a failed one's place is free only once its handles closed: the
+	 * count may still include the evicted one for a moment */
+	if (t->closing || why || !(h = hs_new(t, true))) {
+		if (!t->closing)
+			reject(t, from, why ? why : "out of memory");
 		uv_close((uv_handle_t *)tcp, (uv_close_cb)raft_free);
 		return;
 	}
+	h->ip = ip;
+	h->born_ns = zb_now_ns();
+	snprintf(h->from, sizeof(h->from), "%s", from);
 	t->accepting++;
 	hs_start(h, (uv_stream_t *)tcp);
 }
@@ -849,6 +915,7 @@ static int w_connect(struct raft_uv_transport *tr, struct raft_uv_connect *req,
 	h->user_req = req;
 	h->peer_id = id;
 	snprintf(h->peer_addr, sizeof(h->peer_addr), "%s", address);
+	snprintf(h->from, sizeof(h->from), "%s", address);
 	h->inner_req.data = h;
 	int rc = t->inner.connect(&t->inner, &h->inner_req, id, address,
 				  inner_connected);

@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 19
+plan 20
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -156,6 +156,11 @@ for p in ("/metrics", "/status", "/status.json"):
     except e.HTTPError as x: print(x.code, end=" ")')
 [ "$codes" = "200 404 404 " ]
 ok $? "the [metrics] listener serves /metrics only, not the membership's status ($codes)"
+# garbage on the Raft port: rejected, and the log says from where
+(exec 3<>/dev/tcp/127.0.0.1/17600 && printf 'GET / HTTP/1.0\r\n\r\n%.0s' $(seq 10) >&3 && sleep 0.3) 2>/dev/null
+sleep 0.3
+grep -qE "rejected raft connection from 127\.0\.0\.1:[0-9]+ \(" "$D/log"
+ok $? "a Raft connection with garbage: the log names its address ($(grep -m1 -o 'rejected raft connection from [^)]*)' "$D/log"))"
 kill -TERM $pid
 # Bounded wait for the clean exit: a node that hangs on SIGTERM fails the test.
 for _ in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
