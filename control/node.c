@@ -1110,6 +1110,10 @@ int ctl_node_create(const struct zb_config *cfg, const struct ctl_opts *opts,
 	uv_timer_start(&n->tick, on_tick, TICK_MS, TICK_MS);
 	logf_(n, CTL_LOG_INFO, "started on %s (cluster %u)", n->adv,
 	      cfg->cluster.id);
+	if (cfg->control.admin_listen[0] && strncmp(cfg->control.admin_listen, "127.", 4))
+		logf_(n, CTL_LOG_WARN, "the admin API listens on %s, not on loopback: its "
+		      "status (members, their addresses) is open to that network",
+		      cfg->control.admin_listen);
 	if (!cfg->cluster.psk_file[0])
 		logf_(n, CTL_LOG_WARN, "no [cluster] psk_file: single-node cluster "
 		      "with a random key, no other node can join");
