@@ -17,6 +17,7 @@
 
 struct ctl_node *ctl__node_next(struct ctl_node *n);
 void ctl__http_stop(void *p);
+void ctl__http_free(void *p);
 void ctl__node_set_next(struct ctl_node *n, struct ctl_node *next);
 
 #if MHD_VERSION < 0x00097002
@@ -253,12 +254,12 @@ int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **o
 		MHD_OPTION_NOTIFY_CONNECTION, http_notify, h, MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "cannot listen on %s (http)", listen);
-		ctl__http_stop(h);
+		ctl__http_free(h);
 		return -EADDRINUSE;
 	}
 	if (pthread_create(&h->janitor, NULL, http_janitor, h) != 0) {
 		snprintf(err, errlen, "cannot start the http janitor of %s", listen);
-		ctl__http_stop(h);
+		ctl__http_free(h);
 		return -EAGAIN;
 	}
 	h->janitor_up = true;
@@ -266,6 +267,9 @@ int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **o
 	return 0;
 }
 
+/* No more requests: the daemon and the janitor stop. The listener's
+ * counters stay readable (the node's loop may still report them) until
+ * ctl__http_free. */
 void ctl__http_stop(void *p)
 {
 	struct http_srv *h = p;
@@ -278,9 +282,20 @@ void ctl__http_stop(void *p)
 		pthread_cond_signal(&h->cv);
 		pthread_mutex_unlock(&h->lock);
 		pthread_join(h->janitor, NULL);
+		h->janitor_up = false;
 	}
 	if (h->d)
 		MHD_stop_daemon(h->d);
+	h->d = NULL;
+}
+
+void ctl__http_free(void *p)
+{
+	struct http_srv *h = p;
+
+	if (!h)
+		return;
+	ctl__http_stop(h);
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->lock);
 	free(h);

@@ -126,6 +126,7 @@ struct ctl_node {
 int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **out,
 		    char *err, size_t errlen);
 void ctl__http_stop(void *d);
+void ctl__http_free(void *d);
 void ctl__http_counts(void *d, uint64_t *refused, uint64_t *cut);
 void ctl__collector_add(struct ctl_node *n);
 void ctl__collector_remove(struct ctl_node *n);
@@ -1019,6 +1020,11 @@ static void node_free(struct ctl_node *n)
 		ctl__tcp_auth_free(n->tcp);
 		uv_loop_close(&n->loop);
 	}
+	/* stopped before (no request reaches the node); the loop read their
+	 * counters until it ended */
+	ctl__http_free(n->http_admin);
+	ctl__http_free(n->http_metrics);
+	n->http_admin = n->http_metrics = NULL;
 	ctl_fsm_close(&n->fsm);
 	for (unsigned i = 0; i < n->n_events; i++)
 		ctl_ring_free(n->events[i]);
@@ -1153,7 +1159,6 @@ void ctl_node_destroy(struct ctl_node *n)
 	/* No request can reach the node once the servers are gone. */
 	ctl__http_stop(n->http_admin);
 	ctl__http_stop(n->http_metrics);
-	n->http_admin = n->http_metrics = NULL;
 	ctl__collector_remove(n);
 	if (n->thread_ok) {
 		ctl_node_request_stop(n, false);
@@ -1191,7 +1196,6 @@ void ctl_node_stop(struct ctl_node *n, bool leave)
 	ZB_ASSERT(n->thread_ok);
 	ctl__http_stop(n->http_admin);
 	ctl__http_stop(n->http_metrics);
-	n->http_admin = n->http_metrics = NULL;
 	ctl__collector_remove(n);
 	ctl_node_request_stop(n, leave);
 	pthread_join(n->thread, NULL);
