@@ -9,6 +9,7 @@ set -euo pipefail
 PROG=${0##*/}
 SYSFS=${ZBMD_SYSFS:-/sys}   # tests point it at a fake tree
 DRIVER=vfio-pci
+DRIVER_GIVEN=
 DRY_RUN=0
 FORCE=0
 NOIOMMU=0
@@ -19,7 +20,7 @@ usage() {
 	cat <<EOF
 usage: $PROG [--driver DRV] [--noiommu] [--force] [--dry-run] PCI...
        $PROG --status
-       $PROG --restore DRV [--dry-run] PCI...
+       $PROG --restore DRV [--force] [--dry-run] PCI...
 
 Bind network devices to vfio-pci (default) so that zbmd can drive them with
 DPDK: [port.N] pci = 0000:3b:00.0 in the config. PCI addresses are
@@ -31,8 +32,9 @@ DDDD:BB:DD.F or BB:DD.F, as in \`lspci -D\` or \`$PROG --status\`.
   --force         also bind a device that is not a network device, or whose
                   kernel interface is up or carries routes (it is brought
                   down first; a remote session over it will be cut)
-  --restore DRV   give the devices back to kernel driver DRV (e.g. ixgbe,
-                  mlx5_core, virtio-pci)
+  --restore DRV   give the devices back to kernel network driver DRV (e.g.
+                  ixgbe, mlx5_core, virtio-pci); not a DPDK driver (that is
+                  --driver), and with the same checks as a bind (--force)
   --status        print dpdk-devbind.py --status for network devices
   --dry-run       print what would be done and change nothing
   -h, --help      this text
@@ -48,7 +50,13 @@ EOF
 
 find_devbind() {
 	local c
-	for c in "${DPDK_DEVBIND:-}" "$(command -v dpdk-devbind.py 2>/dev/null || true)" \
+	# the one the user named, or none: never another in its place
+	if [ -n "${DPDK_DEVBIND:-}" ]; then
+		[ -f "$DPDK_DEVBIND" ] && [ -x "$DPDK_DEVBIND" ] || return 1
+		echo "$DPDK_DEVBIND"
+		return 0
+	fi
+	for c in "$(command -v dpdk-devbind.py 2>/dev/null || true)" \
 		/usr/bin/dpdk-devbind.py /usr/sbin/dpdk-devbind.py \
 		/usr/local/bin/dpdk-devbind.py /usr/share/dpdk/usertools/dpdk-devbind.py; do
 		if [ -n "$c" ] && [ -x "$c" ]; then
@@ -86,15 +94,36 @@ while [ $# -gt 0 ]; do
 	--force) FORCE=1 ;;
 	--noiommu) NOIOMMU=1 ;;
 	--status) ACTION=status ;;
-	--driver) [ $# -ge 2 ] || usage_error "--driver needs a value"; DRIVER=$2; shift ;;
-	--restore) [ $# -ge 2 ] || usage_error "--restore needs a driver"; DRIVER=$2; ACTION=restore; shift ;;
+	--driver | --restore)
+		[ $# -ge 2 ] || usage_error "$1 needs a driver"
+		[ -z "$DRIVER_GIVEN" ] || [ "$DRIVER_GIVEN" = "$1" ] ||
+			usage_error "$DRIVER_GIVEN and $1 do not go together (--driver binds for DPDK, --restore gives back to the kernel)"
+		DRIVER_GIVEN=$1; DRIVER=$2
+		[ "$1" = --driver ] || ACTION=restore
+		shift ;;
 	-*) usage_error "unknown option '$1'" ;;
 	*) DEVS+=("$(canon_pci "$1")") ;;
 	esac
 	shift
 done
 [[ "$DRIVER" =~ ^[A-Za-z0-9_-]+$ ]] || usage_error "'$DRIVER' is not a driver name"
+if [ "$ACTION" = restore ]; then
+	case "$DRIVER" in
+	vfio-pci | vfio_pci | uio_pci_generic | uio-pci-generic | igb_uio | igb-uio)
+		usage_error "--restore gives devices back to a kernel network driver, not $DRIVER: use --driver for DPDK drivers" ;;
+	esac
+	# a driver this kernel has: loaded (sysfs), a module, or built in
+	kdrv=${DRIVER//-/_}
+	if [ ! -e "$SYSFS/bus/pci/drivers/$DRIVER" ] && [ ! -e "$SYSFS/bus/pci/drivers/$kdrv" ] &&
+		! modinfo "$DRIVER" >/dev/null 2>&1 &&
+		! grep -qE "/$kdrv\.ko" "/lib/modules/$(uname -r)/modules.builtin" 2>/dev/null; then
+		die "--restore $DRIVER: this kernel has no driver or module '$DRIVER' (see ls /sys/bus/pci/drivers, modinfo)"
+	fi
+fi
 
+if [ -n "${DPDK_DEVBIND:-}" ] && ! { [ -f "$DPDK_DEVBIND" ] && [ -x "$DPDK_DEVBIND" ]; }; then
+	die "DPDK_DEVBIND=$DPDK_DEVBIND is not an executable file (unset it to look for dpdk-devbind.py)"
+fi
 DEVBIND=$(find_devbind) || die "dpdk-devbind.py not found: install the dpdk package (apt-get install dpdk) or set DPDK_DEVBIND"
 
 if [ "$ACTION" = status ]; then
@@ -105,25 +134,27 @@ if [ "$DRY_RUN" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	die "needs root (or --dry-run to see what it would do)"
 fi
 
-# Check every device before changing anything.
+# Check every device before changing anything: a bind and a restore alike
+# (either moves the device to another driver) take network devices only,
+# and none whose kernel interface is up or carries routes, unless --force.
+# A device already on DRIVER is left as it is.
 for dev in "${DEVS[@]}"; do
 	d="$SYSFS/bus/pci/devices/$dev"
 	[ -e "$d" ] || die "no PCI device $dev ($d is missing; lspci -D lists the devices)"
 	class=$(cat "$d/class")
 	cur=$(basename "$(readlink "$d/driver" 2>/dev/null)" 2>/dev/null || true)
 	echo "$dev: class $class, driver ${cur:-(none)}"
-	if [ "$ACTION" = bind ] && [[ "$class" != 0x02* ]] && [ "$FORCE" -eq 0 ]; then
+	[ "$cur" != "$DRIVER" ] || continue
+	if [[ "$class" != 0x02* ]] && [ "$FORCE" -eq 0 ]; then
 		die "$dev is not a network device (class $class); --force binds it anyway"
 	fi
-	if [ "$ACTION" = bind ]; then
-		for ifc in $(netdevs_of "$dev"); do
-			routes=$(ip -o route show dev "$ifc" 2>/dev/null | wc -l)
-			up=$(ip -o link show dev "$ifc" 2>/dev/null | grep -c '[<,]UP[,>]' || true)
-			if { [ "$routes" -gt 0 ] || [ "$up" -gt 0 ]; } && [ "$FORCE" -eq 0 ]; then
-				die "$dev is kernel interface $ifc, which is up with $routes route(s): binding it cuts its traffic; --force brings it down and binds it"
-			fi
-		done
-	fi
+	for ifc in $(netdevs_of "$dev"); do
+		routes=$(ip -o route show dev "$ifc" 2>/dev/null | wc -l)
+		up=$(ip -o link show dev "$ifc" 2>/dev/null | grep -c '[<,]UP[,>]' || true)
+		if { [ "$routes" -gt 0 ] || [ "$up" -gt 0 ]; } && [ "$FORCE" -eq 0 ]; then
+			die "$dev is kernel interface $ifc, which is up with $routes route(s): binding it to $DRIVER cuts its traffic; --force brings it down and binds it"
+		fi
+	done
 done
 
 if [ "$ACTION" = bind ] && [ "$DRIVER" = vfio-pci ]; then
@@ -165,12 +196,10 @@ for dev in "${DEVS[@]}"; do
 		continue
 	fi
 	CHANGED+=("$dev"); ORIG+=("$cur")
-	if [ "$ACTION" = bind ]; then
-		for ifc in $(netdevs_of "$dev"); do
-			do_run ip link set dev "$ifc" down
-			DOWNED+=("$ifc")
-		done
-	fi
+	for ifc in $(netdevs_of "$dev"); do
+		do_run ip link set dev "$ifc" down
+		DOWNED+=("$ifc")
+	done
 	if [ "$FORCE" -eq 1 ]; then
 		do_run "$DEVBIND" --force --bind="$DRIVER" "$dev"
 	else

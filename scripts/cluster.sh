@@ -53,7 +53,11 @@
 # (leave peers' MACs out of the configs, to be resolved by ARP),
 # ZBN_CONTROL=off (no control thread: [control] enabled = off),
 # ZBN_ELECTION_MS (Raft election timeout, default 1000), ZBN_PSK (key file to
-# use instead of a fresh D/psk).
+# use instead of a fresh D/psk). The numbers among them are checked before
+# use (whole decimal numbers in range, ZBN_LCORES an lcore list like 0-1,3),
+# as are the tag and ZBN_PREFIX (letters, digits, _ and -): a bad one is
+# exit 2, named. Options go before the command; an option after it that the
+# command does not take is exit 2 too, before anything is done.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,16 +67,24 @@ ZBMD=${ZBMD:-${ZBMD_BUILD:-$ROOT/build}/bin/zbmd}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage_err() { echo "cluster.sh: $*" >&2; echo "try: cluster.sh --help" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--tag) TAG=$2; shift 2 ;;
-	--dir) DIR=$2; shift 2 ;;
+	--tag|--dir)
+		[ $# -ge 2 ] || usage_err "$1 needs a value"
+		if [ "$1" = --tag ]; then TAG=$2; else DIR=$2; fi
+		shift 2 ;;
 	-h|--help) usage; exit 0 ;;
+	-*) usage_err "unknown option '$1'" ;;
 	*) break ;;
 	esac
 done
-[[ $TAG =~ ^[A-Za-z0-9_]{1,24}$ ]] || die "bad tag '$TAG' (letters, digits, _; 1..24)"
+[[ $TAG =~ ^[A-Za-z0-9_]{1,24}$ ]] || usage_err "bad tag '$TAG' (letters, digits, _; 1..24)"
+# the prefix goes into namespace names, DPDK file prefixes and the paths
+# removed by down: plain characters only
+[[ ${ZBN_PREFIX:-zbn} =~ ^[A-Za-z0-9_-]{1,32}$ ]] ||
+	usage_err "bad ZBN_PREFIX '${ZBN_PREFIX:-}' (letters, digits, _ and -; 1..32)"
 DIR=${DIR:-/tmp/zbn-$TAG}
 PFX=${ZBN_PREFIX:-zbn}-$TAG
 HUB=$PFX-hub
@@ -93,6 +105,53 @@ ctl_ip() {  # ctl_ip I [MODE]: MODE, else the cluster's
 	fi
 }
 mac_of() { printf '02:7a:%s:00:00:%02x' "$1" "$2"; }
+# this cluster's namespaces: $PFX-hub, $PFX-probe, $PFX-N (names compared
+# as text: the prefix is no pattern)
+our_ns() {
+	ip netns list 2>/dev/null | awk -v p="$PFX-" '{ n = $1 }
+		index(n, p) == 1 && substr(n, length(p) + 1) ~ /^(hub|probe|[0-9]+)$/ { print n }'
+}
+
+# env_int NAME MIN MAX: NAME, where set, is a whole decimal number in
+# MIN..MAX (leading zeros dropped: bash would read 08 as octal); else exit 2.
+# Checked before any use: bash arithmetic evaluates a value as code.
+env_int() {
+	local v=${!1:-}
+	[ -n "$v" ] || return 0
+	if ! [[ $v =~ ^[0-9]{1,9}$ ]] || [ $((10#$v)) -lt "$2" ] || [ $((10#$v)) -gt "$3" ]; then
+		usage_err "$1='$v': must be a whole number $2..$3"
+	fi
+	printf -v "$1" '%d' "$((10#$v))"
+}
+# the environment `up` writes into the configs
+check_env_up() {
+	env_int ZBN_MTU 68 9600
+	env_int ZBN_MEMORY_MB 64 1048576
+	env_int ZBN_MEMIF_RSIZE 1 14
+	env_int ZBN_AF_FRAMES 1 1048576
+	env_int ZBN_RTO_US_MIN 10 60000000
+	env_int ZBN_ELECTION_MS 10 600000
+	local lc=${ZBN_LCORES:-0-1} part a b
+	[[ $lc =~ ^[0-9]{1,3}(-[0-9]{1,3})?(,[0-9]{1,3}(-[0-9]{1,3})?)*$ ]] ||
+		usage_err "ZBN_LCORES='$lc': must be an lcore list like 0-1 or 0,2-3"
+	IFS=, read -ra parts <<<"$lc"
+	for part in "${parts[@]}"; do
+		a=$((10#${part%-*})); b=$((10#${part#*-}))
+		[ "$a" -le "$b" ] && [ "$b" -le 127 ] ||
+			usage_err "ZBN_LCORES='$lc': '$part' is not a range of lcore ids 0..127"
+	done
+}
+# node_list CMD I...: NODES=(the node indices I, each 1..count, normalised);
+# exit 2 naming the first that is not one
+node_list() {
+	local c=$1 n i; shift
+	n=$(count); NODES=()
+	for i in "$@"; do
+		[[ $i =~ ^[0-9]{1,3}$ ]] && [ $((10#$i)) -ge 1 ] && [ $((10#$i)) -le "$n" ] ||
+			usage_err "$c: '$i' is not a node of cluster '$TAG' (1..$n; options go before the command)"
+		NODES+=($((10#$i)))
+	done
+}
 count() { cat "$DIR/count" 2>/dev/null || echo 0; }
 mode() { cat "$DIR/mode" 2>/dev/null || echo veth; }
 
@@ -196,22 +255,35 @@ control_ini() {  # control_ini I N MODE: [cluster], [control], [metrics]
 dp_lcores() {
 	local n=0 part a b
 	IFS=, read -ra parts <<<"${ZBN_LCORES:-0-1}"
-	for part in "${parts[@]}"; do
-		a=${part%-*}; b=${part#*-}; n=$((n + b - a + 1))
+	for part in "${parts[@]}"; do   # checked by check_env_up
+		a=$((10#${part%-*})); b=$((10#${part#*-})); n=$((n + b - a + 1))
 	done
 	echo $((n > 1 ? n - 1 : 1))
 }
 
 cmd_up() {
-	local n=${1:-}; local m=veth master=(master br0)
-	[ "${2:-}" = --memif ] && m=memif
-	[ "${2:-}" = --no-bridge ] && master=()
-	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 60 ] || die "up: N must be 1..60"
-	[ "$m" = memif ] && [ "$n" -gt 9 ] && die "up --memif: at most 9 nodes (8 ports each)"
+	local n=${1:-} m=veth master=(master br0) a
+	[ $# -ge 1 ] || usage_err "up: give N, the number of nodes"
+	shift
+	[ $# -le 1 ] || usage_err "up: $* : give at most one of --memif and --no-bridge (options such as --tag go before the command)"
+	for a in "$@"; do
+		case $a in
+		--memif) m=memif ;;
+		--no-bridge) master=() ;;
+		*) usage_err "up does not take '$a' (up N [--memif|--no-bridge]; options such as --tag go before the command)" ;;
+		esac
+	done
+	# 08 is 8 (bash arithmetic would read it as octal)
+	[[ $n =~ ^[0-9]{1,3}$ ]] && n=$((10#$n)) && [ "$n" -ge 1 ] && [ "$n" -le 60 ] ||
+		usage_err "up: N must be 1..60, not '$n'"
+	[ "$m" = memif ] && [ "$n" -gt 9 ] && usage_err "up --memif: at most 9 nodes (8 ports each)"
+	check_env_up
+	[ "$m" = memif ] || [ "$(id -u)" -eq 0 ] ||
+		die "up: veth mode needs root (network namespaces, bridges); --memif does not"
 	[ -e "$DIR/count" ] && die "cluster '$TAG' exists ($DIR): run down first"
 	# the same tag live under another --dir: its namespaces are ours by name,
 	# and a failed up would tear them down
-	ip netns list 2>/dev/null | awk '{print $1}' | grep -qE "^$PFX-(hub|probe|[0-9]+)$" &&
+	[ -z "$(our_ns)" ] ||
 		die "namespaces of tag '$TAG' exist ($PFX-*): another cluster with this tag is up (down it, or use another --tag)"
 	# The directory (by default a fixed name in /tmp) holds the configs and
 	# the key, and root writes into it: it must be a real directory of ours
@@ -264,9 +336,11 @@ cmd_up() {
 node_pid() { cat "$DIR/node$1.pid" 2>/dev/null || true; }
 
 cmd_start() {
+	env_int ZBN_READY_S 1 86400
 	local n; n=$(count); [ "$n" -ge 1 ] || die "no cluster '$TAG' (run up first)"
+	node_list start "$@"; local list=("${NODES[@]}")
 	[ -x "$ZBMD" ] || die "no zbmd binary at $ZBMD (make first)"
-	local list=("$@"); [ ${#list[@]} -eq 0 ] && list=($(seq 1 "$n"))
+	[ ${#list[@]} -eq 0 ] && list=($(seq 1 "$n"))
 	for i in "${list[@]}"; do
 		local p; p=$(node_pid "$i")
 		[ -n "$p" ] && kill -0 "$p" 2>/dev/null && die "node $i already running (pid $p)"
@@ -307,7 +381,8 @@ wait_ready() {  # wait_ready I DEADLINE: the node logged `zbmd: ready`
 }
 
 cmd_stop() {
-	local n; n=$(count); local list=("$@") bad=0
+	local n; n=$(count); local bad=0
+	node_list stop "$@"; local list=("${NODES[@]}")
 	[ ${#list[@]} -eq 0 ] && list=($(seq 1 "$n"))
 	for i in "${list[@]}"; do
 		local p; p=$(node_pid "$i")
@@ -331,7 +406,11 @@ cmd_stop() {
 
 cmd_exec() {
 	local i=${1:-}; shift || true
-	[ $# -ge 1 ] || die "exec: I CMD..."
+	[ $# -ge 1 ] || usage_err "exec: give I CMD..."
+	case $i in
+	probe|hub) ;;
+	*) node_list exec "$i"; i=${NODES[0]} ;;
+	esac
 	if [ "$i" = probe ]; then exec ip netns exec "$PROBE" "$@"; fi
 	if [ "$i" = hub ]; then exec ip netns exec "$HUB" "$@"; fi
 	[ "$(mode)" = veth ] || exec "$@"
@@ -339,6 +418,10 @@ cmd_exec() {
 }
 
 cmd_netem() {
+	[ $# -eq 1 ] && [ -n "$1" ] || usage_err "netem: give one argument, \"ARGS\" (quoted) or off"
+	# split into tc's words below: no characters the shell would expand
+	[[ $1 =~ ^[A-Za-z0-9\ .%_:/+-]+$ ]] ||
+		usage_err "netem '$1': only tc's words go there (letters, digits, spaces and . % _ : / + -)"
 	local n; n=$(count); [ "$(mode)" = veth ] || die "netem: veth mode only"
 	for ((i = 1; i <= n; i++)); do
 		if [ "${1:-}" = off ]; then
@@ -376,7 +459,7 @@ cmd_down() {
 		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null || true
 	done
-	for x in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$PFX-(hub|probe|[0-9]+)$" || true); do
+	for x in $(our_ns); do
 		ip netns del "$x" 2>/dev/null || true
 	done
 	[ -e "$DIR/.zbn" ] && rm -rf "$DIR"
@@ -388,6 +471,9 @@ cmd_down() {
 
 cmd=${1:-}; shift || true
 case $cmd in
+status|down) [ $# -eq 0 ] || usage_err "$cmd does not take '$1' (options such as --tag go before the command)" ;;
+esac
+case $cmd in
 up) cmd_up "$@" ;;
 start) cmd_start "$@" ;;
 stop) cmd_stop "$@" ;;
@@ -395,5 +481,6 @@ exec) cmd_exec "$@" ;;
 netem) cmd_netem "$@" ;;
 status) cmd_status ;;
 down) cmd_down ;;
-*) usage >&2; exit 2 ;;
+"") usage >&2; exit 2 ;;
+*) usage_err "unknown command '$cmd'" ;;
 esac

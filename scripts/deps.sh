@@ -3,6 +3,30 @@
 # Non-interactive and idempotent: when everything is present it only checks.
 set -euo pipefail
 
+PROG=${0##*/}
+usage() {
+	cat <<EOF
+usage: $PROG [-h|--help]
+
+Install every Debian package zbmd needs to build and test (make deps): the
+toolchain, inih, DPDK 22.11, rdma-core, OpenBLAS/libnuma/Vulkan/hipcc for
+gpu/, raft/libuv/libsodium/libmicrohttpd for the control plane, the network
+tools of the multi-node tests, gnuplot/erlang/Open MPI for the benchmarks
+and clang for make fuzz (the list: PKGS in this script).
+
+Non-interactive (apt-get -y, DEBIAN_FRONTEND=noninteractive) and idempotent:
+when every package is installed it only checks, and changes nothing.
+Installing needs root, or sudo for a user allowed to use it. Exit status:
+0 done (or nothing to do), 1 failed, 2 bad usage.
+EOF
+}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h | --help) usage; exit 0 ;;
+	*) echo "$PROG: unknown argument '$1'" >&2; echo "try: $PROG --help" >&2; exit 2 ;;
+	esac
+done
+
 PKGS=(
 	# toolchain and test runner
 	build-essential pkg-config perl make gcc
@@ -34,7 +58,12 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 echo "deps: installing ${missing[*]}"
 SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null 2>&1 ||
+		{ echo "deps: installing needs root (or sudo, which this machine lacks): run it as root" >&2; exit 1; }
+	SUDO=sudo
+	$SUDO true || { echo "deps: installing needs root, and sudo refused: run it as root" >&2; exit 1; }
+fi
 # sudo resets the environment: pass the frontend on the command line. Wait
 # for the dpkg lock (a fresh machine may be running apt-daily) rather than
 # fail at once.

@@ -21,14 +21,45 @@ set -euo pipefail
 
 PROG=${0##*/}
 usage() {
-	echo "usage: $PROG DIR   (DIR: a new or existing folder for the bundle)" >&2
-	exit 2
+	cat <<EOF
+usage: $PROG DIR
+       $PROG -h|--help
+
+Build gpu/'s tests, the gpu-info/bench helper, tests/rdma/test_gpu_reg and
+zbmd into DIR (a new or existing folder) with the shared libraries they
+need and DIR/run.sh, which runs them on a GPU machine without DPDK or -dev
+packages. DIR gets build/, lib/, tests/, gpu/ and run.sh (build/obj,
+build/lib and build/gen in it are removed): not the source tree, not a
+top-level or system directory (/etc, /usr, /var, /boot, ...). Its path
+takes letters, digits and / . _ - + @ only (it goes to make). Exit
+status: 0 built, 1 failed, 2 bad usage.
+EOF
 }
-[ $# -eq 1 ] && [ -n "$1" ] && [ "${1#-}" = "$1" ] || usage
+refuse() { echo "$PROG: $*" >&2; exit 2; }
+case "${1:-}" in -h | --help) [ $# -eq 1 ] && { usage; exit 0; } ;; esac
+[ $# -eq 1 ] && [ -n "$1" ] && [ "${1#-}" = "$1" ] || { usage >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$1"
-DIR=$(cd "$1" && pwd)
-case "$DIR" in "$ROOT"|/) echo "$PROG: refusing to use $DIR" >&2; exit 2 ;; esac
+# DIR goes to make (BUILD=DIR/build, DIR/... as goals), where $(...) runs
+# commands and #, :, = and % mean something, and into globs here: plain
+# characters only, checked (with its resolved path) before anything is made.
+[[ "$1" =~ ^[A-Za-z0-9._/+@-]+$ ]] ||
+	refuse "'$1': DIR takes letters, digits and / . _ - + @ only"' (not spaces, quotes, $ ( ) ` ; & | \ * # : = %)'
+DIR=$(realpath -m -- "$1")
+[[ "$DIR" =~ ^[A-Za-z0-9._/+@-]+$ ]] || refuse "'$1' resolves to '$DIR', which has characters make would interpret"
+# The bundle writes build/, lib/, tests/, gpu/, run.sh into DIR and removes
+# build/obj, build/lib, build/gen there: never the source tree, a system
+# directory or a top-level one (/tmp, /home, /root themselves).
+case "$DIR/" in
+"$ROOT"/) refuse "refusing to use $DIR: the source tree" ;;
+/var/tmp/?*) ;;
+/etc/* | /usr/* | /bin/* | /sbin/* | /lib/* | /lib32/* | /lib64/* | /libx32/* | \
+	/boot/* | /proc/* | /sys/* | /dev/* | /run/* | /var/*)
+	refuse "refusing to use $DIR: a system directory" ;;
+/*/*/*) ;;
+*) refuse "refusing to use $DIR: a top-level directory (a folder inside it, say $DIR/zbmd-bundle)" ;;
+esac
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
 
 make -C "$ROOT" --no-print-directory BUILD="$DIR/build" gpu-only >&2
 # and the rdma provider's binding to gpu/ (registration path, DMA-BUF export,

@@ -17,6 +17,9 @@ ACTION=reserve
 PERSIST=0
 FORCE=0
 MEMINFO=/proc/meminfo
+MOUNTS=${ZBMD_PROC_MOUNTS:-/proc/mounts}   # tests point it at a fake table
+ACTIONS=()    # --status / --clear as given: one at most
+RESERVE_OPTS=()   # options only a reservation takes
 SYSCTL_CONF=/etc/sysctl.d/80-zbmd-hugepages.conf
 
 usage() {
@@ -34,8 +37,9 @@ make sure a hugetlbfs of that page size is mounted.
   --memory-mb MB  reserve enough pages for MB MiB (rounded up)
   --node N        reserve on NUMA node N only (the NIC's node is best:
                   cat /sys/bus/pci/devices/ADDR/numa_node)
-  --mount DIR     hugetlbfs mount point (default /dev/hugepages for 2M,
-                  /dev/hugepages1G for 1G)
+  --mount DIR     hugetlbfs mount point, an absolute path (default
+                  /dev/hugepages for 2M, /dev/hugepages1G for 1G); a
+                  hugetlbfs of another page size there is refused
   --persist       also write $SYSCTL_CONF
                   (2M pages on all nodes only; 1G pages need the kernel
                   command line default_hugepagesz=1G hugepagesz=1G hugepages=N)
@@ -59,19 +63,32 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	-h | --help) usage; exit 0 ;;
 	--dry-run) DRY_RUN=1 ;;
-	--status) ACTION=status ;;
-	--clear) ACTION=clear ;;
-	--persist) PERSIST=1 ;;
+	--status) ACTION=status; ACTIONS+=("$1") ;;
+	--clear) ACTION=clear; ACTIONS+=("$1") ;;
+	--persist) PERSIST=1; RESERVE_OPTS+=("$1") ;;
 	--force) FORCE=1 ;;
 	--size) [ $# -ge 2 ] || usage_error "--size needs a value"; SIZE=$2; shift ;;
-	--pages) [ $# -ge 2 ] || usage_error "--pages needs a value"; PAGES=$2; shift ;;
-	--memory-mb) [ $# -ge 2 ] || usage_error "--memory-mb needs a value"; MEMORY_MB=$2; shift ;;
+	--pages) [ $# -ge 2 ] || usage_error "--pages needs a value"; PAGES=$2; RESERVE_OPTS+=("$1"); shift ;;
+	--memory-mb) [ $# -ge 2 ] || usage_error "--memory-mb needs a value"; MEMORY_MB=$2; RESERVE_OPTS+=("$1"); shift ;;
 	--node) [ $# -ge 2 ] || usage_error "--node needs a value"; NODE=$2; shift ;;
-	--mount) [ $# -ge 2 ] || usage_error "--mount needs a value"; MOUNT=$2; shift ;;
+	--mount) [ $# -ge 2 ] || usage_error "--mount needs a value"; MOUNT=$2; RESERVE_OPTS+=("$1"); shift ;;
 	*) usage_error "unknown argument '$1'" ;;
 	esac
 	shift
 done
+# One action: a conflict is the user's to resolve, not "the last one wins".
+if [ ${#ACTIONS[@]} -gt 1 ] && [ "${ACTIONS[0]}" != "${ACTIONS[1]}" ]; then
+	usage_error "${ACTIONS[0]} and ${ACTIONS[1]} do not go together: give one"
+fi
+if [ "$ACTION" != reserve ] && [ ${#RESERVE_OPTS[@]} -gt 0 ]; then
+	usage_error "--$ACTION does not take ${RESERVE_OPTS[0]} (an option of a reservation)"
+fi
+if [ -n "$MOUNT" ]; then
+	case "$MOUNT" in
+	/*) ;;
+	*) usage_error "--mount must be an absolute path, not '$MOUNT'" ;;
+	esac
+fi
 
 case "$SIZE" in
 2M | 2m | 2048k | 2048kB) SIZE=2M; KB=2048 ;;
@@ -97,7 +114,29 @@ status() {
 		done
 	done
 	echo "hugetlbfs mounts:"
-	grep -w hugetlbfs /proc/mounts | sed 's/^/  /' || echo "  (none)"
+	grep -w hugetlbfs "$MOUNTS" | sed 's/^/  /' || echo "  (none)"
+}
+
+# The page size, in kB, of the hugetlbfs mounted on $1 (its pagesize=
+# option; without one, the default size); nothing when none is mounted there.
+mount_page_kb() {
+	local opts sz n u def
+	opts=$(awk -v m="$1" '$2 == m && $3 == "hugetlbfs" { o = $4 } END { print o }' "$MOUNTS")
+	[ -n "$opts" ] || return 0
+	sz=$(tr ',' '\n' <<<"$opts" | sed -n 's/^pagesize=//p' | tail -n 1)
+	if [ -z "$sz" ]; then
+		def=$(awk '$1 == "Hugepagesize:" { print $2 }' "$MEMINFO" 2>/dev/null)
+		echo "${def:-0}"
+		return 0
+	fi
+	[[ "$sz" =~ ^([0-9]+)([KkMmGg]?) ]] || { echo 0; return 0; }
+	n=${BASH_REMATCH[1]}; u=${BASH_REMATCH[2],,}
+	case "$u" in
+	g) echo $((10#$n * 1048576)) ;;
+	m) echo $((10#$n * 1024)) ;;
+	k) echo $((10#$n)) ;;
+	*) echo $((10#$n / 1024)) ;;
+	esac
 }
 
 if [ "$ACTION" = status ]; then
@@ -134,6 +173,16 @@ if [ "$DRY_RUN" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	die "needs root (or --dry-run to see what it would do)"
 fi
 
+# A hugetlbfs of another page size on the mount point does not serve these
+# pages: refused before anything is written.
+MOUNT_KB=
+if [ "$ACTION" = reserve ]; then
+	MOUNT_KB=$(mount_page_kb "$MOUNT")
+	if [ -n "$MOUNT_KB" ] && [ "$MOUNT_KB" != "$KB" ]; then
+		die "$MOUNT is a hugetlbfs of $((MOUNT_KB / 1024))M pages, not $SIZE: give --mount another directory for the $SIZE pages"
+	fi
+fi
+
 before=$(cat "$TARGET")
 echo "$SIZE pages${NODE:+ on node $NODE}: $before reserved now, $PAGES wanted"
 # More pages than memory can spare would starve everything else (the kernel
@@ -159,8 +208,8 @@ if [ "$DRY_RUN" -eq 0 ]; then
 fi
 
 if [ "$ACTION" = reserve ]; then
-	if awk -v m="$MOUNT" '$2 == m && $3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts; then
-		echo "hugetlbfs already mounted on $MOUNT"
+	if [ -n "$MOUNT_KB" ]; then
+		echo "hugetlbfs already mounted on $MOUNT ($SIZE pages)"
 	else
 		do_run mkdir -p "$MOUNT"
 		do_run mount -t hugetlbfs -o "pagesize=$SIZE" nodev "$MOUNT"
@@ -168,9 +217,12 @@ if [ "$ACTION" = reserve ]; then
 	if [ "$PERSIST" -eq 1 ]; then
 		if [ "$SIZE" = 2M ] && [ -z "$NODE" ]; then
 			do_write "vm.nr_hugepages = $PAGES" "$SYSCTL_CONF"
+		elif [ "$SIZE" = 2M ]; then
+			echo "note: --persist covers 2M pages on all nodes only; for 2M pages on node $NODE" \
+				"add 'hugepagesz=2M hugepages=$NODE:$PAGES' to the kernel command line"
 		else
 			echo "note: --persist covers 2M pages on all nodes only; for 1G pages add" \
-				"'default_hugepagesz=1G hugepagesz=1G hugepages=$PAGES' to the kernel command line"
+				"'default_hugepagesz=1G hugepagesz=1G hugepages=${NODE:+$NODE:}$PAGES' to the kernel command line"
 		fi
 	fi
 fi

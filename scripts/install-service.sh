@@ -16,6 +16,7 @@ CONFIG=/etc/zbmd/zbmd.ini
 EXAMPLE=$REPO/config/examples/baremetal.ini
 UNIT_DIR=/etc/systemd/system
 ROOT=
+ROOT_GIVEN=0
 DRY_RUN=0
 ENABLE=0
 START=0
@@ -41,13 +42,16 @@ Install zbmd as the systemd service zbmd.service, which runs
                   config/examples/baremetal.ini)
   --unit-dir DIR  where the unit goes (default /etc/systemd/system)
   --root DIR      stage everything under DIR (packaging, tests); systemctl
-                  is not run
+                  is not run; DIR must be absolute and not empty
   --enable        systemctl enable zbmd.service (start at boot)
   --start         systemctl restart zbmd.service now
   --uninstall     stop and disable the service, remove the unit, the binary
                   and the doc; the config and /var/lib/zbmd are kept
   --dry-run       print what would be done and change nothing
   -h, --help      this text
+
+--prefix and --config go into the unit: letters, digits and / . _ - + , @ :
+& = ~ only (no spaces, quotes, \\, \$, % or ;, which systemd would read).
 
 Needs root unless --dry-run or --root. Exit status: 0 done, 1 failed
 (e.g. the existing config is invalid), 2 bad usage.
@@ -57,11 +61,20 @@ EOF
 . "$(dirname "$(readlink -f "$0")")/setup-lib.sh"
 
 # The unit with its paths rewritten, written to $1 (or shown in a dry run).
+# Plain string replacement (no sed: & or \ in a path is taken as it is);
+# the replacements quoted, else bash 5.2 reads & in them as the match.
+unit_text() {
+	local line
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line//\/usr\/local\/bin\/zbmd/"$PREFIX/bin/zbmd"}
+		line=${line//\/etc\/zbmd\/zbmd.ini/"$CONFIG"}
+		line=${line//\/usr\/local\/share\/doc\/zbmd/"$PREFIX/share/doc/zbmd"}
+		printf '%s\n' "$line"
+	done <"$UNIT_SRC"
+}
 do_write_unit() {
 	local text
-	text=$(sed -e "s|/usr/local/bin/zbmd|$PREFIX/bin/zbmd|g" \
-		-e "s|/etc/zbmd/zbmd.ini|$CONFIG|g" \
-		-e "s|/usr/local/share/doc/zbmd|$PREFIX/share/doc/zbmd|g" "$UNIT_SRC")
+	text=$(unit_text)
 	if [ "$DRY_RUN" -eq 1 ]; then
 		echo "would write $1 with:"
 		grep -E '^(ExecStartPre|ExecStart|Documentation)=' <<<"$text" | sed 's/^/    /'
@@ -92,7 +105,7 @@ while [ $# -gt 0 ]; do
 	--config) [ $# -ge 2 ] || usage_error "--config needs a value"; CONFIG=$2; shift ;;
 	--example) [ $# -ge 2 ] || usage_error "--example needs a value"; EXAMPLE=$2; shift ;;
 	--unit-dir) [ $# -ge 2 ] || usage_error "--unit-dir needs a value"; UNIT_DIR=$2; shift ;;
-	--root) [ $# -ge 2 ] || usage_error "--root needs a value"; ROOT=$2; shift ;;
+	--root) [ $# -ge 2 ] || usage_error "--root needs a value"; ROOT=$2; ROOT_GIVEN=1; shift ;;
 	*) usage_error "unknown argument '$1'" ;;
 	esac
 	shift
@@ -100,9 +113,15 @@ done
 absolute --prefix "$PREFIX"
 absolute --config "$CONFIG"
 absolute --unit-dir "$UNIT_DIR"
+# an empty --root would be the live system
+[ "$ROOT_GIVEN" -eq 0 ] || [ -n "$ROOT" ] || usage_error "--root must not be empty (leave it out to install on this system)"
 [ -z "$ROOT" ] || absolute --root "$ROOT"
+# The unit's paths, checked before anything is written: systemd reads
+# % (specifiers), \ (escapes), $ (variables), quotes, spaces and ; in
+# ExecStart= lines.
 for v in "$PREFIX" "$CONFIG"; do
-	[[ "$v" != *'|'* && "$v" != *' '* ]] || usage_error "paths must not contain '|' or spaces: '$v'"
+	[[ "$v" =~ ^[A-Za-z0-9/._+,@:\&=~-]+$ ]] ||
+		usage_error "'$v': paths in the unit take letters, digits and / . _ - + , @ : & = ~ only (not spaces, quotes, \\, \$, % or ;, which systemd would interpret)"
 done
 if [ -n "$ROOT" ] && { [ "$ENABLE" -eq 1 ] || [ "$START" -eq 1 ]; }; then
 	usage_error "--enable and --start do not go with --root"

@@ -5,12 +5,27 @@
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage_error() { echo "$PROG: $*" >&2; echo "try: $PROG --help" >&2; exit 2; }
 
-# do_run CMD...: run CMD (echoed with "+ "), or only say it under --dry-run
+# quote_args ARG...: ARGs as one line a shell reads back as the same words
+# (an argument with characters the shell would interpret goes in '...')
+quote_args() {
+	local a out=()
+	for a in "$@"; do
+		if [[ "$a" =~ ^[A-Za-z0-9_./=:,+@%-]+$ ]]; then
+			out+=("$a")
+		else
+			out+=("'${a//\'/\'\\\'\'}'")
+		fi
+	done
+	echo "${out[*]}"
+}
+
+# do_run CMD...: run CMD (echoed with "+ "), or only say it under --dry-run;
+# either way the command is printed quoted, ready to paste
 do_run() {
 	if [ "$DRY_RUN" -eq 1 ]; then
-		echo "would run: $*"
+		echo "would run: $(quote_args "$@")"
 	else
-		echo "+ $*"
+		echo "+ $(quote_args "$@")"
 		"$@"
 	fi
 }

@@ -8,7 +8,20 @@ source "$ZBMD_ROOT/tests/common/tap.sh"
 S="$ZBMD_ROOT/scripts"
 ZBMD="$ZBMD_BUILD/bin/zbmd"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/zbmd-config-scripts.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+# the cluster.sh checks below build memif clusters (files only) of tags
+# zbts<pid>*: down whatever one of them left
+CT=zbts$$
+cleanup() {
+	local t
+	for t in a b c d e; do
+		"$S/cluster.sh" --tag "$CT$t" --dir "$TMP/cl$t" down >/dev/null 2>&1
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+# as_nobody CMD...: CMD as user nobody (checks of what a non-root user is told)
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+can_drop() { [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; }
 
 # --help and bad usage, for every script.
 for s in hugepages.sh bind-nic.sh install-service.sh; do
@@ -82,6 +95,52 @@ fi
 [ $? -eq 0 ] && grep -q "hugetlbfs mounts:" "$TMP/out"
 ok $? "hugepages.sh --status"
 
+# One action at a time; --mount absolute; a hugetlbfs mounted with another
+# page size does not count as mounted for these pages (a fake mount table,
+# ZBMD_PROC_MOUNTS); the --persist note names the right page size; the plan
+# quotes its arguments, ready to paste.
+"$S/hugepages.sh" --dry-run --clear --pages 5 >/dev/null 2>"$TMP/err"; r1=$?
+"$S/hugepages.sh" --dry-run --status --clear >/dev/null 2>"$TMP/err2"; r2=$?
+[ $r1 -eq 2 ] && grep -q -- "--clear does not take --pages" "$TMP/err" &&
+	[ $r2 -eq 2 ] && grep -q -- "--status and --clear do not go together" "$TMP/err2"
+ok $? "hugepages.sh: --clear --pages 5 and --status --clear are exit 2 (rc $r1, $r2)"
+"$S/hugepages.sh" --dry-run --pages 1 --mount rel/dir >"$TMP/out" 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "must be an absolute path" "$TMP/err" && ! grep -q "would" "$TMP/out"
+ok $? "hugepages.sh: a relative --mount is exit 2"
+if [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
+	echo "nodev $TMP/huge2m hugetlbfs rw,relatime,pagesize=2M 0 0" >"$TMP/mounts"
+	ZBMD_PROC_MOUNTS=$TMP/mounts "$S/hugepages.sh" --dry-run --pages 1 --mount "$TMP/huge2m" \
+		>"$TMP/out" 2>&1; rc=$?
+	[ $rc -eq 0 ] && grep -qx "hugetlbfs already mounted on $TMP/huge2m (2M pages)" "$TMP/out" &&
+		! grep -q "would run: mount" "$TMP/out"
+	ok $? "hugepages.sh: a 2M hugetlbfs on --mount serves 2M pages" || diag "$(cat "$TMP/out")"
+	if [ -d /sys/kernel/mm/hugepages/hugepages-1048576kB ]; then
+		ZBMD_PROC_MOUNTS=$TMP/mounts "$S/hugepages.sh" --dry-run --force --size 1G --pages 1 \
+			--mount "$TMP/huge2m" >"$TMP/out" 2>&1; rc=$?
+		[ $rc -eq 1 ] && grep -q "is a hugetlbfs of 2M pages, not 1G" "$TMP/out" &&
+			! grep -q "would write\|already mounted" "$TMP/out"
+		ok $? "hugepages.sh --size 1G: a 2M hugetlbfs on --mount is refused, not taken as mounted" ||
+			diag "$(cat "$TMP/out")"
+	else
+		echo "ok $((TAP_RUN + 1)) # SKIP kernel has no 1G hugepages"; TAP_RUN=$((TAP_RUN + 1))
+	fi
+	out=$("$S/hugepages.sh" --dry-run --pages 1 --mount "$TMP/huge mnt'x" 2>&1); rc=$?
+	line=$(grep '^would run: mkdir ' <<<"$out")
+	# read back as the shell would (in a subshell: a bad quote is an error)
+	[ $rc -eq 0 ] && (eval "set -- ${line#would run: }" && [ $# -eq 3 ] &&
+		[ "$3" = "$TMP/huge mnt'x" ]) 2>/dev/null
+	ok $? "hugepages.sh --dry-run: the plan quotes a path with a space and a quote" || diag "$line"
+else
+	for i in 1 2 3; do echo "ok $((TAP_RUN + 1)) # SKIP kernel has no 2M hugepages"; TAP_RUN=$((TAP_RUN + 1)); done
+fi
+if [ -e /sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages ]; then
+	out=$("$S/hugepages.sh" --dry-run --pages 3 --node 0 --persist 2>&1); rc=$?
+	[ $rc -eq 0 ] && grep -q "^note: .*'hugepagesz=2M hugepages=0:3'" <<<"$out" && ! grep -q 1G <<<"$out"
+	ok $? "hugepages.sh --persist --node 0: the note is about 2M pages, not 1G" || diag "$out"
+else
+	echo "ok $((TAP_RUN + 1)) # SKIP no NUMA node 0 with 2M pages"; TAP_RUN=$((TAP_RUN + 1))
+fi
+
 # ---- bind-nic.sh ----
 "$S/bind-nic.sh" --dry-run 3b:00 >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "'3b:00' is not a PCI address" "$TMP/err"
@@ -151,6 +210,46 @@ b=$(basename "$(readlink "$F/bus/pci/devices/0000:00:0b.0/driver")")
 ok $? "bind-nic.sh: a device that fails to bind puts the ones bound before it back (exit $rc, $a, $b)"
 [ $rc -eq 1 ] || diag "$(cat "$TMP/out")"
 
+# --restore: a kernel driver only, the checks of a bind (class, interface up
+# or routed) unless --force, not with --driver, a driver the kernel has. On
+# the fake sysfs: 0c.0 is a NIC whose interface is lo (always up), 0d.0 a
+# host bridge.
+mkdir -p "$F/bus/pci/devices/0000:00:0c.0/net/lo" "$F/bus/pci/devices/0000:00:0d.0"
+echo 0x020000 >"$F/bus/pci/devices/0000:00:0c.0/class"
+echo 0x060000 >"$F/bus/pci/devices/0000:00:0d.0/class"
+ln -s ../../drivers/e1000 "$F/bus/pci/devices/0000:00:0c.0/driver"
+ln -s ../../bus/pci/devices/0000:00:0c.0/net/lo "$F/class/net/lo"
+bn() { ZBMD_SYSFS=$F DPDK_DEVBIND=$TMP/devbind "$S/bind-nic.sh" --dry-run "$@" >"$TMP/out" 2>&1; }
+bn --restore zbfake 0000:00:0c.0; r1=$?; cp "$TMP/out" "$TMP/out1"
+bn --restore zbfake --force 0000:00:0c.0; r2=$?
+[ $r1 -eq 1 ] && grep -q "is kernel interface lo, which is up" "$TMP/out1" &&
+	! grep -q "would run" "$TMP/out1" && [ $r2 -eq 0 ] &&
+	grep -q "would run: .*devbind --force --bind=zbfake 0000:00:0c.0" "$TMP/out"
+ok $? "bind-nic.sh --restore: a device whose interface is up is refused unless --force (rc $r1, $r2)" ||
+	diag "$(cat "$TMP/out1" "$TMP/out")"
+bn --restore zbfake 0000:00:0d.0; rc=$?
+[ $rc -eq 1 ] && grep -q "is not a network device" "$TMP/out" && ! grep -q "would run" "$TMP/out"
+ok $? "bind-nic.sh --restore: a host bridge (class 0x0600) is refused"
+r=
+for drv in vfio-pci uio_pci_generic igb_uio; do
+	bn --restore $drv 0000:00:0a.0; rc=$?; r="$r $rc"
+	[ $rc -eq 2 ] && grep -q "use --driver for DPDK drivers" "$TMP/out" || break
+done
+[ "$r" = " 2 2 2" ]
+ok $? "bind-nic.sh --restore vfio-pci/uio_pci_generic/igb_uio: exit 2, use --driver (rc$r)"
+bn --restore zbfake --driver vfio-pci 0000:00:0a.0; r1=$?
+bn --driver zbfake --restore e1000 0000:00:0a.0; r2=$?
+[ $r1 -eq 2 ] && [ $r2 -eq 2 ] && grep -q "do not go together" "$TMP/out"
+ok $? "bind-nic.sh: --restore with --driver is exit 2, whichever comes last (rc $r1, $r2)"
+bn --restore nosuchdrv 0000:00:0a.0; rc=$?
+[ $rc -eq 1 ] && grep -q "no driver or module 'nosuchdrv'" "$TMP/out" && ! grep -q "would run" "$TMP/out"
+ok $? "bind-nic.sh --dry-run --restore nosuchdrv: refused (exit $rc)"
+ZBMD_SYSFS=$F DPDK_DEVBIND=$TMP/no-such-devbind "$S/bind-nic.sh" --dry-run --driver zbfake \
+	0000:00:0a.0 >"$TMP/out" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "DPDK_DEVBIND=$TMP/no-such-devbind is not an executable" "$TMP/out" &&
+	! grep -q "would run" "$TMP/out"
+ok $? "bind-nic.sh: a DPDK_DEVBIND that is not there is an error, not replaced (exit $rc)"
+
 # ---- install-service.sh ----
 mkdir -p "$TMP/root"
 out=$("$S/install-service.sh" --dry-run --root "$TMP/root" --binary "$ZBMD" 2>&1); rc=$?
@@ -202,5 +301,136 @@ ok $? "install-service.sh: an invalid existing config is refused with its messag
 ok $? "install-service.sh --uninstall --root: unit and binary gone, config kept"
 "$S/install-service.sh" --root relative/dir >/dev/null 2>&1; [ $? -eq 2 ]
 ok $? "install-service.sh: a relative --root is exit 2"
+"$S/install-service.sh" --dry-run --root '' --binary "$ZBMD" >"$TMP/out" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--root must not be empty" "$TMP/out" && ! grep -q "would" "$TMP/out"
+ok $? "install-service.sh: an empty --root (the live system) is exit 2"
+mkdir -p "$TMP/root3"
+"$S/install-service.sh" --root "$TMP/root3" --binary "$ZBMD" --prefix '/opt/a&b' \
+	--config /etc/zbmd/n.ini >"$TMP/out" 2>&1; rc=$?
+unit="$TMP/root3/etc/systemd/system/zbmd.service"
+[ $rc -eq 0 ] && grep -qx 'ExecStart=/opt/a&b/bin/zbmd run -c /etc/zbmd/n.ini' "$unit" &&
+	grep -qx 'ExecStartPre=/opt/a&b/bin/zbmd check-config -q /etc/zbmd/n.ini' "$unit" &&
+	[ -x "$TMP/root3/opt/a&b/bin/zbmd" ]
+ok $? "install-service.sh --prefix '/opt/a&b': the unit has the path as given" ||
+	diag "$(grep ^Exec "$unit" 2>&1)"
+r=
+for a in "--prefix /opt/a\\b" "--prefix /opt/%n" "--config /etc/zbmd/%n.ini" "--prefix /opt/\$HOME"; do
+	rm -rf "$TMP/root4"; mkdir -p "$TMP/root4"
+	"$S/install-service.sh" --root "$TMP/root4" --binary "$ZBMD" ${a%% *} "${a#* }" >"$TMP/out" 2>&1
+	rc=$?; r="$r $rc"
+	[ $rc -eq 2 ] && [ -z "$(ls -A "$TMP/root4")" ] || { diag "$a: $(cat "$TMP/out")"; break; }
+done
+[ "$r" = " 2 2 2 2" ]
+ok $? "install-service.sh: \\, % or \$ in --prefix/--config is exit 2, nothing written (rc$r)"
+
+# ---- deps.sh ----
+out=$("$S/deps.sh" --help 2>"$TMP/err"); rc=$?
+[ $rc -eq 0 ] && grep -q "^usage: deps.sh" <<<"$out" && grep -q "root" <<<"$out" &&
+	grep -q "sudo" <<<"$out" && grep -qi "idempotent" <<<"$out" && [ ! -s "$TMP/err" ]
+ok $? "deps.sh --help: usage (root or sudo, idempotent) on stdout, exit 0, nothing installed"
+"$S/deps.sh" --no-such-option >"$TMP/out" 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown" "$TMP/err"
+ok $? "deps.sh: unknown argument is exit 2"
+if can_drop; then
+	# a user without root or sudo, every package "missing" (a fake dpkg-query)
+	mkdir -p "$TMP/fakebin"; chmod 755 "$TMP" "$TMP/fakebin"
+	printf '#!/bin/sh\nexit 1\n' >"$TMP/fakebin/dpkg-query"; chmod 755 "$TMP/fakebin/dpkg-query"
+	for c in bash id grep; do ln -sf "$(command -v $c)" "$TMP/fakebin/$c"; done
+	as_nobody env PATH="$TMP/fakebin" "$S/deps.sh" >"$TMP/out" 2>"$TMP/err"; rc=$?
+	[ $rc -eq 1 ] && grep -q "needs root" "$TMP/err" && ! grep -qi "network\|not found" "$TMP/err"
+	ok $? "deps.sh as a user without sudo: says it needs root (exit $rc)" || diag "$(cat "$TMP/err")"
+else
+	echo "ok $((TAP_RUN + 1)) # SKIP not root or no setpriv"; TAP_RUN=$((TAP_RUN + 1))
+fi
+
+# ---- gpu-bundle.sh ---- (a fake make: nothing is built)
+mkdir -p "$TMP/fakemake"
+printf '#!/bin/sh\necho "$*" >>"%s"\nexit 1\n' "$TMP/make.log" >"$TMP/fakemake/make"
+chmod +x "$TMP/fakemake/make"
+gb() { rm -f "$TMP/make.log"; PATH="$TMP/fakemake:$PATH" "$S/gpu-bundle.sh" "$@" >"$TMP/out" 2>"$TMP/err"; }
+gb --help; rc=$?
+[ $rc -eq 0 ] && grep -q "^usage: gpu-bundle.sh DIR" "$TMP/out" && [ ! -s "$TMP/err" ] && [ ! -e "$TMP/make.log" ]
+ok $? "gpu-bundle.sh --help: usage on stdout, exit 0"
+gb "$TMP/gb/\$(shell touch $TMP/INJECTED)"; rc=$?
+[ $rc -eq 2 ] && [ ! -e "$TMP/make.log" ] && [ ! -e "$TMP/gb" ] && [ ! -e "$TMP/INJECTED" ] &&
+	grep -q "DIR takes letters, digits" "$TMP/err"
+ok $? "gpu-bundle.sh: a DIR with \$(...) is exit 2, before make and mkdir"
+r=
+for d in /etc /usr /usr/lib /var /boot /proc /tmp; do
+	[ -d "$d" ] || continue
+	gb "$d"; rc=$?; r="$r $d:$rc"
+	[ $rc -eq 2 ] && [ ! -e "$TMP/make.log" ] || break
+done
+gb "$TMP/gb-ok"; rc=$?
+[ "$r" = "$(for d in /etc /usr /usr/lib /var /boot /proc /tmp; do [ -d $d ] && printf ' %s:2' $d; done)" ] &&
+	[ $rc -eq 1 ] && grep -q "BUILD=$TMP/gb-ok/build gpu-only" "$TMP/make.log"
+ok $? "gpu-bundle.sh: system and top-level dirs are exit 2 (not built into), a folder under TMP is built ($r)"
+
+# ---- cluster.sh, cluster-memif.sh ---- (memif clusters: files only)
+C="$S/cluster.sh"; CM="$S/cluster-memif.sh"
+r=
+for s in "$C" "$CM"; do
+	for o in --tag --dir; do
+		"$s" $o >/dev/null 2>"$TMP/err"; rc=$?; r="$r $rc"
+		[ $rc -eq 2 ] && grep -q -- "$o needs a value" "$TMP/err" || break 2
+	done
+done
+[ "$r" = " 2 2 2 2" ]
+ok $? "cluster.sh, cluster-memif.sh: --tag/--dir without a value is exit 2, said (rc$r)"
+"$C" --tag "${CT}a" --dir "$TMP/cla" netem >/dev/null 2>"$TMP/err"; r1=$?
+"$C" --tag "${CT}a" --dir "$TMP/cla" bogus >/dev/null 2>"$TMP/err2"; r2=$?
+[ $r1 -eq 2 ] && grep -q "netem: give one argument" "$TMP/err" &&
+	[ $r2 -eq 2 ] && grep -q "unknown command 'bogus'" "$TMP/err2"
+ok $? "cluster.sh: netem without an argument, an unknown command: exit 2, named (rc $r1, $r2)"
+# cluster a, for the checks that need one
+"$C" --tag "${CT}a" --dir "$TMP/cla" up 2 --memif >"$TMP/out" 2>&1 ||
+	echo "# cluster.sh up 2 --memif failed: $(cat "$TMP/out")"
+ZBN_TAG=${CT}a "$C" --dir "$TMP/cla" down --tag "${CT}x" --dir "$TMP/clx" >/dev/null 2>"$TMP/err"; r1=$?
+"$C" --tag "${CT}b" --dir "$TMP/clb" up 2 --memfi >/dev/null 2>"$TMP/err2"; r2=$?
+[ $r1 -eq 2 ] && grep -q "down does not take '--tag'" "$TMP/err" && [ -e "$TMP/cla/count" ] &&
+	[ $r2 -eq 2 ] && grep -q "up does not take '--memfi'" "$TMP/err2" && [ ! -e "$TMP/clb" ]
+ok $? "cluster.sh: options after the command are exit 2 before anything is done (rc $r1, $r2)"
+"$C" --tag "${CT}a" --dir "$TMP/cla" stop 99 >/dev/null 2>"$TMP/err"; r1=$?
+"$C" --tag "${CT}a" --dir "$TMP/cla" stop abc >/dev/null 2>&1; r2=$?
+[ $r1 -eq 2 ] && [ $r2 -eq 2 ] && grep -q "'99' is not a node" "$TMP/err"
+ok $? "cluster.sh: stop 99 / stop abc are exit 2 (rc $r1, $r2)"
+ZBMD=/bin/false ZBN_READY_S="PPID[\$(touch $TMP/inj1)]" "$C" --tag "${CT}a" --dir "$TMP/cla" \
+	start 1 >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "ZBN_READY_S=" "$TMP/err" && [ ! -e "$TMP/inj1" ] && [ ! -e "$TMP/cla/node1.log" ]
+ok $? "cluster.sh start: ZBN_READY_S with code in it is exit 2, not run (rc $rc)"
+r=
+for e in "ZBN_LCORES=0-1[\$(touch $TMP/inj2)]" ZBN_LCORES=0,x ZBN_MTU=abc ZBN_MTU=99999 \
+	 ZBN_MEMORY_MB=12x ZBN_MEMIF_RSIZE=1+1 ZBN_AF_FRAMES=-5 ZBN_RTO_US_MIN=1e3 ZBN_ELECTION_MS=' 9'; do
+	env "$e" "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?
+	r="$r $rc"
+	[ $rc -eq 2 ] && grep -q "${e%%=*}=" "$TMP/err" && [ ! -e "$TMP/clc" ] && [ ! -e "$TMP/inj2" ] ||
+		{ diag "$e: $(cat "$TMP/err")"; "$C" --tag "${CT}c" --dir "$TMP/clc" down >/dev/null 2>&1; break; }
+done
+[ "$r" = " 2 2 2 2 2 2 2 2 2" ]
+ok $? "cluster.sh up: bad ZBN_LCORES/MTU/MEMORY_MB/... are exit 2, named, nothing built (rc$r)"
+"$C" --tag "${CT}d" --dir "$TMP/cld" up 08 --memif >"$TMP/out" 2>&1; rc=$?
+[ $rc -eq 0 ] && [ "$(cat "$TMP/cld/count")" = 8 ] && [ -f "$TMP/cld/node8.ini" ] &&
+	[ ! -e "$TMP/cld/node9.ini" ] && ! grep -q "value too great" "$TMP/out"
+ok $? "cluster.sh up 08 --memif: 8 nodes (not octal)" || diag "$(cat "$TMP/out")"
+"$C" --tag "${CT}d" --dir "$TMP/cld" down >/dev/null 2>&1
+ZBN_PREFIX=../../x "$C" --tag "${CT}a" --dir "$TMP/cla" down >/dev/null 2>"$TMP/err"; r1=$?
+ZBN_PREFIX='z.n' "$C" --tag "${CT}a" --dir "$TMP/cla" status >/dev/null 2>&1; r2=$?
+[ $r1 -eq 2 ] && [ $r2 -eq 2 ] && grep -q "bad ZBN_PREFIX" "$TMP/err" && [ -e "$TMP/cla/count" ]
+ok $? "cluster.sh: a ZBN_PREFIX with / or . is exit 2, nothing removed (rc $r1, $r2)"
+"$C" --tag "${CT}a" --dir "$TMP/cla" down >/dev/null 2>&1
+if can_drop; then
+	chmod 755 "$TMP"
+	as_nobody "$C" --tag "${CT}e" --dir "$TMP/cle" up 2 >/dev/null 2>"$TMP/err"; rc=$?
+	[ $rc -eq 1 ] && grep -q "needs root" "$TMP/err" && [ ! -e "$TMP/cle" ]
+	ok $? "cluster.sh up (veth) as a user: says it needs root (rc $rc)" || diag "$(cat "$TMP/err")"
+else
+	echo "ok $((TAP_RUN + 1)) # SKIP not root or no setpriv"; TAP_RUN=$((TAP_RUN + 1))
+fi
+out=$("$CM" --help 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "^usage: cluster-memif.sh" <<<"$out"
+ok $? "cluster-memif.sh --help: its own usage, exit 0"
+"$CM" --tag "${CT}b" --dir "$TMP/clb" up 2 --no-bridge >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "'--no-bridge'" "$TMP/err" && [ ! -e "$TMP/clb" ]
+ok $? "cluster-memif.sh up 2 --no-bridge: exit 2, nothing built (rc $rc)"
 
 done_testing
