@@ -606,6 +606,27 @@ static void check_ports(struct ctx *c)
 		else if (p->pci[0] == '\0' && p->vdev[0] == '\0')
 			add_error(c, sl, "[port.%u] has neither pci nor vdev "
 				  "(expected exactly one of them)", i);
+		/* one device, one address per port: two ports on one device
+		 * both drove it (and closed it twice) */
+		for (unsigned j = 0; j < i; j++) {
+			const struct cfg_port *q = &cfg->ports[j];
+			size_t dl = strcspn(p->vdev, ","), ql = strcspn(q->vdev, ",");
+			if (!q->present || c->dev_bad[j])
+				continue;
+			if ((p->vdev[0] && dl == ql && !strncmp(p->vdev, q->vdev, dl)) ||
+			    (p->pci[0] && !strcmp(p->pci, q->pci)))
+				add_error(c, c->key_line[p->vdev[0] ? kv : kp][i],
+					  "[port.%u] is the device of [port.%u] too "
+					  "(expected one port per device)", i, j);
+			if (p->ip && p->ip == q->ip)
+				add_error(c, c->key_line[key_index(S_PORT, "ip")][i],
+					  "[port.%u] has the ip of [port.%u] (expected "
+					  "one address per port)", i, j);
+			if (p->mac_set && q->mac_set && !memcmp(p->mac, q->mac, 6))
+				add_error(c, c->key_line[key_index(S_PORT, "mac")][i],
+					  "[port.%u] has the mac of [port.%u] (expected "
+					  "one address per port)", i, j);
+		}
 	}
 	cfg->port_count = (uint16_t)n;
 
@@ -661,6 +682,26 @@ static void check_pairs(struct ctx *c)
 		add_error(c, blame(c, key_index(S_ACTORS, "carrier"), 0),
 			  "actors.carrier = rdma but [rdma] is not enabled "
 			  "(expected enabled = true in [rdma])");
+	/* EAL flags zbmd sets from other keys: given again in extra_args
+	 * they fight them (the node lock follows file_prefix, not a
+	 * --file-prefix here) */
+	static const struct { const char *flag, *key; } own[] = {
+		{"--file-prefix", "[eal] file_prefix"}, {"-l", "[eal] lcores"},
+		{"--lcores", "[eal] lcores"}, {"-c", "[eal] lcores"},
+		{"-m", "[eal] memory_mb"}, {"--socket-mem", "[eal] memory_mb"},
+		{"--no-huge", "[eal] hugepages = false"},
+		{"--in-memory", "nothing: zbmd passes --legacy-mem, which it refuses"},
+	};
+	char args[sizeof(cfg->eal.extra_args)], *save = NULL;
+	snprintf(args, sizeof(args), "%s", cfg->eal.extra_args);
+	for (char *t = strtok_r(args, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+		size_t tl = strcspn(t, "=");
+		for (unsigned k = 0; k < ZB_ARRAY_LEN(own); k++)
+			if (tl == strlen(own[k].flag) && !strncmp(t, own[k].flag, tl))
+				add_error(c, blame(c, key_index(S_EAL, "extra_args"), 0),
+					  "eal.extra_args: %s is zbmd's to set (expected "
+					  "%s instead)", own[k].flag, own[k].key);
+	}
 	/* what the control plane refuses at its start (control/node.c),
 	 * told here already; never where it does not start */
 	if (cfg->control.enabled != CFG_CONTROL_OFF) {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 struct ctl_node *ctl__node_next(struct ctl_node *n);
 void ctl__http_stop(void *p);
@@ -253,7 +254,17 @@ int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **o
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
 		MHD_OPTION_NOTIFY_CONNECTION, http_notify, h, MHD_OPTION_END);
 	if (!h->d) {
-		snprintf(err, errlen, "cannot listen on %s (http)", listen);
+		/* the reason, from a bind of our own (libmicrohttpd keeps it) */
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e = 0;
+		if (fd >= 0) {
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+				e = errno;
+			close(fd);
+		}
+		snprintf(err, errlen, "%s: cannot listen on %s (http): %s",
+			 admin ? "[control] admin_listen" : "[metrics] listen", listen,
+			 e ? strerror(e) : "the HTTP server did not start");
 		ctl__http_free(h);
 		return -EADDRINUSE;
 	}

@@ -1,8 +1,8 @@
 /* dataplane/cmd_run.c — `zbmd run -c FILE.ini`: the node process.
  *
- * Signals: SIGINT/SIGTERM/SIGUSR1 are blocked before the EAL starts, so every
+ * Signals: SIGINT/SIGTERM/SIGHUP/SIGUSR1 are blocked before the EAL starts, so every
  * EAL thread (lcores, interrupt thread) and the control thread inherit them
- * blocked and only the main thread takes them. SIGINT/SIGTERM ask the loops
+ * blocked and only the main thread takes them. SIGINT/SIGTERM/SIGHUP ask the loops
  * to quit; SIGUSR1 prints the counters (main thread; when the main lcore is
  * itself the only dataplane lcore the counters are printed at exit only).
  */
@@ -132,11 +132,13 @@ static void install_signals(sigset_t *blocked, sigset_t *old)
 	sa.sa_handler = on_stop;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);   /* the terminal gone: stop cleanly too */
 	sa.sa_handler = on_dump;
 	sigaction(SIGUSR1, &sa, NULL);
 	sigemptyset(blocked);
 	sigaddset(blocked, SIGINT);
 	sigaddset(blocked, SIGTERM);
+	sigaddset(blocked, SIGHUP);
 	sigaddset(blocked, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, blocked, old);
 }
@@ -148,6 +150,7 @@ static void wait_for_stop(const sigset_t *old)
 	sigset_t wait_mask = *old;
 	sigdelset(&wait_mask, SIGINT);
 	sigdelset(&wait_mask, SIGTERM);
+	sigdelset(&wait_mask, SIGHUP);
 	sigdelset(&wait_mask, SIGUSR1);
 	while (!dp_node_stop_requested()) {
 		sigsuspend(&wait_mask);
@@ -236,7 +239,8 @@ int dp_cmd_run(int argc, char **argv)
 	} else {
 		wait_for_stop(&old);
 	}
-	printf("zbmd: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+	printf("zbmd: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" :
+					 stop_signal == SIGHUP ? "SIGHUP" : "SIGTERM");
 	dp_node_stop();   /* the control thread leaves the cluster, then the loops quit */
 	dp__rdma_act_stop();
 	dp__run_ctl_fini();

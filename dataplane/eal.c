@@ -269,6 +269,21 @@ void dp__unlock_prefix(void)
 	}
 }
 
+/* HugePages_Total of /proc/meminfo (the default size), -1 unknown. */
+static long dp__hugepages_total(void)
+{
+	char line[128];
+	long n = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "HugePages_Total: %ld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 int dp__eal_start(const struct zb_config *cfg, struct dp_err *err)
 {
 	ZB_ASSERT(cfg != NULL);
@@ -282,12 +297,31 @@ int dp__eal_start(const struct zb_config *cfg, struct dp_err *err)
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "cannot build EAL arguments from [eal]: %s",
 			       zb_strerror(rc));
+	/* more memory than the machine has: the EAL reserves it all up front
+	 * and, past what it can map, failed deep inside (memory_mb = 1048576
+	 * on 24 GiB: SIGSEGV in rte_eal_init after 13 s) */
+	double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+	if (ram > 0 && (double)cfg->eal.memory_mb * (1 << 20) > ram)
+		return dp__err(err, ZB_ERR_CONFIG,
+			       "[eal] memory_mb = %u is more than this machine's memory "
+			       "(%.0f MiB)", cfg->eal.memory_mb, ram / (1 << 20));
 	rc = rte_eal_init(argc, argv);
 	if (rc < 0) {
 		int e = rte_errno;
 		if (e == EALREADY)
 			return dp__err(err, -EALREADY,
 				       "the EAL was initialised before in this process");
+		if (cfg->eal.hugepages && dp__hugepages_total() == 0)
+			return dp__err(err, ZB_ERR_CONFIG,
+				       "rte_eal_init failed: [eal] hugepages = true but this "
+				       "machine has no hugepages reserved (HugePages_Total 0): "
+				       "reserve some (scripts/hugepages.sh) or set hugepages = "
+				       "false");
+		if (e == EINVAL && cfg->eal.extra_args[0])
+			return dp__err(err, ZB_ERR_CONFIG,
+				       "rte_eal_init refused its arguments: [eal] extra_args "
+				       "= '%s' holds a flag the EAL does not take (see the "
+				       "EAL lines above)", cfg->eal.extra_args);
 		return dp__err(err, ZB_ERR_DEVICE,
 			       "rte_eal_init failed: %s (see the EAL lines above)",
 			       rte_strerror(e));

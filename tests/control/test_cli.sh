@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 20
+plan 21
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -112,6 +112,14 @@ for a in "phi -t 5x:bad value '5x' for -t" "phi --bogus:unknown option '--bogus'
 done
 ok $bad "zbmd bench phi / gpu with a bad flag or value: named, exit 2, nothing run"
 chmod 600 "$D/psk"
+# an admin address in use: the key and the reason named
+python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",17605)); s.listen(1); open("'"$D"'/held","w").close(); time.sleep(20)' & hp=$!
+for _ in $(seq 100); do [ -e "$D/held" ] && break; sleep 0.1; done
+sed 's/^admin_listen = .*/admin_listen = 127.0.0.1:17605/' "$D/n.ini" >"$D/inuse.ini"
+timeout 20 $Z control -c "$D/inuse.ini" 2>"$D/err"; rc=$?
+kill $hp 2>/dev/null; wait $hp 2>/dev/null
+[ $rc -eq 1 ] && grep -q "\[control\] admin_listen: cannot listen on 127.0.0.1:17605 (http): Address already in use" "$D/err"
+ok $? "admin_listen in use: exit $rc, the key and the reason named ($(grep -o 'cannot listen.*' "$D/err" | head -1))"
 $Z control -c "$D/n.ini" 2>"$D/log" & pid=$!
 # Poll for readiness (sanitizer builds on a loaded machine start slowly).
 out=

@@ -4,7 +4,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
-plan 21
+plan 23
 
 PFX=zbmd-node-t$$
 PREFIXES+=("$PFX")
@@ -96,6 +96,29 @@ ok $? "arena_prefault = true: the log says the lane's arena ($mib MiB) was mappe
 	END { exit !found }' /proc/$P/smaps
 ok $? "... and a mapping of that size is wholly resident in the running node"
 kill -TERM $P; wait $P
+
+# SIGHUP (the terminal gone) stops the node cleanly: it killed it before,
+# skipping the teardown (a memif socket file stayed)
+"$ZBMD" run -c "$T/one.ini" >"$T/out7" 2>&1 & P=$!; PIDS+=($P)
+wait_for "$T/out7" '^zbmd: ready' 60
+kill -HUP $P; wait $P; rc=$?
+[ $rc -eq 0 ] && grep -q '^zbmd: stopping (SIGHUP)' "$T/out7" && grep -q 'stopped cleanly' "$T/out7"
+ok $? "SIGHUP: a clean stop, exit 0 (rc $rc)"
+
+# what the machine cannot give, said with the key at fault, exit 2
+bad=0
+hp=$(awk '/^HugePages_Total:/ {print $2}' /proc/meminfo)
+for c in "memory_mb = 1048576:is more than this machine's memory" \
+	 "extra_args = --bogus-flag:extra_args = '--bogus-flag' holds a flag the EAL does not take" \
+	 "hugepages = true:hugepages = true but this machine has no hugepages reserved"; do
+	[ "${c%%:*}" = "hugepages = true" ] && [ "${hp:-0}" != 0 ] && continue
+	k=${c%% *}
+	awk -v k="$k" -v l="${c%%:*}" '$1 == k { print l; next } { print } /^\[eal\]/ && k == "extra_args" { print l }' \
+		"$T/one.ini" >"$T/m.ini"
+	timeout 60 "$ZBMD" run -c "$T/m.ini" >"$T/m.out" 2>&1; rc=$?
+	[ $rc -eq 2 ] && grep -qF "${c#*:}" "$T/m.out" || { bad=1; diag "${c%%:*}: exit $rc: $(grep 'zbmd run' "$T/m.out" | head -1)"; }
+done
+ok $bad "memory_mb past the machine's memory, a flag the EAL refuses in extra_args, hugepages without any reserved: exit 2 naming the key (a SIGSEGV in rte_eal_init, and exit 1 with 'Permission denied' before)"
 
 # bad configs: FILE:LINE, exit 2, nothing started
 node_config "$T/bad.ini" "$PFX" 0-1 "[port.0]
