@@ -9,6 +9,7 @@
 #include "zbmd/common.h"
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
+#include "zbmd/gpu.h"
 #include "../cli/cli.h"
 #include "run_ctl.h"
 
@@ -195,6 +196,17 @@ int dp_cmd_run(int argc, char **argv)
 	printf("zbmd: node %u (%s) cluster %u, config %s, pid %d\n", cfg.node.id,
 	       cfg.node.name[0] ? cfg.node.name : "unnamed", cfg.cluster.id,
 	       path, (int)getpid());
+	/* a GPU backend named in [gpu] that this machine lacks: the node
+	 * runs (its reductions and trainers open the backend when they start),
+	 * but say so now rather than at the first collective */
+	if (cfg.gpu.backend != CFG_GPU_AUTO && cfg.gpu.backend != CFG_GPU_CPU) {
+		char why[256] = "";
+		enum gpu_backend b = (enum gpu_backend)cfg.gpu.backend;
+		if (gpu_backend_probe(b, why, sizeof(why)) != 0)
+			fprintf(stderr, "zbmd run: warning: [gpu] backend = %s is not usable "
+				"on this machine (%s): what opens it here will fail\n",
+				gpu_backend_name(b), why[0] ? why : "no reason given");
+	}
 #ifdef DP_HOST_ACTORS
 	rc = actors_host(&cfg);
 	if (rc) {

@@ -4,7 +4,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
-plan 23
+plan 24
 
 PFX=zbmd-node-t$$
 PREFIXES+=("$PFX")
@@ -119,6 +119,19 @@ for c in "memory_mb = 1048576:is more than this machine's memory" \
 	[ $rc -eq 2 ] && grep -qF "${c#*:}" "$T/m.out" || { bad=1; diag "${c%%:*}: exit $rc: $(grep 'zbmd run' "$T/m.out" | head -1)"; }
 done
 ok $bad "memory_mb past the machine's memory, a flag the EAL refuses in extra_args, hugepages without any reserved: exit 2 naming the key (a SIGSEGV in rte_eal_init, and exit 1 with 'Permission denied' before)"
+
+# a [gpu] backend this machine lacks: the node runs, and says so at start
+# (it said nothing until something opened the backend)
+awk '/^\[cluster\]/ { print "[gpu]"; print "backend = cuda" } { print }' "$T/one.ini" >"$T/g.ini"
+"$ZBMD" run -c "$T/g.ini" >"$T/g.out" 2>&1 & P=$!; PIDS+=($P)
+wait_for "$T/g.out" '^zbmd: ready' 60; kill -TERM $P; wait $P; rc=$?
+if "$ZBMD" gpu-info 2>/dev/null | grep -q '^cuda *usable'; then
+	! grep -q 'warning: \[gpu\] backend = cuda' "$T/g.out"
+	ok $? "[gpu] backend = cuda where CUDA is usable: no warning (rc $rc)"
+else
+	[ $rc -eq 0 ] && grep -q 'warning: \[gpu\] backend = cuda is not usable on this machine' "$T/g.out"
+	ok $? "[gpu] backend = cuda without CUDA: the node runs and warns at start (rc $rc)"
+fi
 
 # bad configs: FILE:LINE, exit 2, nothing started
 node_config "$T/bad.ini" "$PFX" 0-1 "[port.0]
