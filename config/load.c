@@ -606,8 +606,10 @@ static void check_ports(struct ctx *c)
 		else if (p->pci[0] == '\0' && p->vdev[0] == '\0')
 			add_error(c, sl, "[port.%u] has neither pci nor vdev "
 				  "(expected exactly one of them)", i);
-		/* one device, one address per port: two ports on one device
-		 * both drove it (and closed it twice) */
+		/* one device per port: two ports on one device both drove it
+		 * (and closed it twice). One address on several ports is how
+		 * a node meets its peers over point-to-point links (memif: a
+		 * port per peer, all with the node's ip and mac) */
 		for (unsigned j = 0; j < i; j++) {
 			const struct cfg_port *q = &cfg->ports[j];
 			size_t dl = strcspn(p->vdev, ","), ql = strcspn(q->vdev, ",");
@@ -618,14 +620,6 @@ static void check_ports(struct ctx *c)
 				add_error(c, c->key_line[p->vdev[0] ? kv : kp][i],
 					  "[port.%u] is the device of [port.%u] too "
 					  "(expected one port per device)", i, j);
-			if (p->ip && p->ip == q->ip)
-				add_error(c, c->key_line[key_index(S_PORT, "ip")][i],
-					  "[port.%u] has the ip of [port.%u] (expected "
-					  "one address per port)", i, j);
-			if (p->mac_set && q->mac_set && !memcmp(p->mac, q->mac, 6))
-				add_error(c, c->key_line[key_index(S_PORT, "mac")][i],
-					  "[port.%u] has the mac of [port.%u] (expected "
-					  "one address per port)", i, j);
 		}
 	}
 	cfg->port_count = (uint16_t)n;
