@@ -312,9 +312,9 @@ ok $? "no node process, namespace or /var/run/dpdk/zbloc$LP-* left"
 # killed outright (SIGKILL): the nodes die with it; its run directory and
 # DPDK runtime directories stay until the next run takes them back
 $ZBMD local --nodes 2 --link memif -- bench allreduce -b 64K -e 64M -f 2 -n 50 \
-	>"$T/k" 2>"$T/k.err" &
+	>"$T/sk" 2>"$T/sk.err" &
 LP=$!; PIDS+=($LP)
-wait_for "$T/k" "$ROW" 60
+wait_for "$T/sk" "$ROW" 60
 kill -KILL $LP
 wait $LP 2>/dev/null
 sleep 0.5
