@@ -273,6 +273,13 @@ size_t zb_llc_bytes(void)
 	return v - 1;
 }
 
+uint64_t zb_phys_mem_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+}
+
 uint64_t zb_stream_min_for_llc(size_t llc)
 {
 	if (llc == 0)

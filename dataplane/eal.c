@@ -300,11 +300,11 @@ int dp__eal_start(const struct zb_config *cfg, struct dp_err *err)
 	/* more memory than the machine has: the EAL reserves it all up front
 	 * and, past what it can map, failed deep inside (memory_mb = 1048576
 	 * on 24 GiB: SIGSEGV in rte_eal_init after 13 s) */
-	double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-	if (ram > 0 && (double)cfg->eal.memory_mb * (1 << 20) > ram)
+	uint64_t ram = zb_phys_mem_bytes();
+	if (ram > 0 && ((uint64_t)cfg->eal.memory_mb << 20) > ram)
 		return dp__err(err, ZB_ERR_CONFIG,
 			       "[eal] memory_mb = %u is more than this machine's memory "
-			       "(%.0f MiB)", cfg->eal.memory_mb, ram / (1 << 20));
+			       "(%.0f MiB)", cfg->eal.memory_mb, (double)ram / (1 << 20));
 	rc = rte_eal_init(argc, argv);
 	if (rc < 0) {
 		int e = rte_errno;

@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { TR_GO = 1, TR_DONE = 2 };
 
@@ -163,7 +162,7 @@ static int tr_parse(int argc, char **argv, struct tr_opts *o)
 	}
 	/* each in range, the product maybe not: the shard is M x D floats */
 	double shard = (double)o->m * o->d * sizeof(float);
-	double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+	double mem = (double)zb_phys_mem_bytes();
 	if (mem > 0 && shard > mem / 2) {
 		fprintf(stderr, "zbmd train: --samples %u x --features %u is %.1f GiB of data "
 			"per node, more than half of this machine's %.1f GiB (take fewer)\n",

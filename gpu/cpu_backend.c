@@ -66,8 +66,7 @@ static void cpu_fill_info(struct gpu_device_info *out)
 	out->index = 0;
 	cpu_model(out->name, sizeof(out->name));
 	snprintf(out->driver, sizeof(out->driver), "%.63s", openblas_get_config());
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	out->mem_bytes = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+	out->mem_bytes = zb_phys_mem_bytes();
 	out->numa_node = numa_available() < 0 ? -1 : numa_node_of_cpu(sched_getcpu());
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	out->compute_units = n > 0 ? (uint32_t)n : 1;

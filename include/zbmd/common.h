@@ -116,6 +116,9 @@ void zb_copy_stream_fence(void);
  * it at start-up, not on a fast path. */
 size_t zb_llc_bytes(void);
 
+/* The machine's physical memory in bytes (sysconf), 0 when it does not say. */
+uint64_t zb_phys_mem_bytes(void);
+
 /* Where "large, cold" messages start for a last-level cache of llc bytes
  * (the `auto` of [transport] and [coll] stream_min_kb): an eighth of it,
  * at least 1 MiB, in whole KiB; 4 MiB where llc is 0 (unknown). Below
