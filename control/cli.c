@@ -1,6 +1,7 @@
 /* CLI commands of the control module: `zbmd control` (run only the control
  * thread of a node, foreground) and `zbmd status` (ask a running node's admin
  * endpoint). Only these functions print. */
+#include "internal.h"
 #include "zbmd/control.h"
 #include "zbmd/common.h"
 #include "zbmd/config.h"
@@ -111,23 +112,13 @@ int ctl_cmd_control(int argc, char **argv)
  * (reason printed). */
 static char *http_get(const char *addr, const char *path)
 {
-	char host[64], req[256];
-	const char *colon = strrchr(addr, ':');
-	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char req[256];
+	struct sockaddr_in sa;
 
-	if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
+	if (ctl__parse_ip4(addr, &sa) != 0) {
 		fprintf(stderr, "zbmd status: '%s' is not ip:port\n", addr);
 		return NULL;
 	}
-	memcpy(host, addr, (size_t)(colon - addr));
-	host[colon - addr] = '\0';
-	char *end;
-	long port = colon[1] >= '0' && colon[1] <= '9' ? strtol(colon + 1, &end, 10) : 0;
-	if (port <= 0 || port > 65535 || *end || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-		fprintf(stderr, "zbmd status: '%s' is not ip:port\n", addr);
-		return NULL;
-	}
-	sa.sin_port = htons((uint16_t)port);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct timeval tv = {.tv_sec = 3};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

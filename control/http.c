@@ -217,25 +217,13 @@ static MHD_RESULT handler(void *cls, struct MHD_Connection *c, const char *url,
 int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **out,
 		    char *err, size_t errlen)
 {
-	char host[64], *end;
 	struct sockaddr_in sa;
-	const char *colon = strrchr(listen, ':');
 
 	ZB_ASSERT(n && listen && out);
-	if (!colon || (size_t)(colon - listen) >= sizeof(host)) {
+	if (ctl__parse_ip4(listen, &sa) != 0) {
 		snprintf(err, errlen, "http listen '%s' is not ip:port", listen);
 		return ZB_ERR_CONFIG;
 	}
-	memcpy(host, listen, (size_t)(colon - listen));
-	host[colon - listen] = '\0';
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	long port = strtol(colon + 1, &end, 10);
-	if (port <= 0 || port > 65535 || *end || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-		snprintf(err, errlen, "http listen '%s' is not ip:port", listen);
-		return ZB_ERR_CONFIG;
-	}
-	sa.sin_port = htons((uint16_t)port);
 	struct http_srv *h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
@@ -248,7 +236,7 @@ int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **o
 	pthread_cond_init(&h->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	h->d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, http_accept, h,
+		MHD_USE_INTERNAL_POLLING_THREAD, ntohs(sa.sin_port), http_accept, h,
 		handler, h, MHD_OPTION_SOCK_ADDR, &sa,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)2,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,

@@ -19,6 +19,10 @@ struct ctl_tcp_auth;
 struct ctl_tcp_auth_stats {
 	uint64_t ok, rejected;
 };
+/* "a.b.c.d:port" (IPv4, as everywhere in the control plane: listen and
+ * seed addresses, the HTTP listeners, zbmd status --admin) into *sa: 0, or
+ * -EINVAL for anything else (a port with a sign, blanks or junk after it). */
+int ctl__parse_ip4(const char *s, struct sockaddr_in *sa);
 /* On success *out's iface is ready for raft_uv_init(). */
 int ctl__tcp_auth_create(struct ctl_tcp_auth **out, uv_loop_t *loop,
 			 uint32_t cluster_id, const uint8_t key[CTL_KEY_BYTES],

@@ -170,21 +170,6 @@ static void on_tcp_reject(void *arg, const char *why)
 	auth_log(arg, CTL_AUTH_NREASONS, "raft connection", why);
 }
 
-static int parse_addr(const char *s, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	char *end;
-	long port = strtol(colon + 1, &end, 10);
-	if (*end || port <= 0 || port > 65535)
-		return -EINVAL;
-	return uv_ip4_addr(host, (int)port, sa) == 0 ? 0 : -EINVAL;
-}
-
 static bool same_sa(const struct sockaddr_in *a, const struct sockaddr_in *b)
 {
 	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
@@ -195,7 +180,7 @@ static void peer_set_addr(struct peer *p, const char *addr)
 	if (strcmp(p->addr, addr) == 0)
 		return;
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
-	p->sa_ok = parse_addr(addr, &p->sa) == 0;
+	p->sa_ok = ctl__parse_ip4(addr, &p->sa) == 0;
 }
 
 static void peer_reset_detector(struct ctl_node *n, struct peer *p)
@@ -906,7 +891,7 @@ static int setup_raft(struct ctl_node *n, char *err, size_t errlen)
 		     c->cluster.seed_count == 0;
 	if (c->cluster.seed_count > 0 && !first) {
 		struct sockaddr_in s0;
-		first = parse_addr(c->cluster.seeds[0], &s0) == 0 && same_sa(&s0, &n->self_sa);
+		first = ctl__parse_ip4(c->cluster.seeds[0], &s0) == 0 && same_sa(&s0, &n->self_sa);
 	}
 	if (first) {
 		struct raft_configuration conf;
@@ -966,7 +951,7 @@ static int check_config(const struct zb_config *c, struct ctl_node *n,
 	}
 	/* Advertise [control] listen, or [peer.<self>] control when listen is
 	 * the wildcard address. */
-	if (parse_addr(c->control.listen, &n->bind_sa) != 0) {
+	if (ctl__parse_ip4(c->control.listen, &n->bind_sa) != 0) {
 		snprintf(err, errlen, "[control] listen '%s' is not ip:port",
 			 c->control.listen);
 		return ZB_ERR_CONFIG;
@@ -974,7 +959,7 @@ static int check_config(const struct zb_config *c, struct ctl_node *n,
 	const char *adv = c->control.listen;
 	if (n->bind_sa.sin_addr.s_addr == htonl(INADDR_ANY))
 		adv = c->peers[c->node.id].present ? c->peers[c->node.id].control : "";
-	if (parse_addr(adv, &n->self_sa) != 0 || strlen(adv) >= CTL_ADDR_MAX ||
+	if (ctl__parse_ip4(adv, &n->self_sa) != 0 || strlen(adv) >= CTL_ADDR_MAX ||
 	    n->self_sa.sin_addr.s_addr == htonl(INADDR_ANY) ||
 	    n->self_sa.sin_port != n->bind_sa.sin_port) {
 		snprintf(err, errlen, "[control] listen '%s' is a wildcard and "
@@ -993,7 +978,7 @@ static int check_config(const struct zb_config *c, struct ctl_node *n,
 		return ZB_ERR_CONFIG;
 	}
 	for (unsigned i = 0; i < c->cluster.seed_count && i < CFG_MAX_SEEDS; i++) {
-		if (parse_addr(c->cluster.seeds[i], &n->seeds[n->n_seeds]) != 0) {
+		if (ctl__parse_ip4(c->cluster.seeds[i], &n->seeds[n->n_seeds]) != 0) {
 			snprintf(err, errlen, "[cluster] seeds: '%s' is not ip:port",
 				 c->cluster.seeds[i]);
 			return ZB_ERR_CONFIG;
@@ -1098,7 +1083,7 @@ int ctl_node_create(const struct zb_config *cfg, const struct ctl_opts *opts,
 	for (unsigned id = 0; id < CFG_MAX_NODES; id++)
 		n->cfg_sa_ok[id] = id != n->self && cfg->peers[id].present &&
 				   cfg->peers[id].control[0] &&
-				   parse_addr(cfg->peers[id].control, &n->cfg_sa[id]) == 0;
+				   ctl__parse_ip4(cfg->peers[id].control, &n->cfg_sa[id]) == 0;
 	rc = setup_net(n, err, errlen);
 	if (rc == 0)
 		rc = setup_raft(n, err, errlen);

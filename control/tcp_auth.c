@@ -858,19 +858,19 @@ static int w_init(struct raft_uv_transport *tr, raft_id id, const char *address)
 	return rc;
 }
 
-/* "a.b.c.d:port" (IPv4, as everywhere in the control plane). */
-static int parse_ip4(const char *s, struct sockaddr_in *sa)
+int ctl__parse_ip4(const char *s, struct sockaddr_in *sa)
 {
 	char host[CTL_ADDR_MAX];
 	const char *colon = strrchr(s, ':');
 	char *end;
 
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host) ||
+	    colon[1] < '0' || colon[1] > '9')   /* strtol takes " 5", "+5" */
 		return -EINVAL;
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = '\0';
 	long port = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port <= 0 || port > 65535)
+	if (*end || port <= 0 || port > 65535)
 		return -EINVAL;
 	return uv_ip4_addr(host, (int)port, sa) == 0 ? 0 : -EINVAL;
 }
@@ -884,7 +884,7 @@ static int w_listen(struct raft_uv_transport *tr, raft_uv_accept_cb cb)
 
 	ZB_ASSERT(!t->listening);
 	t->accept_cb = cb;
-	if (parse_ip4(addr, &sa) != 0) {
+	if (ctl__parse_ip4(addr, &sa) != 0) {
 		snprintf(tr->errmsg, sizeof(tr->errmsg), "bad listen address %s (ip:port)", addr);
 		return RAFT_INVALID;
 	}
@@ -985,7 +985,7 @@ int ctl__tcp_auth_set_bind_address(struct ctl_tcp_auth *t, const char *address)
 {
 	struct sockaddr_in sa;
 
-	if (strlen(address) >= sizeof(t->bind_addr) || parse_ip4(address, &sa) != 0)
+	if (strlen(address) >= sizeof(t->bind_addr) || ctl__parse_ip4(address, &sa) != 0)
 		return -EINVAL;
 	snprintf(t->bind_addr, sizeof(t->bind_addr), "%s", address);
 	return 0;
