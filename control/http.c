@@ -69,7 +69,6 @@ static MHD_RESULT reply(struct MHD_Connection *c, unsigned code, char *body,
 
 struct http_conn {
 	bool used;
-	bool local;             /* from a loopback address */
 	int fd;
 	uint32_t ip;            /* network order */
 	uint64_t since_ns;      /* opened, or its last reply */
@@ -88,8 +87,6 @@ struct http_srv {
 	struct http_conn conn[HTTP_CONNS];
 };
 
-static bool loopback(uint32_t ip_be) { return (ntohl(ip_be) >> 24) == 127; }
-
 /* libmicrohttpd's accept policy: the limits above, per client address. */
 static MHD_RESULT http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 {
@@ -99,7 +96,7 @@ static MHD_RESULT http_accept(void *cls, const struct sockaddr *addr, socklen_t 
 
 	if (addr && addr->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
 		ip = ((const struct sockaddr_in *)addr)->sin_addr.s_addr;
-	bool local = loopback(ip);
+	bool local = ctl__loopback(ip);
 	pthread_mutex_lock(&h->lock);
 	for (unsigned i = 0; i < HTTP_CONNS && !local; i++)
 		same += h->conn[i].used && h->conn[i].ip == ip;
@@ -129,7 +126,6 @@ static void http_notify(void *cls, struct MHD_Connection *c, void **socket_conte
 			e->fd = fd->connect_fd;
 			e->ip = ca && ca->client_addr && ca->client_addr->sa_family == AF_INET ?
 				((const struct sockaddr_in *)ca->client_addr)->sin_addr.s_addr : 0;
-			e->local = loopback(e->ip);
 			e->since_ns = zb_now_ns();
 			h->open++;
 			*socket_context = e;

@@ -23,6 +23,8 @@ struct ctl_tcp_auth_stats {
  * seed addresses, the HTTP listeners, zbmd status --admin) into *sa: 0, or
  * -EINVAL for anything else (a port with a sign, blanks or junk after it). */
 int ctl__parse_ip4(const char *s, struct sockaddr_in *sa);
+/* A loopback address (127/8, network order): a client on this machine. */
+static inline bool ctl__loopback(uint32_t ip_be) { return (ntohl(ip_be) >> 24) == 127; }
 /* On success *out's iface is ready for raft_uv_init(). */
 int ctl__tcp_auth_create(struct ctl_tcp_auth **out, uv_loop_t *loop,
 			 uint32_t cluster_id, const uint8_t key[CTL_KEY_BYTES],

@@ -89,7 +89,6 @@ struct hs {
 	raft_id peer_id;
 	char peer_addr[CTL_ADDR_MAX];
 	uint32_t ip;                      /* server: the client's, network order */
-	uint64_t born_ns;
 	char from[48];                    /* "ip:port" of the other end, for logs */
 	uv_stream_t *stream;
 	uv_timer_t timer;
@@ -767,23 +766,24 @@ static void on_connection(uv_stream_t *l, int status)
 	char from[48];
 	uint32_t ip;
 	peer_name(tcp, from, sizeof(from), &ip);
+	/* one pass over the handshakes in flight (newest first): this
+	 * address's, and the oldest server side one still running */
 	const char *why = NULL;
-	if (!t->closing && !((ntohl(ip) >> 24) == 127)) {
-		unsigned same = 0;
-		for (struct hs *o = t->pending; o; o = o->next)
-			same += o->server && !o->failed && o->ip == ip;
-		if (same >= HS_MAX_PER_HOST)
-			why = "too many connections in handshake from this address";
+	unsigned same = 0;
+	struct hs *old = NULL;
+	for (struct hs *o = t->pending; o; o = o->next) {
+		if (!o->server || o->failed)
+			continue;
+		same += o->ip == ip;
+		if (!o->finished)
+			old = o;
 	}
-	if (!t->closing && !why && t->accepting >= HS_MAX_ACCEPTING) {
+	if (!t->closing && !ctl__loopback(ip) && same >= HS_MAX_PER_HOST) {
+		why = "too many connections in handshake from this address";
+	} else if (!t->closing && t->accepting >= HS_MAX_ACCEPTING) {
 		/* the oldest makes room: a peer's handshake takes a few round
 		 * trips, a connection that holds its place for long is not
 		 * one (nor is one that trickles a byte at a time) */
-		struct hs *old = NULL;
-		for (struct hs *o = t->pending; o; o = o->next)
-			if (o->server && !o->failed && !o->finished &&
-			    (!old || o->born_ns < old->born_ns))
-				old = o;
 		if (old)
 			hs_fail(old, "closed for a newer connection: the "
 				"handshake places were full", true);
@@ -799,7 +799,6 @@ static void on_connection(uv_stream_t *l, int status)
 		return;
 	}
 	h->ip = ip;
-	h->born_ns = zb_now_ns();
 	snprintf(h->from, sizeof(h->from), "%s", from);
 	t->accepting++;
 	hs_start(h, (uv_stream_t *)tcp);
