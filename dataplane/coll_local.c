@@ -1470,11 +1470,12 @@ static void local_cleanup(struct local_run *L)
 		local_ns_teardown(&L->o, L->pid);
 	if (L->o.dpdk)
 		local_dpdk_teardown(L);
+	/* whether kept (for the user: never taken back) or removed */
+	char own[sizeof(L->dir) + 8];
+	snprintf(own, sizeof(own), "%s/owner", L->dir);
+	unlink(own);
 	if (L->o.keep || (L->failed && !local_signal && !L->fault_ns && !L->usage_err &&
 			  L->t0)) {
-		char own[sizeof(L->dir) + 8];
-		snprintf(own, sizeof(own), "%s/owner", L->dir);
-		unlink(own);   /* kept: for the user, never taken back */
 		fprintf(stderr, "zbmd local: configs and logs kept in %s\n", L->dir);
 		return;
 	}
@@ -1494,9 +1495,6 @@ static void local_cleanup(struct local_run *L)
 	 * directory, empty, to its down */
 	if (L->o.dpdk && L->cldir[0])
 		rmdir(L->cldir);
-	char own[sizeof(L->dir) + 8];
-	snprintf(own, sizeof(own), "%s/owner", L->dir);
-	unlink(own);
 	rmdir(L->dir);
 }
 
