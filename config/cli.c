@@ -14,7 +14,6 @@ enum { EXIT_OK = 0, EXIT_USAGE = 2 };
 
 #define CHECK_USAGE "usage: zbmd check-config [-q] FILE.ini|-\n"
 
-/* All of stdin as a string (NULL on failure). */
 static int check_help(void)
 {
 	printf(CHECK_USAGE "\n"

@@ -177,9 +177,10 @@ static char *http_get(const char *addr, const char *path)
 	/* a reply cut short (the node went away mid-reply) is not a status */
 	size_t blen = len - (size_t)(body + 4 - buf);
 	const char *cl = strcasestr(buf, "\r\ncontent-length:");
-	if (cl && cl < body && strtoull(cl + 17, NULL, 10) != blen) {
+	unsigned long long want = cl && cl < body ? strtoull(cl + 17, NULL, 10) : blen;
+	if (want != blen) {
 		fprintf(stderr, "zbmd status: bad reply from %s: %zu bytes of a body "
-			"of %llu\n", addr, blen, strtoull(cl + 17, NULL, 10));
+			"of %llu\n", addr, blen, want);
 		free(buf);
 		return NULL;
 	}
