@@ -9,6 +9,7 @@
 #   bench/coll/compare.sh [-N nodes] [-b min] [-e max] [-f factor] [-n iters]
 #                         [-w warmup] [-r rounds] [-d float|double|int32|int64]
 #                         [-L "memif veth tcp"] [-s settle_seconds] [-m]
+#                         [-W cpus_per_node]
 #
 # Each round runs all systems back to back; the best busbw of the rounds is
 # kept per size and system (the machine is shared; the best is the least
@@ -39,12 +40,13 @@
 set -u
 B=${ZBMD_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp" SETTLE=60 KEEP=1
-while getopts "N:b:e:f:n:w:r:d:L:s:m" o; do
+WPN=""   # -W: zbmd local --cpus-per-node for the DPDK links (default: its auto)
+while getopts "N:b:e:f:n:w:r:d:L:s:mW:" o; do
 	case $o in
 	N) NODES=$OPTARG ;; b) MINB=$OPTARG ;; e) MAXB=$OPTARG ;; f) F=$OPTARG ;;
 	n) ITERS=$OPTARG ;; w) WARM=$OPTARG ;; r) ROUNDS=$OPTARG ;; d) DT=$OPTARG ;;
-	L) LINKS=$OPTARG ;; s) SETTLE=$OPTARG ;; m) KEEP=0 ;;
-	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links] [-s settle_seconds] [-m]" >&2; exit 2 ;;
+	L) LINKS=$OPTARG ;; s) SETTLE=$OPTARG ;; m) KEEP=0 ;; W) WPN=$OPTARG ;;
+	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links] [-s settle_seconds] [-m] [-W cpus_per_node]" >&2; exit 2 ;;
 	esac
 done
 if [ "$KEEP" = 1 ]; then
@@ -80,6 +82,7 @@ if [ -n "$OTCP_CC" ] && [ "$OTCP_CC" != "$SYS_CC" ]; then
 	fi
 fi
 case $SETTLE in ''|*[!0-9]*) echo "compare.sh: -s wants whole seconds, got '$SETTLE'" >&2; exit 2 ;; esac
+case $WPN in ''|auto|[0-9]|[0-9][0-9]) ;; *) echo "compare.sh: -W wants a number of CPUs per node (zbmd local --cpus-per-node), got '$WPN'" >&2; exit 2 ;; esac
 # The machine's state: bench/machine_state.sh (ms_rtt, ms_seen, ms_settle).
 KBENCH=$B/bin/kbench
 # shellcheck source=../machine_state.sh
@@ -98,7 +101,9 @@ for r in $(seq 1 "$ROUNDS"); do
 		# BENCH_MEMIF_MTU says (as make bench); af_packet stays at 1500
 		pre
 		env $([ "$l" = memif ] && [ -n "${BENCH_MEMIF_MTU:-}" ] && echo "ZBN_MTU=$BENCH_MEMIF_MTU") \
-		"$B/bin/zbmd" local --nodes "$NODES" --link "$l" -- bench allreduce $ARGS > "$T/$l.$r" ||
+		"$B/bin/zbmd" local --nodes "$NODES" --link "$l" \
+			$([ -n "$WPN" ] && [ "$l" != tcp ] && echo "--cpus-per-node $WPN") \
+			-- bench allreduce $ARGS > "$T/$l.$r" ||
 			{ echo "compare.sh: zbmd --link $l run failed" >&2; cat "$T/$l.$r" >&2; exit 1; }
 		after "zbmd $l"
 	done
@@ -118,6 +123,7 @@ head -1 "$T/ompishm.1" | sed 's/^# mpi_allreduce:/# peer: mpi_allreduce:/'
 echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of $ROUNDS rounds; out-of-place/in-place)"
 echo "# every system: $MALLOC_NOTE"
 echo "# Open MPI tcp: $OTCP_NOTE"
+[ -n "$WPN" ] && echo "# zbmd's DPDK nodes: zbmd local --cpus-per-node $WPN"
 echo "# ratios: zbmd out-of-place busbw / Open MPI out-of-place busbw"
 # best per size: key size, max of oop and ip separately
 best() { awk '{ if (!($1 in o) || $2 > o[$1]) o[$1] = $2; if (!($1 in i) || $3 > i[$1]) i[$1] = $3 }
