@@ -262,7 +262,7 @@ const struct cfg__key cfg__keys[] = {
 
 	/* [rdma] */
 	KEY(S_RDMA, "enabled", CFG__BOOL, 0, 0, "false", rdma.enabled, 0,
-	    "Open an RDMA device at start-up."),
+	    "Open an RDMA device at start-up: zbmd run checks that the device, port and GID below open before anything else starts, and exits 1 with the reason when they do not (zbmd rdma-info lists what the machine has)."),
 	KEY(S_RDMA, "device", CFG__STRING, 0, 0, "", rdma.device,
 	    CFG__EMPTY_OK | CFG__NAME_CHARS,
 	    "Verbs device name (ibv_devices), e.g. \"mlx5_0\"; \"\" = the first."),

@@ -10,6 +10,7 @@
 #include "zbmd/config.h"
 #include "zbmd/dataplane.h"
 #include "zbmd/gpu.h"
+#include "zbmd/rdma.h"
 #include "../cli/cli.h"
 #include "run_ctl.h"
 
@@ -187,6 +188,19 @@ int dp_cmd_run(int argc, char **argv)
 		return ZB_EXIT_USAGE;
 	}
 
+	/* [rdma] enabled: the device opens now or the node does not start
+	 * (it ran without one, and the first remote actor message or
+	 * collective over rdma failed with "backend or device unavailable") */
+	if (cfg.rdma.enabled) {
+		char why[256] = "";
+		rc = rdma_probe(&cfg, why, sizeof(why));
+		if (rc) {
+			fprintf(stderr, "zbmd run: [rdma] enabled = true, but the RDMA device "
+				"does not open: %s; zbmd rdma-info lists what this machine has\n",
+				why);
+			return ZB_EXIT_FAIL;
+		}
+	}
 	install_signals(&blocked, &old);
 	rc = dp_node_init(&cfg, &err);
 	if (rc) {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -211,4 +212,25 @@ void rdma__dev_close(struct rdma_ctx *ctx)
 	if (ctx->dev)
 		ibv_close_device(ctx->dev);
 	ctx->dev = NULL;
+}
+
+int rdma_probe(const struct zb_config *cfg, char *why, size_t cap)
+{
+	ZB_ASSERT(cfg != NULL);
+	ZB_ASSERT(why != NULL && cap > 0);
+	struct rdma_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		snprintf(why, cap, "out of memory");
+		return -ENOMEM;
+	}
+	rdma__set_error("%s", "");
+	int rc = rdma__dev_open(ctx, cfg);
+	if (rc == 0)
+		snprintf(why, cap, "%s port %u", ctx->dev_name, ctx->qpl.port);
+	else
+		snprintf(why, cap, "%s", rdma_last_error()[0] ? rdma_last_error()
+			 : zb_strerror(rc));
+	rdma__dev_close(ctx);
+	free(ctx);
+	return rc;
 }

@@ -436,6 +436,7 @@ const struct net_ops rdma_net_ops = {
 	.close_recv = close_comm,
 #ifdef NET_MAX_PROVIDERS
 	.wait = rdma_wait,
+	.last_error = rdma_last_error,
 #endif
 };
 

@@ -138,6 +138,13 @@ struct net_ops {
 	 * caller works on). Only a hint: what test() reports, and when, is
 	 * the same. Appended after version 1, like wait. */
 	void (*recv_hint)(void *request, unsigned hints);
+
+	/* Optional (NULL = none): the provider's own words about its last
+	 * failure on the calling thread ("no RDMA devices: ...", "[rdma]
+	 * device 'x' not found (devices: ...)"), "" when it has none; for a
+	 * caller's error message after init or connect failed. Appended after
+	 * version 1, like wait. */
+	const char *(*last_error)(void);
 };
 
 #define NET_RECV_COLD 1u

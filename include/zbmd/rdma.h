@@ -183,4 +183,11 @@ const char *rdma_mr_path(void *mhandle, const char **why);
 /* `zbmd rdma-info`: devices, ports, GIDs, GPUDirect availability. */
 int rdma_info_main(int argc, char **argv);
 
+/* Opens the device, port and GID that [rdma] names and closes them again
+ * (control path: zbmd run's start-up check). 0: usable, `why` names the
+ * device and port; else a ZB_ERR_* and `why` the reason ("no RDMA devices:
+ * ...", "[rdma] device 'x' not found (devices: ...)", "port 1 is DOWN"). */
+struct zb_config;
+int rdma_probe(const struct zb_config *cfg, char *why, size_t cap);
+
 #endif /* ZBMD_RDMA_H */

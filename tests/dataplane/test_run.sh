@@ -4,7 +4,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
-plan 24
+plan 25
 
 PFX=zbmd-node-t$$
 PREFIXES+=("$PFX")
@@ -131,6 +131,23 @@ if "$ZBMD" gpu-info 2>/dev/null | grep -q '^cuda *usable'; then
 else
 	[ $rc -eq 0 ] && grep -q 'warning: \[gpu\] backend = cuda is not usable on this machine' "$T/g.out"
 	ok $? "[gpu] backend = cuda without CUDA: the node runs and warns at start (rc $rc)"
+fi
+
+# [rdma] enabled: the device opens at start or the node does not start,
+# naming why (it started, and the first use over rdma failed with "backend
+# or device unavailable"); with a device, the node starts
+awk '/^\[cluster\]/ { print "[rdma]"; print "enabled = true" } { print }' "$T/one.ini" >"$T/r.ini"
+if ibv_devices 2>/dev/null | awk 'NR > 2 && NF' | grep -q .; then
+	"$ZBMD" run -c "$T/r.ini" >"$T/r.out" 2>&1 & P=$!; PIDS+=($P)
+	wait_for "$T/r.out" '^zbmd: ready' 60; rc1=$?; kill -TERM $P; wait $P; rc=$?
+	[ $rc1 -eq 0 ] && [ $rc -eq 0 ]
+	ok $? "[rdma] enabled = true with an RDMA device: the node starts (rc $rc)"
+else
+	start=$SECONDS
+	timeout 60 "$ZBMD" run -c "$T/r.ini" >"$T/r.out" 2>&1; rc=$?
+	[ $rc -eq 1 ] && grep -q 'zbmd run: \[rdma\] enabled = true, but the RDMA device does not open: no RDMA devices' "$T/r.out" &&
+		! grep -q '^zbmd: ready' "$T/r.out" && [ $((SECONDS - start)) -lt 20 ]
+	ok $? "[rdma] enabled = true without an RDMA device: exit 1 at once, naming why (rc $rc: $(grep 'zbmd run' "$T/r.out" | head -1 | cut -c1-150))"
 fi
 
 # bad configs: FILE:LINE, exit 2, nothing started
