@@ -26,15 +26,20 @@ static void log_stderr(void *arg, int level, const char *msg)
 		msg);
 }
 
-static int load_cfg(const char *path, struct zb_config *cfg)
+/* Every diagnostic of a bad config, one "FILE:LINE: ..." line each (as
+ * zbmd run and check-config print them; only the first was said). */
+static int load_cfg(const char *cmd, const char *path, struct zb_config *cfg)
 {
-	struct cfg_error e;
+	static struct cfg_error e;   /* large: not on the stack */
+	memset(&e, 0, sizeof(e));
 	int rc = cfg_load_file(cfg, path, &e);
 	if (rc != 0) {
-		if (rc == ZB_ERR_CONFIG)
-			fprintf(stderr, "zbmd: %s\n", e.msg);
+		if (rc == ZB_ERR_CONFIG && e.list[0])
+			fputs(e.list, stderr);
+		else if (rc == ZB_ERR_CONFIG || e.msg[0])
+			fprintf(stderr, "zbmd %s: %s\n", cmd, e.msg);
 		else
-			fprintf(stderr, "zbmd: %s: %s\n", path, zb_strerror(rc));
+			fprintf(stderr, "zbmd %s: %s: %s\n", cmd, path, zb_strerror(rc));
 		return -1;
 	}
 	return 0;
@@ -74,9 +79,13 @@ int ctl_cmd_control(int argc, char **argv)
 		return ZB_EXIT_USAGE;
 	}
 	struct zb_config *cfg = malloc(sizeof(*cfg));
-	if (!cfg || load_cfg(path, cfg) != 0) {
-		free(cfg);
+	if (!cfg) {
+		fprintf(stderr, "zbmd control: out of memory\n");
 		return ZB_EXIT_FAIL;
+	}
+	if (load_cfg("control", path, cfg) != 0) {
+		free(cfg);   /* a config that does not load: exit 2, as zbmd run */
+		return ZB_EXIT_USAGE;
 	}
 	/* Block the signals before the threads start, so they inherit the
 	 * mask and only sigwait() below sees them. */
@@ -228,7 +237,11 @@ int ctl_cmd_status(int argc, char **argv)
 		snprintf(addr, sizeof(addr), "%s", admin);
 	} else if (path) {
 		struct zb_config *cfg = malloc(sizeof(*cfg));
-		if (!cfg || load_cfg(path, cfg) != 0) {
+		if (!cfg) {
+			fprintf(stderr, "zbmd status: out of memory\n");
+			return ZB_EXIT_FAIL;
+		}
+		if (load_cfg("status", path, cfg) != 0) {
 			free(cfg);
 			return ZB_EXIT_USAGE;
 		}

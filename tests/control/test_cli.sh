@@ -2,13 +2,13 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 21
+plan 22
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
 $Z control >/dev/null 2>&1; [ $? -eq 2 ]; ok $? "control without -c: usage (2)"
-$Z control -c "$D/none.ini" 2>"$D/err"; [ $? -eq 1 ] && grep -q "none.ini" "$D/err"
-ok $? "control with a missing file: names it, exit 1"
+$Z control -c "$D/none.ini" 2>"$D/err"; [ $? -eq 2 ] && grep -q "none.ini" "$D/err"
+ok $? "control with a missing file: names it, exit 2 (as zbmd run and status; it was 1)"
 echo "secret key of enough length" > "$D/psk"; chmod 644 "$D/psk"
 cat > "$D/n.ini" <<EOT
 [node]
@@ -68,6 +68,16 @@ sed 's/^admin_listen = .*/admin_listen = ""/' "$D/n.ini" >"$D/noadmin.ini"
 $Z status -c "$D/noadmin.ini" 2>"$D/err"; [ $? -eq 1 ] && grep -q "admin API is off" "$D/err"
 ok $? "status -c on a config without an admin endpoint: says so, exit 1"
 $Z bench phi -t 0 2>/dev/null; [ $? -eq 2 ]; ok $? "bench phi with 0 trials: usage (2)"
+# a config that does not load: every diagnostic with its FILE:LINE, exit 2,
+# as zbmd run and check-config (control exited 1; both said the first only)
+printf '[node]\nid = x\nbogus = 1\n' >"$D/bad.ini"
+bad=0
+for c in control status; do
+	timeout 10 $Z $c -c "$D/bad.ini" >/dev/null 2>"$D/err"; rc=$?
+	[ $rc -eq 2 ] && grep -q "bad.ini:2: node.id: 'x'" "$D/err" && grep -q "bad.ini:3: unknown key 'bogus'" "$D/err" ||
+		{ bad=1; diag "zbmd $c -c bad.ini: exit $rc: $(tr '\n' '|' <"$D/err")"; }
+done
+ok $bad "control and status on a bad config: every FILE:LINE diagnostic, exit 2"
 # the top level: what users type first, and what they mistype
 bad=0
 for a in "--help" "-h" "help" "bench --help"; do
