@@ -177,7 +177,9 @@ static void local_usage(FILE *f)
 "                    open: joined over tcp, ports and lcores running over dpdk);\n"
 "                    N@started+MS: MS ms after the last node was launched\n"
 "                    (memif starts them one by one, each once the one\n"
-"                    before it is up: then all others are up, the last not yet)\n"
+"                    before it is up: then all others are up, the last not yet).\n"
+"                    N counts from 0; memif and veth nodes' ids start at 1, so\n"
+"                    node N calls itself node N+1 (zbmd local says both)\n"
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces; up+ and\n"
 "                    started+ too)\n"
 "  --cpus-per-node W  memif, veth: node I polls on CPUs W*I .. W*I+W-1 of those\n"
@@ -545,7 +547,9 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 	if (!o->dpdk && (o->qdisc || o->linkdown_node >= 0))
 		o->ns = true;
 	if ((o->kill_node >= o->nodes) || (o->linkdown_node >= o->nodes)) {
-		fprintf(stderr, "zbmd local: --kill/--linkdown node out of range\n");
+		fprintf(stderr, "zbmd local: --%s %d: no such node (expected 0 .. %d: the "
+			"nodes count from 0)\n", o->kill_node >= o->nodes ? "kill" : "linkdown",
+			o->kill_node >= o->nodes ? o->kill_node : o->linkdown_node, o->nodes - 1);
 		return -EINVAL;
 	}
 	if (local_spread(o) < 0)
@@ -848,7 +852,7 @@ static void local_tail(const char *path)
 		fprintf(stderr, "    | %s", last[k % 4]);
 }
 
-static void local_describe(const struct local_node *nd, int i, uint64_t t0,
+static void local_describe(const struct local_node *nd, const char *who, uint64_t t0,
 			   uint64_t kill_ns)
 {
 	int st = nd->status;
@@ -861,13 +865,13 @@ static void local_describe(const struct local_node *nd, int i, uint64_t t0,
 			 " (%llu ms after the fault)",
 			 (unsigned long long)((nd->exit_ns - kill_ns) / 1000000));
 	if (WIFSIGNALED(st))
-		fprintf(stderr, "zbmd local: node %d killed by signal %d %s\n", i,
+		fprintf(stderr, "zbmd local: %s killed by signal %d %s\n", who,
 			WTERMSIG(st), when);
 	else if (WEXITSTATUS(st))
-		fprintf(stderr, "zbmd local: node %d exited with status %d %s\n", i,
+		fprintf(stderr, "zbmd local: %s exited with status %d %s\n", who,
 			WEXITSTATUS(st), when);
 	else
-		fprintf(stderr, "zbmd local: node %d exited with status 0 %s\n", i, when);
+		fprintf(stderr, "zbmd local: %s exited with status 0 %s\n", who, when);
 }
 
 /* One cluster run's state, shared by the steps below. */
@@ -887,6 +891,22 @@ struct local_run {
 	uint64_t started_ns;            /* when the last node was launched */
 	uint64_t up_ns;                 /* when every node's ready file was there */
 };
+
+/* How zbmd local names node I: by its index, the I of --kill I@MS and
+ * --linkdown (0 .. nodes-1), and for DPDK nodes, whose ids (what the
+ * nodes call themselves: "rank 0 (node 1)") start at 1, with that id too. */
+struct local_who {
+	char s[40];
+};
+static struct local_who local_who(const struct local_run *L, int i)
+{
+	struct local_who w;
+	if (L->o.dpdk)
+		snprintf(w.s, sizeof(w.s), "node %d (id %d)", i, i + 1);
+	else
+		snprintf(w.s, sizeof(w.s), "node %d", i);
+	return w;
+}
 
 /* Run scripts/cluster.sh with the run's tag and dir; output to stderr
  * (or, with out, into that buffer). 0 when it exited 0. */
@@ -1270,8 +1290,8 @@ static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 		*killed = true;
 		L->fault_ns = now;
 		kill(L->nd[o->kill_node].pid, SIGKILL);
-		fprintf(stderr, "zbmd local: killed node %d (kill -9) %s\n",
-			o->kill_node, when);
+		fprintf(stderr, "zbmd local: killed %s with kill -9 %s\n",
+			local_who(L, o->kill_node).s, when);
 	}
 	if (o->linkdown_node >= 0 && !*downed &&
 	    local_due(L, now, o->linkdown_ms, o->linkdown_base, when, sizeof(when))) {
@@ -1623,7 +1643,8 @@ int coll_local_main(int argc, char **argv)
 		if (!local_signal && (L.failed || L.fault_ns))
 			for (int i = 0; i < L.o.nodes; i++)
 				if (L.nd[i].exited) {
-					local_describe(&L.nd[i], i, L.t0, L.fault_ns);
+					local_describe(&L.nd[i], local_who(&L, i).s, L.t0,
+						       L.fault_ns);
 					if (i != 0 && (!WIFEXITED(L.nd[i].status) ||
 						       WEXITSTATUS(L.nd[i].status)))
 						local_tail(L.nd[i].log);

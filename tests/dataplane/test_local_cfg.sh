@@ -122,7 +122,7 @@ chmod +x "$T/up.sh"
 SAY_UP=1 "$ZBMD" local --nodes 2 --kill 1@up+300 -- "$T/up.sh" >/dev/null 2>"$T/err"
 rc=$?
 [ $rc -eq 1 ] && grep -q "every node up [0-9]* ms after the start" "$T/err" &&
-	grep -qE "killed node 1 \(kill -9\) [0-9]+ ms after the start, (3[0-9][0-9]|4[0-4][0-9]) ms after every node was up" "$T/err"
+	grep -qE "killed node 1 with kill -9 [0-9]+ ms after the start, (3[0-9][0-9]|4[0-4][0-9]) ms after every node was up" "$T/err"
 ok $? "--kill 1@up+300: node 1 killed 300 ms after every node said it was up (exit $rc)" ||
 	diag "$(grep 'zbmd local' "$T/err" | head -4)"
 rm_kept
@@ -137,7 +137,7 @@ rm_kept
 SAY_UP=0 "$ZBMD" local --nodes 2 --kill 0@started+300 -- "$T/up.sh" >/dev/null 2>"$T/err"
 rc=$?
 [ $rc -eq 1 ] && ! grep -q "every node up" "$T/err" &&
-	grep -qE "killed node 0 \(kill -9\) [0-9]+ ms after the start, (3[0-9][0-9]|4[0-4][0-9]) ms after the last node was launched" "$T/err" &&
+	grep -qE "killed node 0 with kill -9 [0-9]+ ms after the start, (3[0-9][0-9]|4[0-4][0-9]) ms after the last node was launched" "$T/err" &&
 	grep -q "node 0 killed by signal 9" "$T/err"
 ok $? "--kill 0@started+300: node 0 killed 300 ms after the last node was launched, none up (exit $rc)" ||
 	diag "$(grep 'zbmd local' "$T/err" | head -4)"

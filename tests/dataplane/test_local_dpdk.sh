@@ -259,7 +259,7 @@ $ZBMD local --nodes 4 --link memif --kill 2@started+300 -- bench allreduce -b 4M
 rc=$?
 s0=$(fault_exit_after "$T/j.err" 0) s1=$(fault_exit_after "$T/j.err" 1) s3=$(fault_exit_after "$T/j.err" 3)
 cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and 1 node(s) ([0-9, ]*) still run (the run cannot finish' "$T/j.err")
-[ $rc != 0 ] && grep -q 'killed node 2 (kill -9) [0-9]* ms after the start, [0-9]* ms after the last node was launched' "$T/j.err" &&
+[ $rc != 0 ] && grep -q 'killed node 2 (id 3) with kill -9 [0-9]* ms after the start, [0-9]* ms after the last node was launched' "$T/j.err" &&
 	[ -n "$s0" ] && [ "$s0" -le 6000 ] && [ -n "$s1" ] && [ "$s1" -le 6000 ] &&
 	{ { [ -n "$s3" ] && [ "$s3" -le 6000 ]; } || [ "$cut" = 1 ]; } &&
 	! grep -q 'did not join within' "$T/j.err" && ! grep -qE 'killed by signal (11|6)' "$T/j.err"
