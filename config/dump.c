@@ -159,7 +159,9 @@ static const char doc_head[] =
 	"exits with status 2. LINE is the offending line; for a missing\n"
 	"required key it is the line of the section header, or the last line "
 	"of the file when the\nwhole section is missing (0 for an empty file); "
-	"checks between keys blame the later key.\nA file that cannot be "
+	"a check between two keys blames the key it\nconstrains (rto_us_max "
+	"against rto_us_min, mbuf_cache against mbufs), wherever it stands.\nA "
+	"file that cannot be "
 	"opened gives `FILE: cannot open: REASON (...)`. Bytes of the file "
 	"quoted in a message\nthat are control characters or not UTF-8 are "
 	"written as `\\xNN`.\n";

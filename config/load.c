@@ -19,6 +19,7 @@
 #include "internal.h"
 
 #include "zbmd/common.h"
+#include "zbmd/wire.h"
 
 #include <ini.h>
 
@@ -623,6 +624,18 @@ static void check_ports(struct ctx *c)
 		}
 	}
 	cfg->port_count = (uint16_t)n;
+	/* A node whose first port has an ip runs zbmd's transport over every
+	 * port, at the smallest port mtu, and the transport needs
+	 * WIRE_MTU_MIN (its headers and a useful fragment): below it the
+	 * node passed here and failed at start with "Invalid argument". */
+	int km = key_index(S_PORT, "mtu");
+	for (unsigned i = 0; n > 0 && cfg->ports[0].ip != 0 && i < n; i++)
+		if (cfg->ports[i].present && cfg->ports[i].mtu &&
+		    cfg->ports[i].mtu < WIRE_MTU_MIN)
+			add_error(c, blame(c, km, i), "port.%u.mtu: %u is below the "
+				  "least zbmd's transport takes, which runs over every port "
+				  "once [port.0] has an ip (expected %u..%u)", i,
+				  cfg->ports[i].mtu, WIRE_MTU_MIN, WIRE_MTU_MAX);
 
 	cfg->peer_count = 0;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {

@@ -138,9 +138,11 @@ const struct cfg__key cfg__keys[] = {
 	     CFG__EMPTY_OK, "A DPDK virtual device instead, e.g. "
 			    "\"net_af_packet0,iface=veth0\" or \"net_null0\"."),
 	EKEY(S_PORT, struct cfg_port, "rx_queues", CFG__UINT, 1, 64, "1",
-	     rx_queues, 0, "Receive queues."),
+	     rx_queues, 0, "Not used: the port gets one RX/TX queue pair per "
+	     "dataplane lcore ([eal] lcores), as many as the device offers "
+	     "(docs/dataplane.md); accepted so that older configs load."),
 	EKEY(S_PORT, struct cfg_port, "tx_queues", CFG__UINT, 1, 64, "1",
-	     tx_queues, 0, "Transmit queues."),
+	     tx_queues, 0, "Not used, as rx_queues."),
 	EKEY(S_PORT, struct cfg_port, "rx_desc", CFG__UINT, 64, 32768, "1024",
 	     rx_desc, CFG__POW2, "Descriptors per receive queue (power of two)."),
 	EKEY(S_PORT, struct cfg_port, "tx_desc", CFG__UINT, 64, 32768, "1024",
@@ -188,7 +190,7 @@ const struct cfg__key cfg__keys[] = {
 	ENUM(S_ACTORS, "carrier", carrier_names, "auto", actors.carrier,
 	     "What carries messages to actors of other nodes: `dpdk` (the "
 	     "reliable transport on the ports), `tcp` or `rdma` (that net "
-	     "provider, docs/remote.md \"Net carrier\"); `auto`: `dpdk` when "
+	     "provider, docs/remote.md \"Carriers\"); `auto`: `dpdk` when "
 	     "the node has a port with an IP, else the provider of [transport] "
 	     "kind when it is `tcp` or `rdma`."),
 

@@ -508,8 +508,10 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 				   .provider_arg = a->provider_arg};
 	rc = ops->init(&ia, &c->ctx);
 	if (rc < 0) {
-		snprintf(err, errlen, "net provider '%s' init: %s", pname,
-			 zb_strerror(rc));
+		/* the provider's own words where it has them (which device, why) */
+		const char *why = ops->last_error ? ops->last_error() : "";
+		snprintf(err, errlen, "net provider '%s' init: %s%s%s%s", pname,
+			 zb_strerror(rc), why[0] ? " (" : "", why, why[0] ? ")" : "");
 		c->ctx = NULL;
 		goto fail;
 	}

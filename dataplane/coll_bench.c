@@ -68,9 +68,10 @@ static void bench_usage(FILE *f)
 "  -o, --op OP          sum prod min max avg, or all\n"
 "  -N, --counts LIST    element counts (comma list) instead of -b/-e/-f\n"
 "      --channels N     override [coll] channels; --chunk-kb N, --timeout-ms N\n"
-"      --provider NAME  net provider (default: [transport] kind): tcp, or dpdk\n"
+"      --provider NAME  net provider (default: [transport] kind): tcp; dpdk\n"
 "                       (starts this node's dataplane in-process from the config:\n"
-"                       EAL, ports, one communicator per lcore lane)\n"
+"                       EAL, ports, one communicator per lcore lane); or rdma\n"
+"                       (verbs; needs [rdma] enabled and a device)\n"
 "      --json FILE      write the figures as JSON\n"
 "      --plot FILE.png  draw busbw against size (gnuplot)\n");
 }

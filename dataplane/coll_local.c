@@ -183,6 +183,7 @@ static void local_usage(FILE *f)
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces; up+ and\n"
 "                    started+ too)\n"
 "  --cpus-per-node W  memif, veth: node I polls on CPUs W*I .. W*I+W-1 of those\n"
+"                    (W >= 2: a main lcore and at least one dataplane lcore)\n"
 "                    this process may use, with [dataplane] idle = poll; 0: all\n"
 "                    nodes share CPUs 0-1 (idle adaptive); auto (default): 2\n"
 "                    where there are 2 per node, else 0\n"

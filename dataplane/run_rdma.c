@@ -297,7 +297,7 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 	if (rc < 0) {
 		/* the provider's own words (this thread's): which device, why */
 		size_t k = strlen(err);
-		if (rdma_last_error()[0] && k + 3 < errlen)
+		if (rdma_last_error()[0] && !strstr(err, rdma_last_error()) && k + 3 < errlen)
 			snprintf(err + k, errlen - k, " (%s)", rdma_last_error());
 		goto fail;
 	}

@@ -8,7 +8,7 @@
  * features, drawn (seed + rank) around one fixed model w* with a little
  * noise. Each step, a trainer actor (the actor runtime on its own worker
  * threads) computes its shard's gradient X^T (Xw - y) / M and loss on the
- * GPU backend of the config or --backend (two sgemm per step: cuBLAS,
+ * GPU backend of the config or --backend (three sgemm per step: cuBLAS,
  * hipBLAS, Vulkan or OpenBLAS), hands the gradient bucket (D + 1 floats, the
  * loss last) to the collective service (coll_svc_submit: an all-reduce avg
  * over the cluster) and returns to its mailbox; on the completion message

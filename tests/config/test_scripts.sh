@@ -432,5 +432,15 @@ ok $? "cluster-memif.sh --help: its own usage, exit 0"
 "$CM" --tag "${CT}b" --dir "$TMP/clb" up 2 --no-bridge >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "'--no-bridge'" "$TMP/err" && [ ! -e "$TMP/clb" ]
 ok $? "cluster-memif.sh up 2 --no-bridge: exit 2, nothing built (rc $rc)"
+# bench/transport/run.sh takes no arguments: -h was taken as a run (a
+# two-minute benchmark with namespaces) until 2026-11-28
+BT=$ZBMD_ROOT/bench/transport/run.sh
+before=$(ls -d /tmp/zbperf-bench.* 2>/dev/null | wc -l)
+out=$(bash "$BT" -h 2>&1); rc=$?
+bash "$BT" now >/dev/null 2>"$TMP/err"; rc2=$?
+after=$(ls -d /tmp/zbperf-bench.* 2>/dev/null | wc -l)
+[ $rc -eq 0 ] && grep -q "^Environment: ZBMD_BUILD" <<<"$out" && [ $rc2 -eq 2 ] &&
+	grep -q "no arguments (got 'now')" "$TMP/err" && [ "$after" -le "$before" ]
+ok $? "bench/transport/run.sh -h: its header, exit 0; an argument: exit 2, nothing run (rc $rc / $rc2)"
 
 done_testing

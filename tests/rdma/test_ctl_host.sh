@@ -86,8 +86,8 @@ rc=$?
 ! grep -q "control: on" "$T/off.out"
 ok $? "control off: no control plane, the caller's thread runs the provider"
 if [ $HAVE_DEV = 0 ]; then
-	[ $rc -eq 1 ] && grep -q "net provider 'rdma' init" "$T/off.out"
-	ok $? "... and fails cleanly without a device (rc $rc)"
+	[ $rc -eq 1 ] && grep -q "net provider 'rdma' init: .*(no RDMA devices" "$T/off.out"
+	ok $? "... and fails cleanly without a device, naming why (rc $rc: $(grep -o "net provider 'rdma'.*" "$T/off.out" | head -1 | head -c 160))"
 else
 	[ $rc -eq 0 ]; ok $? "... and runs with the TCP bootstrap (rc $rc)"
 fi
