@@ -9,8 +9,10 @@
 
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -112,6 +114,50 @@ int ctl_cmd_control(int argc, char **argv)
 	}
 	ctl_stop();
 	return ZB_EXIT_OK;
+}
+
+/* The dataplane's samples on a /metrics body, in its order: the lines of
+ * the port, loop, transport and actor families (by-reason counters at 0
+ * left out), each "name{labels} value" pointing into the body, which
+ * dp_scan cuts into lines; the lowest zbmd_dp_epoch and how many lcores
+ * report one. */
+struct dp_facts {
+	long long epoch;
+	unsigned lcores, n;
+	struct dp_sample {
+		char *line;
+		bool port;
+	} *s;
+};
+
+static void dp_scan(char *m, struct dp_facts *df)
+{
+	size_t cap = 1;
+	for (const char *p = m; *p; p++)
+		cap += *p == '\n';
+	*df = (struct dp_facts){.epoch = -1, .s = calloc(cap, sizeof(*df->s))};
+	char *save = NULL;
+	for (char *line = strtok_r(m, "\n", &save); line && df->s;
+	     line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(line);
+		const char *sp = strrchr(line, ' ');
+		if (!sp || line[0] == '#')
+			continue;
+		if (strncmp(line, "zbmd_dp_epoch{", 14) == 0) {
+			long long e = atoll(sp + 1);
+			df->epoch = df->epoch < 0 || e < df->epoch ? e : df->epoch;
+			df->lcores++;
+		}
+		bool port = strncmp(line, "zbmd_port", 9) == 0;
+		if (port || ((strncmp(line, "zbmd_dp_", 8) == 0 ||
+			      strncmp(line, "zbmd_transport_", 15) == 0 ||
+			      strncmp(line, "zbmd_actors_", 12) == 0) &&
+			     !(strstr(line, "_by_reason_") && len > 2 &&
+			       strcmp(line + len - 2, " 0") == 0))) {
+			ZB_ASSERT(df->n < cap);
+			df->s[df->n++] = (struct dp_sample){.line = line, .port = port};
+		}
+	}
 }
 
 /* The most a status reply may hold. */
@@ -256,45 +302,53 @@ int ctl_cmd_status(int argc, char **argv)
 	char *body = http_get(addr, json ? "/status.json" : "/status");
 	if (!body)
 		return ZB_EXIT_FAIL;
-	fputs(body, stdout);
-	free(body);
-	if (json)
-		return ZB_EXIT_OK;
 	/* The dataplane's view and counters, when the node is a `zbmd run`
 	 * node (the dataplane registered them on /metrics): the epoch every
 	 * lcore applied (the lowest one: "dataplane_epoch"), then the port,
-	 * loop, transport and actor counters as "port ..." / "dataplane ...". */
+	 * loop, transport and actor counters as "port ..." / "dataplane ...";
+	 * in the JSON form an object "dataplane" with the same facts (it had
+	 * none of them). */
 	char *m = http_get(addr, "/metrics");
-	if (!m)
+	if (!m) {
+		free(body);
 		return ZB_EXIT_FAIL;   /* every node serves it: said why */
-	{
-		long long low = -1;
-		unsigned lcores = 0;
-		char *m2 = strdup(m);
-		for (char *line = strtok(m, "\n"); line; line = strtok(NULL, "\n")) {
-			if (strncmp(line, "zbmd_dp_epoch{", 14) == 0) {
-				const char *sp = strrchr(line, ' ');
-				long long e = sp ? atoll(sp + 1) : 0;
-				low = low < 0 || e < low ? e : low;
-				lcores++;
-			}
-		}
-		free(m);
-		m = m2;
-		if (lcores)
-			printf("dataplane_epoch %lld\ndataplane_lcores %u\n", low, lcores);
-		for (char *line = m ? strtok(m, "\n") : NULL; line; line = strtok(NULL, "\n")) {
-			size_t len = strlen(line);
-			if (strncmp(line, "zbmd_port", 9) == 0)
-				printf("port %s\n", line);
-			else if ((strncmp(line, "zbmd_dp_", 8) == 0 ||
-				  strncmp(line, "zbmd_transport_", 15) == 0 ||
-				  strncmp(line, "zbmd_actors_", 12) == 0) &&
-				 !(strstr(line, "_by_reason_") && len > 2 &&
-				   strcmp(line + len - 2, " 0") == 0))
-				printf("dataplane %s\n", line);
-		}
-		free(m);
 	}
+	struct dp_facts df;
+	dp_scan(m, &df);
+	if (!json) {
+		fputs(body, stdout);
+		if (df.lcores)
+			printf("dataplane_epoch %lld\ndataplane_lcores %u\n", df.epoch, df.lcores);
+		for (unsigned i = 0; i < df.n; i++)
+			printf("%s %s\n", df.s[i].port ? "port" : "dataplane", df.s[i].line);
+	} else {
+		size_t bl = strlen(body);
+		while (bl && (body[bl - 1] == '\n' || body[bl - 1] == '}'))
+			if (body[--bl] == '}')
+				break;
+		if (!df.lcores && !df.n) {
+			fputs(body, stdout);
+		} else {
+			fwrite(body, 1, bl, stdout);   /* the object without its '}' */
+			printf(",\"dataplane\":{\"epoch\":%lld,\"lcores\":%u,\"samples\":{",
+			       df.lcores ? df.epoch : -1, df.lcores);
+			for (unsigned i = 0; i < df.n; i++) {
+				char *sp = strrchr(df.s[i].line, ' ');
+				*sp = '\0';
+				char *end;
+				double v = strtod(sp + 1, &end);
+				printf("%s", i ? "," : "");
+				ctl__json_str(stdout, df.s[i].line);
+				if (*end == '\0' && isfinite(v))
+					printf(":%s", sp + 1);
+				else
+					printf(":\"%s\"", sp + 1);   /* NaN, +Inf: JSON has no number for them */
+			}
+			printf("}}}\n");
+		}
+	}
+	free(df.s);
+	free(m);
+	free(body);
 	return ZB_EXIT_OK;
 }

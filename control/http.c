@@ -8,6 +8,7 @@
 #include "zbmd/metrics.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -27,8 +28,9 @@ typedef int MHD_RESULT;
 typedef enum MHD_Result MHD_RESULT;
 #endif
 
-static MHD_RESULT reply(struct MHD_Connection *c, unsigned code, char *body,
-			const char *type)
+/* A reply; hname/hval: one more header (NULL: none). */
+static MHD_RESULT reply_h(struct MHD_Connection *c, unsigned code, char *body,
+			  const char *type, const char *hname, const char *hval)
 {
 	struct MHD_Response *r;
 	MHD_RESULT ret;
@@ -44,9 +46,17 @@ static MHD_RESULT reply(struct MHD_Connection *c, unsigned code, char *body,
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, "Content-Type", type);
+	if (hname)
+		MHD_add_response_header(r, hname, hval);
 	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static MHD_RESULT reply(struct MHD_Connection *c, unsigned code, char *body,
+			const char *type)
+{
+	return reply_h(c, code, body, type, NULL, NULL);
 }
 
 /* One listener. The admin listener serves /status, /status.json and
@@ -176,7 +186,6 @@ static MHD_RESULT handler(void *cls, struct MHD_Connection *c, const char *url,
 {
 	struct http_srv *h = cls;
 	struct ctl_status *s;
-	(void)version;
 	(void)upload;
 	(void)con_cls;
 
@@ -187,8 +196,16 @@ static MHD_RESULT handler(void *cls, struct MHD_Connection *c, const char *url,
 		((struct http_conn *)sc->socket_context)->since_ns = zb_now_ns();
 		pthread_mutex_unlock(&h->lock);
 	}
-	if (strcmp(method, "GET") != 0 || *upload_size)
-		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("GET only\n"), "text/plain");
+	/* GET, and HEAD (the same headers, no body: libmicrohttpd leaves it
+	 * out); a 405 says what is allowed (RFC 9110 15.5.6) */
+	if ((strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) || *upload_size)
+		return reply_h(c, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("GET or HEAD only\n"),
+			       "text/plain", "Allow", "GET, HEAD");
+	/* an HTTP/1.1 request names its Host (RFC 9112 3.2) */
+	if (version && strcmp(version, "HTTP/1.1") == 0 &&
+	    !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))
+		return reply(c, MHD_HTTP_BAD_REQUEST,
+			     strdup("bad request: HTTP/1.1 without a Host header\n"), "text/plain");
 	if (strcmp(url, "/metrics") == 0)
 		return reply(c, MHD_HTTP_OK, zb_metrics_render(NULL),
 			     "text/plain; version=0.0.4; charset=utf-8");
@@ -208,6 +225,30 @@ static MHD_RESULT handler(void *cls, struct MHD_Connection *c, const char *url,
 				     : "not found: try /metrics (the status is on the admin "
 				       "endpoint, [control] admin_listen)\n"),
 		     "text/plain");
+}
+
+/* Percent-decoding of the path and query, as libmicrohttpd's own but for
+ * %00: kept as written, so that "/status%00junk" is no path of ours (decoded,
+ * the NUL cut it to "/status" for the handler's comparisons). */
+static size_t http_unescape(void *cls, struct MHD_Connection *c, char *uri)
+{
+	(void)cls;
+	(void)c;
+	char *w = uri;
+	for (const char *r = uri; *r;) {
+		if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2])) {
+			char hex[3] = {r[1], r[2], 0};
+			unsigned long v = strtoul(hex, NULL, 16);
+			if (v != 0) {
+				*w++ = (char)v;
+				r += 3;
+				continue;
+			}
+		}
+		*w++ = *r++;
+	}
+	*w = '\0';
+	return (size_t)(w - uri);
 }
 
 int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **out,
@@ -236,7 +277,8 @@ int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **o
 		handler, h, MHD_OPTION_SOCK_ADDR, &sa,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)2,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
-		MHD_OPTION_NOTIFY_CONNECTION, http_notify, h, MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_CONNECTION, http_notify, h,
+		MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, NULL, MHD_OPTION_END);
 	if (!h->d) {
 		/* the reason, from a bind of our own (libmicrohttpd keeps it) */
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e = 0;

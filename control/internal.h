@@ -109,4 +109,7 @@ void ctl_fsm_close(struct raft_fsm *fsm);
 int ctl__voter_rank(const struct raft_configuration *c, raft_id self, unsigned *voters);
 int ctl__election_timeout(int rank, unsigned voters, int min, int max, unsigned draw);
 
+/* s as a JSON string, quotes included (status.c; zbmd status --json). */
+void ctl__json_str(FILE *f, const char *s);
+
 #endif

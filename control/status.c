@@ -18,7 +18,7 @@ static void text_word(FILE *f, const char *s)
 
 /* A JSON string, quotes included; every byte outside ' '..'~' (control
  * characters, and bytes that might not be UTF-8) as \u00XX. */
-static void json_str(FILE *f, const char *s)
+void ctl__json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; *s; s++) {
@@ -113,14 +113,14 @@ char *ctl_status_json(const struct ctl_status *s)
 	if (!f)
 		return NULL;
 	fprintf(f, "{\"node\":%u,\"address\":", s->self);
-	json_str(f, s->addr);
+	ctl__json_str(f, s->addr);
 	fprintf(f, ",\"state\":\"%s\",\"leader\":%d,"
 		"\"term\":%llu,\"commit\":%llu,\"applied\":%llu,\"epoch\":%llu,\"members\":[",
 		s->raft_state ? s->raft_state : "unavailable", s->leader, (unsigned long long)s->term, (unsigned long long)s->commit,
 		(unsigned long long)s->applied, (unsigned long long)s->st.epoch);
 	for (uint32_t i = 0; i < s->st.n; i++) {
 		fprintf(f, "%s{\"id\":%u,\"address\":", i ? "," : "", s->st.m[i].id);
-		json_str(f, s->st.m[i].addr);
+		ctl__json_str(f, s->st.m[i].addr);
 		fprintf(f, "}");
 	}
 	fprintf(f, "],\"ring\":[");
@@ -133,14 +133,20 @@ char *ctl_status_json(const struct ctl_status *s)
 	for (uint32_t i = 0; i < s->n_peers; i++) {
 		const struct ctl_peer_status *p = &s->peers[i];
 		fprintf(f, "%s{\"id\":%u,\"address\":", i ? "," : "", p->id);
-		json_str(f, p->addr);
+		ctl__json_str(f, p->addr);
 		fprintf(f, ",\"phi\":%.3f,\"member\":%s,"
-			"\"convicted\":%s,\"heartbeats\":%llu,\"gone\":%s}", p->phi,
-			p->member ? "true" : "false",
+			"\"convicted\":%s,\"heartbeats\":%llu,\"last_heard_ms\":%.0f,"
+			"\"gone\":%s}", p->phi, p->member ? "true" : "false",
 			p->convicted ? "true" : "false", (unsigned long long)p->heartbeats,
-			p->gone ? "true" : "false");
+			p->last_heard_ms, p->gone ? "true" : "false");
 	}
-	fprintf(f, "],\"auth\":{\"accepted\":%llu", (unsigned long long)s->auth_ok);
+	/* the same facts as the text form: the rejections' total, the
+	 * convictions (the text had them, the JSON did not) */
+	unsigned long long rej = s->handshake_rejected;
+	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
+		rej += s->auth_rejected[r];
+	fprintf(f, "],\"convictions\":%llu,\"auth\":{\"accepted\":%llu,\"rejected\":%llu",
+		(unsigned long long)s->convictions, (unsigned long long)s->auth_ok, rej);
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, ",\"%s\":%llu", ctl_auth_reason_name(r),
 			(unsigned long long)s->auth_rejected[r]);

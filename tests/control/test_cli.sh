@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 22
+plan 23
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -174,6 +174,39 @@ for p in ("/metrics", "/status", "/status.json"):
     except e.HTTPError as x: print(x.code, end=" ")')
 [ "$codes" = "200 404 404 " ]
 ok $? "the [metrics] listener serves /metrics only, not the membership's status ($codes)"
+# HTTP as RFC 9110/9112 want it: HEAD served (it was 405), a 405 says what
+# is allowed (no Allow header), an HTTP/1.1 request without Host is 400 (it
+# was 200), %00 in the path is no path of ours (decoded, it cut the path to
+# /status: 200)
+cat >"$D/raw.py" <<'PY'
+import socket, sys
+out = []
+for req in sys.argv[2:]:
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.sendall(req.encode().decode("unicode_escape").encode("latin1"))
+    data = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d: break
+            data += d
+    except socket.timeout:
+        pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin1").split("\r\n")
+    code = lines[0].split(" ")[1] if lines[0] else "none"
+    allow = [l.split(":", 1)[1].strip() for l in lines[1:] if l.lower().startswith("allow:")]
+    out.append(code + ("[" + allow[0] + "]" if allow else "") + ("+body" if body else ""))
+print(" ".join(out))
+PY
+got=$(timeout 20 python3 "$D/raw.py" 17601 \
+	'HEAD /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' \
+	'POST /status HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n' \
+	'GET /status HTTP/1.1\r\nConnection: close\r\n\r\n' \
+	'GET /status%00junk HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' \
+	'GET /st%61tus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+[ "$got" = "200 405[GET, HEAD]+body 400+body 404+body 200+body" ]
+ok $? "HTTP: HEAD 200 without a body, POST 405 with Allow, HTTP/1.1 without Host 400, /status%00junk 404, %61 decoded ($got)"
 # garbage on the Raft port: rejected, and the log says from where
 (exec 3<>/dev/tcp/127.0.0.1/17600 && printf 'GET / HTTP/1.0\r\n\r\n%.0s' $(seq 10) >&3 && sleep 0.3) 2>/dev/null
 sleep 0.3

@@ -14,7 +14,7 @@ TAG=zbcirc$$
 D=$T/cl
 CL="$ZBMD_ROOT/scripts/cluster.sh --tag $TAG --dir $D"
 trap '$CL down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 27
+plan 28
 
 # ---- single node, no cluster: the rules of [control] enabled (root ns) -----
 PFX=zbci-rc$$
@@ -41,6 +41,21 @@ solo_ok() { "$ZBMD" status --admin "$LO:7401" 2>/dev/null >"$T/auto.st" &&
 wait_for "$T/auto.out" '^zbmd: ready' 60 && grep -q "^control: on (\[control\] listen = $LO:7400)" "$T/auto.out" &&
 	for _ in $(seq 50); do solo_ok && break; sleep 0.2; done && solo_ok
 ok $? "enabled = auto with a concrete listen: control runs, one member, epoch 1 applied by the lcore"
+# the JSON form carries what the text form says: the dataplane's epoch,
+# lcores and counters, the convictions, the rejections' total (it had none)
+"$ZBMD" status --admin "$LO:7401" --json >"$T/auto.json" 2>&1
+python3 - "$T/auto.json" "$T/auto.st" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+text = dict(l.split(" ", 1) for l in open(sys.argv[2]).read().splitlines() if " " in l)
+dp = d["dataplane"]
+assert dp["epoch"] == 1 and dp["lcores"] == int(text["dataplane_lcores"]), dp
+assert any(k.startswith("zbmd_port_") for k in dp["samples"]), "no port sample"
+assert any(k.startswith("zbmd_dp_iterations_total") for k in dp["samples"]), "no loop sample"
+assert d["convictions"] == int(text["convictions"]) and d["auth"]["rejected"] == int(text["auth_rejected"])
+assert all("last_heard_ms" in p for p in d["peers"])
+PY
+ok $? "zbmd status --json: the dataplane's epoch, lcores and samples, convictions, auth rejected, as the text form ($(head -c 120 "$T/auto.json"))"
 kill -TERM $P; wait $P; ok $? "... and exits 0 on SIGTERM"
 
 printf '[control]\nenabled = on\n' >>"$T/solo.ini"
