@@ -9,6 +9,7 @@
 #include "zbmd/dataplane.h"
 
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 #define ZBMD_VERSION "0.1.0"
@@ -96,6 +97,20 @@ static int cmd_help(int argc, char **argv)
 	return ZB_EXIT_OK;
 }
 
+/* Output that did not reach stdout (a full disk, a closed pipe) fails the
+ * command: exit 1 and the reason, whatever the command said (config-doc >
+ * docs/config.md on a full disk left half a file and exit 0). */
+static int out_checked(int rc)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	if (errno != EPIPE)   /* a reader that went away chose to */
+		fprintf(stderr, "zbmd: writing the output: %s\n",
+			errno ? strerror(errno) : "write error");
+	return rc == ZB_EXIT_OK ? ZB_EXIT_FAIL : rc;
+}
+
 int main(int argc, char **argv)
 {
 	zb_crash_report_install("zbmd");
@@ -105,12 +120,12 @@ int main(int argc, char **argv)
 	}
 	/* what users type first */
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-		return cmd_help(0, NULL);
+		return out_checked(cmd_help(0, NULL));
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
-		return cmd_version(1, argv + 1);
+		return out_checked(cmd_version(1, argv + 1));
 	for (size_t i = 0; i < ZB_ARRAY_LEN(commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 1, argv + 1);
+			return out_checked(commands[i].fn(argc - 1, argv + 1));
 	fprintf(stderr, "zbmd: unknown command '%s' (try `zbmd help`)\n",
 		argv[1]);
 	return ZB_EXIT_USAGE;

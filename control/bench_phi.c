@@ -178,7 +178,8 @@ out:
 
 static const char phi_usage[] =
 	"usage: zbmd bench phi [-m MINUTES] [-t TRIALS] [-j JITTER_MS] [-r REAL_SECONDS]\n"
-	"  -m simulated minutes per scenario, 0 < m <= 1000 (10)\n"
+	"  -m simulated minutes per scenario, 0.1 <= m <= 1000 (10; fewer\n"
+	"     would count false convictions over too few heartbeats to mean much)\n"
 	"  -t trials per scenario, 1..100000 (200)\n"
 	"  -j heartbeat jitter in ms, 0..90 (20)\n"
 	"  -r real-time UDP run before the kill, 1..86400 s (3)\n";
@@ -210,7 +211,7 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	opterr = 0;
 	while (good && (o = getopt_long(argc, argv, "m:t:j:r:h", lo, NULL)) != -1) {
 		switch (o) {
-		case 'm': good = phi_arg(o, optarg, 1e-9, 1000, &minutes); break;
+		case 'm': good = phi_arg(o, optarg, 0.1, 1000, &minutes); break;
 		case 't':
 			good = phi_arg(o, optarg, 1, 100000, &t);
 			if (good && t != (unsigned)t) {
@@ -265,12 +266,16 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	sc[3].name = "zbmd defaults, 100 ms, 10% loss";
 	sc[3].loss = 0.10;
 
-	printf("phi-accrual benchmark: heartbeats with U[0,%.0f) ms delay jitter; "
+	/* the parameters as given (%g: -j 2.5 read U[0,2)), and every row on its
+	 * way at once: stopped during the real UDP run, the simulated rows were
+	 * lost with stdout's buffer */
+	printf("phi-accrual benchmark: heartbeats with U[0,%g) ms delay jitter; "
 	       "detector checked every 1 ms (simulated time)\n", jitter_ms);
 	printf("zbmd params: window %u, min_std %.0f ms, pause %.0f ms, threshold %.1f\n",
 	       sc[0].p.window, sc[0].p.min_std_ms, sc[0].p.acceptable_pause_ms, sc[0].p.threshold);
 	printf("%-34s %10s %10s %10s %14s\n", "scenario", "p50 ms", "mean ms",
 	       "max ms", "false/run");
+	fflush(stdout);
 	double *det = malloc(trials * sizeof(double));
 	if (!det)
 		return ZB_EXIT_FAIL;
@@ -293,9 +298,10 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 		simulate(&sc[k], jitter_ms, (uint64_t)(minutes * 60e3) * MS, 0, 42, &fc, &dm);
 		qsort(det, n, sizeof(*det), cmp_d);
 		char fl[32];
-		snprintf(fl, sizeof(fl), "%llu/%.0fmin", (unsigned long long)fc, minutes);
+		snprintf(fl, sizeof(fl), "%llu/%gmin", (unsigned long long)fc, minutes);
 		printf("%-34s %10.0f %10.0f %10.0f %14s\n", sc[k].name,
 		       n ? det[n / 2] : NAN, n ? sum / n : NAN, n ? det[n - 1] : NAN, fl);
+		fflush(stdout);
 		if (k == 0) {
 			our_max = n ? det[n - 1] : 1e9;
 			our_false = fc;
@@ -305,7 +311,7 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	uint64_t ufc;
 	double ud = udp_detect(&sc[0].p, real_s, &ufc);
 	char rl[64];
-	snprintf(rl, sizeof(rl), "zbmd defaults, real UDP (%.0f s run)", real_s);
+	snprintf(rl, sizeof(rl), "zbmd defaults, real UDP (%g s run)", real_s);
 	printf("%-34s %10.0f %10s %10s %14llu\n", rl, ud, "-", "-",
 	       (unsigned long long)ufc);
 	printf("goal: convict within 1000 ms, 0 false convictions -> %s\n",

@@ -79,10 +79,11 @@ static void tr_usage(FILE *f)
 "  --samples M        samples per node, 1..1048576 (default 4096)\n"
 "  --steps S          training steps, 1..1000000 (default 50)\n"
 "  --lr LR            learning rate, 0 < LR <= 100 (default 1.0)\n"
-"  --every K          print the loss every K steps (default 10)\n"
-"  --seed N           data seed (default 1)\n"
+"  --every K          print the loss every K steps, 1..1000000 (default 10)\n"
+"  --seed N           data seed, 0..4294967295 (default 1)\n"
 "  --backend B        auto|cpu|cuda|hip|vulkan (default: the config's [gpu])\n"
-"Exit status: 0 the replicas agree, 1 a collective failed or they differ, 2 bad usage.\n");
+"Exit status: 0 the replicas agree, 1 a collective failed, they differ or the\n"
+"training diverged (the loss is not a number), 2 bad usage.\n");
 }
 
 static bool tr_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -94,6 +95,31 @@ static bool tr_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 		return false;
 	*out = (unsigned)v;
 	return true;
+}
+
+/* What getopt_long refused: a short option (optopt: -x of "-xq" was said
+ * as the word before it), a long one no option starts with, or one that
+ * starts several (said unknown; --ste was taken as --steps, --s was not). */
+static void tr_bad_option(int argc, char **argv, const struct option *opts)
+{
+	if (optopt) {
+		fprintf(stderr, "zbmd train: unknown option '-%c' (zbmd train --help)\n", optopt);
+		return;
+	}
+	const char *w = optind - 1 < argc ? argv[optind - 1] : "";
+	bool dashes = strncmp(w, "--", 2) == 0;
+	size_t n = dashes ? strcspn(w + 2, "=") : 0;
+	char these[160] = "";
+	unsigned hits = 0;
+	for (const struct option *op = opts; dashes && op->name; op++)
+		if (strncmp(op->name, w + 2, n) == 0 && n && hits++ < 6)
+			snprintf(these + strlen(these), sizeof(these) - strlen(these), "%s--%s",
+				 these[0] ? ", " : "", op->name);
+	if (hits > 1)
+		fprintf(stderr, "zbmd train: ambiguous option '%.*s' (could be %s)\n",
+			(int)(n + 2), w, these);
+	else
+		fprintf(stderr, "zbmd train: unknown option '%s' (zbmd train --help)\n", w);
 }
 
 static int tr_parse(int argc, char **argv, struct tr_opts *o)
@@ -117,37 +143,42 @@ static int tr_parse(int argc, char **argv, struct tr_opts *o)
 	int c, li = -1;
 	while ((c = getopt_long(argc, argv, ":c:h", opts, &li)) != -1) {
 		bool good = true;
-		const char *name = li >= 0 ? opts[li].name : "config";
+		const char *name = li >= 0 ? opts[li].name : "config", *want = "";
 		unsigned u;
 		char *end;
 		switch (c) {
 		case 'c': o->cfg = optarg; break;
-		case 'D': good = tr_uint(optarg, 1, 1u << 20, &o->d); break;
-		case 'M': good = tr_uint(optarg, 1, 1u << 20, &o->m); break;
-		case 'S': good = tr_uint(optarg, 1, 1000000, &o->steps); break;
-		case 'k': good = tr_uint(optarg, 1, 1000000, &o->every); break;
-		case 's': good = tr_uint(optarg, 0, 4294967295u, &u); o->seed = u; break;
+		case 'D': good = tr_uint(optarg, 1, 1u << 20, &o->d); want = "1..1048576"; break;
+		case 'M': good = tr_uint(optarg, 1, 1u << 20, &o->m); want = "1..1048576"; break;
+		case 'S': good = tr_uint(optarg, 1, 1000000, &o->steps); want = "1..1000000"; break;
+		case 'k': good = tr_uint(optarg, 1, 1000000, &o->every); want = "1..1000000"; break;
+		case 's':
+			good = tr_uint(optarg, 0, 4294967295u, &u);
+			o->seed = u;
+			want = "0..4294967295";
+			break;
 		case 'l':
 			errno = 0;
 			o->lr = strtod(optarg, &end);
 			good = !errno && end != optarg && !*end && o->lr > 0 && o->lr <= 100;
+			want = "a number, 0 < LR <= 100";
 			break;
 		case 'b':
 			good = gpu_backend_parse(optarg, &o->backend) == 0;
 			o->backend_set = true;
+			want = "auto, cpu, cuda, hip or vulkan";
 			break;
 		case 'h': tr_usage(stdout); return 1;
 		case ':':
 			fprintf(stderr, "zbmd train: %s needs a value\n", argv[optind - 1]);
 			return -1;
 		default:
-			fprintf(stderr, "zbmd train: unknown option '%s'\n", argv[optind - 1]);
-			tr_usage(stderr);
+			tr_bad_option(argc, argv, opts);
 			return -1;
 		}
 		if (!good) {
-			fprintf(stderr, "zbmd train: bad value '%s' for --%s (zbmd train --help)\n",
-				optarg, name);
+			fprintf(stderr, "zbmd train: bad value '%s' for --%s (expected %s)\n",
+				optarg, name, want);
 			return -1;
 		}
 		li = -1;
@@ -160,13 +191,16 @@ static int tr_parse(int argc, char **argv, struct tr_opts *o)
 		fprintf(stderr, "zbmd train: -c/--config FILE is required\n");
 		return -1;
 	}
-	/* each in range, the product maybe not: the shard is M x D floats */
+	/* each in range, the product maybe not: the shard is M x D floats,
+	 * made in host memory and copied to the backend's (host memory again
+	 * on the cpu backend): twice the shard at the peak */
 	double shard = (double)o->m * o->d * sizeof(float);
 	double mem = (double)zb_phys_mem_bytes();
-	if (mem > 0 && shard > mem / 2) {
+	if (mem > 0 && 2 * shard > mem / 2) {
 		fprintf(stderr, "zbmd train: --samples %u x --features %u is %.1f GiB of data "
-			"per node, more than half of this machine's %.1f GiB (take fewer)\n",
-			o->m, o->d, shard / (1 << 30), mem / (1 << 30));
+			"per node, %.1f GiB with the backend's copy of it: more than half of "
+			"this machine's %.1f GiB (take fewer)\n",
+			o->m, o->d, shard / (1 << 30), 2 * shard / (1 << 30), mem / (1 << 30));
 		return -1;
 	}
 	return 0;
@@ -373,6 +407,15 @@ static int tr_owner(void *arg)
 			       "and the ring's first use)\n", (double)T.compute_first_ns / 1e6,
 			       (double)T.coll_first_ns / 1e6);
 	}
+	/* a loss that is not a number any more: the model diverged (an lr
+	 * too large for the data); the replicas may agree on it, but the run
+	 * trained nothing (it exited 0 with "loss ... -> -nan") */
+	if (!isfinite(T.loss_last) || !isfinite(e2)) {
+		fprintf(stderr, "zbmd train: node rank %u: the training diverged (the loss is "
+			"%g after %u steps): take a smaller --lr (this one: %g)\n", T.rank,
+			T.loss_last, T.step, T.o.lr);
+		return ZB_EXIT_FAIL;
+	}
 	return lo == hi ? ZB_EXIT_OK : ZB_EXIT_FAIL;
 }
 
@@ -400,8 +443,16 @@ int dp_cmd_train(int argc, char **argv)
 	gpu_options_from_config(cfg, &go);
 	if (T.o.backend_set)
 		go.backend = T.o.backend;
-	size_t need = ((size_t)T.o.m * T.o.d + 2 * (size_t)T.o.m + 2 * ((size_t)T.o.d + 1)) *
-		      sizeof(float) + (1u << 20);
+	/* the five buffers below, each rounded up to the pool's 1 MiB slabs
+	 * and chunks and given a slab more (a small one takes a slab of its
+	 * size class; a large one may open a chunk of its own, leaving the
+	 * end of the one before unused), and the first chunk: with the data
+	 * plus 1 MiB, 66000 x 1024 did not fit (two size classes) */
+	const size_t mib = (size_t)1 << 20;
+	const size_t bufs[] = {(size_t)T.o.m * T.o.d, T.o.m, T.o.m, T.o.d, (size_t)T.o.d + 1};
+	size_t need = 4 * mib;
+	for (size_t i = 0; i < ZB_ARRAY_LEN(bufs); i++)
+		need += (bufs[i] * sizeof(float) + mib - 1) / mib * mib + mib;
 	if (go.pool_bytes < need)
 		go.pool_bytes = need;
 	if ((rc = gpu_open(&go, &T.g, err, sizeof(err))) < 0) {

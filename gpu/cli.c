@@ -245,23 +245,39 @@ int gpu_cmd_bench(int argc, char **argv)
 	bool quick = false;
 
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		/* --backend B or --backend=B (as getopt_long takes it elsewhere) */
+		char opt[32];
+		const char *a = argv[i], *eq = strchr(a, '='), *val = NULL;
+		if (eq && strncmp(a, "--", 2) == 0 && (size_t)(eq - a) < sizeof(opt)) {
+			snprintf(opt, sizeof(opt), "%.*s", (int)(eq - a), a);
+			a = opt;
+			val = eq + 1;
+		}
 		bool valued = strcmp(a, "--backend") == 0 || strcmp(a, "--dtype") == 0;
-		if (valued && i + 1 >= argc) {
+		if (valued && !val && i + 1 >= argc) {
 			fprintf(stderr, "zbmd bench gpu: missing value for %s\n%s", a,
 				gpu_bench_usage);
 			return 2;
 		}
+		if (val && !valued) {
+			bool known = strcmp(a, "--quick") == 0 || strcmp(a, "--help") == 0;
+			fprintf(stderr, known ? "zbmd bench gpu: %s takes no value (got '%s')\n%s"
+					      : "zbmd bench gpu: unknown option '%.0s%s'\n%s",
+				a, argv[i], gpu_bench_usage);
+			return 2;
+		}
+		if (valued && !val)
+			val = argv[++i];
 		if (strcmp(a, "--backend") == 0) {
-			if (gpu_backend_parse(argv[++i], &only) < 0) {
+			if (gpu_backend_parse(val, &only) < 0) {
 				fprintf(stderr, "zbmd bench gpu: unknown backend '%s' "
-						"(auto|cpu|cuda|hip|vulkan)\n", argv[i]);
+						"(auto|cpu|cuda|hip|vulkan)\n", val);
 				return 2;
 			}
 		} else if (strcmp(a, "--dtype") == 0) {
-			if (zb_dtype_parse(argv[++i], &dt) < 0) {
+			if (zb_dtype_parse(val, &dt) < 0) {
 				fprintf(stderr, "zbmd bench gpu: unknown dtype '%s' "
-						"(f32|f16|bf16|f64|i32|i64)\n", argv[i]);
+						"(f32|f16|bf16|f64|i32|i64)\n", val);
 				return 2;
 			}
 		} else if (strcmp(a, "--quick") == 0) {

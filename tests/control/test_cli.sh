@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 23
+plan 25
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -121,6 +121,29 @@ for a in "phi -t 5x:bad value '5x' for -t" "phi --bogus:unknown option '--bogus'
 		{ bad=1; diag "zbmd bench ${a%%:*}: exit $rc: $(head -1 "$D/err")"; }
 done
 ok $bad "zbmd bench phi / gpu with a bad flag or value: named, exit 2, nothing run"
+# bench gpu takes --opt=value as the other commands do (it was an unknown
+# option); phi's -m has a floor that still measures something; phi's rows
+# are written as they come (stopped in the real UDP run, a file kept none)
+bad=0
+timeout 60 $Z bench gpu --quick --backend=cpu --dtype=f32 >"$D/out" 2>"$D/err" &&
+	grep -q "reduce float" "$D/out" || { bad=1; diag "bench gpu --backend=cpu: $(head -1 "$D/err")"; }
+for a in "gpu --quick=1:--quick takes no value" "gpu --bogus=3:unknown option '--bogus=3'" \
+	 "phi -m 0.01:bad value '0.01' for -m (expected 0.1..1000)"; do
+	timeout 20 $Z bench ${a%%:*} >/dev/null 2>"$D/err"; rc=$?
+	[ $rc -eq 2 ] && grep -qF -- "${a#*:}" "$D/err" || { bad=1; diag "zbmd bench ${a%%:*}: exit $rc: $(head -1 "$D/err")"; }
+done
+timeout 6 $Z bench phi -m 0.5 -t 2 -r 60 -j 2.5 >"$D/phi" 2>/dev/null
+[ "$(grep -c 'min$' "$D/phi")" = 4 ] && grep -q 'U\[0,2.5) ms' "$D/phi" ||
+	{ bad=1; diag "bench phi stopped: $(wc -l <"$D/phi") line(s) kept: $(tr '\n' '|' <"$D/phi")"; }
+ok $bad "bench gpu --backend=cpu runs, --quick=1 / --bogus=3 named; phi -m 0.01 refused, its rows kept when stopped, -j 2.5 said as given"
+# output that cannot be written is a failure (config-doc > a full disk: exit 0, half a file)
+bad=0
+for c in config-doc version "help status" gpu-info; do
+	$Z $c >/dev/full 2>"$D/err"; rc=$?
+	[ $rc -eq 1 ] && grep -q "zbmd: writing the output: No space left on device" "$D/err" ||
+		{ bad=1; diag "zbmd $c >/dev/full: exit $rc: $(head -1 "$D/err")"; }
+done
+ok $bad "stdout on a full device: exit 1 and the reason (config-doc, version, help, gpu-info)"
 chmod 600 "$D/psk"
 # an admin address in use: the key and the reason named
 python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",17605)); s.listen(1); open("'"$D"'/held","w").close(); time.sleep(20)' & hp=$!

@@ -15,7 +15,7 @@ Z=$ZBMD_BUILD/bin/zbmd
 T=$(mktemp -d /tmp/zbtrain.XXXXXX)
 . "$ZBMD_ROOT/tests/common/local.sh"
 trap 'drop_kept "$T"/*.out; rm -rf "$T"' EXIT
-plan 10
+plan 12
 
 # trained NAME NODES ARGS...: zbmd local --nodes NODES ARGS -- train ...
 trained() {
@@ -66,8 +66,29 @@ for a in "--steps 0" "--steps 5x" "--lr -1" "--lr 0" "--features 0" "--backend n
 	{ [ $rc = 2 ] && grep -q -- "$flag" "$T/e"; } || { bad=1; diag "'$a': exit $rc: $(head -1 "$T/e")"; }
 done
 ok $bad "bad flags: exit 2, the flag named"
+# what was expected, and the right word: -x of -xq was said as 'train', --s
+# (three options start so) as unknown
+bad=0
+for a in "--steps 0:bad value '0' for --steps (expected 1..1000000)" \
+	 "--seed -1:bad value '-1' for --seed (expected 0..4294967295)" \
+	 "--backend foo:(expected auto, cpu, cuda, hip or vulkan)" \
+	 "--lr nan:(expected a number, 0 < LR <= 100)" \
+	 "-xq:unknown option '-x'" "--s 3:ambiguous option '--s' (could be --samples, --steps, --seed)"; do
+	"$Z" train -c /nonexistent.ini ${a%%:*} >/dev/null 2>"$T/e"; rc=$?
+	{ [ $rc = 2 ] && grep -qF -- "${a#*:}" "$T/e"; } || { bad=1; diag "'${a%%:*}': exit $rc: $(head -1 "$T/e")"; }
+done
+ok $bad "bad values name what was expected; an unknown short option and an ambiguous long one are named as typed"
+# sizes in range that the pool once could not hold (its slack was 1 MiB:
+# two size classes of small buffers overflowed it), and an lr that diverges
+# (it exited 0 with a loss of -nan)
+"$Z" local --nodes 2 -- train --samples 66000 --features 1024 --steps 1 --backend cpu >"$T/p.out" 2>&1; rc=$?
+"$Z" local --nodes 2 -- train --lr 50 --steps 30 --features 64 --samples 256 --backend cpu >"$T/nan.out" 2>&1; rc2=$?
+[ $rc = 0 ] && grep -q '^# replicas: bit-identical' "$T/p.out" && [ $rc2 = 1 ] &&
+	grep -q 'the training diverged (the loss is -\{0,1\}nan after 30 steps): take a smaller --lr' "$T/nan.out"
+ok $? "66000 x 1024 floats a node train (exit $rc; the pool refused them), --lr 50 diverges: exit $rc2, said" ||
+	diag "$(grep -E 'zbmd train' "$T/p.out" "$T/nan.out" | head -3)"
 "$Z" train -c /nonexistent.ini --features 1048576 --samples 1048576 >/dev/null 2>"$T/e"; rc=$?
-[ $rc = 2 ] && grep -q 'is 4096.0 GiB of data per node, more than half of this machine' "$T/e"
+[ $rc = 2 ] && grep -q 'is 4096.0 GiB of data per node, 8192.0 GiB with the backend.s copy of it: more than half of this machine' "$T/e"
 ok $? "--features and --samples each in range, their product past the memory: exit 2 before any node starts ($rc; it ran and failed to allocate)"
 "$Z" train --steps 3 >/dev/null 2>"$T/e"; rc=$?
 [ $rc = 2 ] && grep -q 'config FILE is required' "$T/e"
