@@ -103,11 +103,16 @@ static int cmd_help(int argc, char **argv)
 static int out_checked(int rc)
 {
 	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	int fl = fflush(stdout), e = errno;
+	if (fl == 0 && !ferror(stdout))
 		return rc;
-	if (errno != EPIPE)   /* a reader that went away chose to */
-		fprintf(stderr, "zbmd: writing the output: %s\n",
-			errno ? strerror(errno) : "write error");
+	/* fflush failed now (errno says why), or a write before it failed
+	 * and the command went on (the buffer was dropped then: the reason
+	 * is gone) */
+	if (fl != 0 && e != EPIPE)   /* a reader that went away chose to */
+		fprintf(stderr, "zbmd: writing the output: %s\n", strerror(e ? e : EIO));
+	else if (fl == 0)
+		fprintf(stderr, "zbmd: writing the output: an earlier write to stdout failed\n");
 	return rc == ZB_EXIT_OK ? ZB_EXIT_FAIL : rc;
 }
 

@@ -71,7 +71,7 @@ static void bench_usage(FILE *f)
 "      --provider NAME  net provider (default: [transport] kind): tcp; dpdk\n"
 "                       (starts this node's dataplane in-process from the config:\n"
 "                       EAL, ports, one communicator per lcore lane); or rdma\n"
-"                       (verbs; needs [rdma] enabled and a device)\n"
+"                       (verbs; needs an RDMA device: [rdma] device/port)\n"
 "      --json FILE      write the figures as JSON\n"
 "      --plot FILE.png  draw busbw against size (gnuplot)\n");
 }

@@ -183,8 +183,8 @@ static void local_usage(FILE *f)
 "  --linkdown N@MS   take node N's link down after MS ms (namespaces; up+ and\n"
 "                    started+ too)\n"
 "  --cpus-per-node W  memif, veth: node I polls on CPUs W*I .. W*I+W-1 of those\n"
-"                    (W >= 2: a main lcore and at least one dataplane lcore)\n"
-"                    this process may use, with [dataplane] idle = poll; 0: all\n"
+"                    this process may use (W >= 2: a main lcore and at least\n"
+"                    one dataplane lcore), with [dataplane] idle = poll; 0: all\n"
 "                    nodes share CPUs 0-1 (idle adaptive); auto (default): 2\n"
 "                    where there are 2 per node, else 0\n"
 "  --keep            keep the configs and logs directory\n"
@@ -1149,14 +1149,15 @@ static int local_memif_ready(struct local_run *L, int i)
 				L->nd[a].exited = true;
 				L->nd[a].status = st;
 				L->nd[a].exit_ns = zb_now_ns();
-				fprintf(stderr, "zbmd local: node %d exited before node %d "
-					"could connect to it\n", a, i);
+				fprintf(stderr, "zbmd local: %s exited before %s "
+					"could connect to it\n", local_who(L, a).s,
+					local_who(L, i).s);
 				return -ESRCH;
 			}
 		}
 		if (zb_now_ns() > deadline) {
-			fprintf(stderr, "zbmd local: node %d: its dataplane was not up "
-				"after %d s\n", i - 1, LOCAL_READY_S);
+			fprintf(stderr, "zbmd local: %s: its dataplane was not up "
+				"after %d s\n", local_who(L, i - 1).s, LOCAL_READY_S);
 			return -ETIMEDOUT;
 		}
 		usleep(20000);
@@ -1300,8 +1301,8 @@ static void local_faults(struct local_run *L, uint64_t now, bool *killed,
 		L->fault_ns = now;
 		local_sh("ip -n zbcoll-%d-%d link set eth0 down", L->pid,
 			 o->linkdown_node);
-		fprintf(stderr, "zbmd local: link of node %d down %s\n",
-			o->linkdown_node, when);
+		fprintf(stderr, "zbmd local: link of %s down %s\n",
+			local_who(L, o->linkdown_node).s, when);
 	}
 }
 
@@ -1350,14 +1351,16 @@ static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 			sl += (size_t)snprintf(still + sl, sizeof(still) - sl, "%s%d",
 					       sl ? ", " : "", i);
 	if (L->lost >= 0)
-		fprintf(stderr, "zbmd local: node %d %s %ld ms ago and %d node(s) (%s) "
+		fprintf(stderr, "zbmd local: %s %s %ld ms ago and %d node(s) (%s) "
 			"still run (the run cannot finish without it; nodes that never "
 			"heard from it wait for the join's connect timeout): stopping "
-			"them\n", ref, how, (long)((now - nd->exit_ns) / 1000000), left, still);
+			"them\n", local_who(L, ref).s, how, (long)((now - nd->exit_ns) / 1000000),
+			left, still);
 	else
-		fprintf(stderr, "zbmd local: node %d finished %ld ms ago and %d node(s) "
+		fprintf(stderr, "zbmd local: %s finished %ld ms ago and %d node(s) "
 			"(%s) still run (stuck: they ran the same command): stopping "
-			"them\n", ref, (long)((now - nd->exit_ns) / 1000000), left, still);
+			"them\n", local_who(L, ref).s, (long)((now - nd->exit_ns) / 1000000),
+			left, still);
 	return true;
 }
 
@@ -1422,8 +1425,8 @@ static void local_supervise(struct local_run *L)
 	 * fault's effect must not read a clean run as one) */
 	const struct local_opts *o = &L->o;
 	if (!local_signal && o->kill_node >= 0 && !killed)
-		fprintf(stderr, "zbmd local: --kill: node %d was not killed: %s\n",
-			o->kill_node, o->kill_base == LOCAL_AT_UP && !L->up_ns ?
+		fprintf(stderr, "zbmd local: --kill: %s was not killed: %s\n",
+			local_who(L, o->kill_node).s, o->kill_base == LOCAL_AT_UP && !L->up_ns ?
 			"not every node came up" : "the run ended first");
 	if (!local_signal && o->linkdown_node >= 0 && !downed)
 		fprintf(stderr, "zbmd local: --linkdown: node %d's link was not taken "

@@ -102,13 +102,18 @@ static bool tr_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
  * starts several (said unknown; --ste was taken as --steps, --s was not). */
 static void tr_bad_option(int argc, char **argv, const struct option *opts)
 {
-	if (optopt) {
+	const char *w = optind - 1 < argc ? argv[optind - 1] : "";
+	bool dashes = strncmp(w, "--", 2) == 0;
+	if (optopt && !dashes) {
 		fprintf(stderr, "zbmd train: unknown option '-%c' (zbmd train --help)\n", optopt);
 		return;
 	}
-	const char *w = optind - 1 < argc ? argv[optind - 1] : "";
-	bool dashes = strncmp(w, "--", 2) == 0;
 	size_t n = dashes ? strcspn(w + 2, "=") : 0;
+	for (const struct option *op = opts; dashes && w[2 + n] == '=' && op->name; op++)
+		if (strlen(op->name) == n && strncmp(op->name, w + 2, n) == 0) {
+			fprintf(stderr, "zbmd train: --%s takes no value (got '%s')\n", op->name, w);
+			return;
+		}
 	char these[160] = "";
 	unsigned hits = 0;
 	for (const struct option *op = opts; dashes && op->name; op++)
@@ -154,7 +159,8 @@ static int tr_parse(int argc, char **argv, struct tr_opts *o)
 		case 'k': good = tr_uint(optarg, 1, 1000000, &o->every); want = "1..1000000"; break;
 		case 's':
 			good = tr_uint(optarg, 0, 4294967295u, &u);
-			o->seed = u;
+			if (good)
+				o->seed = u;
 			want = "0..4294967295";
 			break;
 		case 'l':

@@ -159,6 +159,7 @@ static int rdma_init(const struct net_init_args *args, void **out)
 
 	if (!args || !args->cfg || !out)
 		return -EINVAL;
+	rdma__set_error("%s", "");   /* callers append it: none from before */
 	cfg = args->cfg;
 	rc = check_config(cfg);
 	if (rc)

@@ -82,7 +82,7 @@ if [ -n "$OTCP_CC" ] && [ "$OTCP_CC" != "$SYS_CC" ]; then
 	fi
 fi
 case $SETTLE in ''|*[!0-9]*) echo "compare.sh: -s wants whole seconds, got '$SETTLE'" >&2; exit 2 ;; esac
-case $WPN in ''|auto|[0-9]|[0-9][0-9]) ;; *) echo "compare.sh: -W wants a number of CPUs per node (zbmd local --cpus-per-node), got '$WPN'" >&2; exit 2 ;; esac
+case $WPN in ''|auto|0|[2-9]|[1-9][0-9]) ;; *) echo "compare.sh: -W wants auto, 0 or 2..99 CPUs per node (zbmd local --cpus-per-node), got '$WPN'" >&2; exit 2 ;; esac
 # The machine's state: bench/machine_state.sh (ms_rtt, ms_seen, ms_settle).
 KBENCH=$B/bin/kbench
 # shellcheck source=../machine_state.sh

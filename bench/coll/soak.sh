@@ -140,7 +140,7 @@ while :; do
 		crash=$(grep -cE 'killed by signal (11|6|7)\b' "$T/k.err")
 		# survivors that never heard from it: stopped by zbmd local past
 		# [coll] timeout_ms (4 s) + 5 s, before the join's 30 s ran out
-		cut=$(grep -c 'node 2 was killed by signal 9 .* still run (the run cannot finish' "$T/k.err")
+		cut=$(grep -c 'node 2\( (id 3)\)\{0,1\} was killed by signal 9 .* still run (the run cannot finish' "$T/k.err")
 		timedout=$(grep -c 'did not join within' "$T/k.err")
 		[ $rc != 0 ] && [ $rc != 124 ] && [ "$crash" = 0 ] && [ "$timedout" = 0 ] &&
 			[ $((SECONDS - t0)) -le 25 ] &&

@@ -258,7 +258,7 @@ $ZBMD local --nodes 4 --link memif --kill 2@started+300 -- bench allreduce -b 4M
 	-n 1000000 -w 0 >/dev/null 2>"$T/j.err"
 rc=$?
 s0=$(fault_exit_after "$T/j.err" 0) s1=$(fault_exit_after "$T/j.err" 1) s3=$(fault_exit_after "$T/j.err" 3)
-cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and 1 node(s) ([0-9, ]*) still run (the run cannot finish' "$T/j.err")
+cut=$(grep -c 'node 2 (id 3) was killed by signal 9 [0-9]* ms ago and 1 node(s) ([0-9, ]*) still run (the run cannot finish' "$T/j.err")
 [ $rc != 0 ] && grep -q 'killed node 2 (id 3) with kill -9 [0-9]* ms after the start, [0-9]* ms after the last node was launched' "$T/j.err" &&
 	[ -n "$s0" ] && [ "$s0" -le 6000 ] && [ -n "$s1" ] && [ "$s1" -le 6000 ] &&
 	{ { [ -n "$s3" ] && [ "$s3" -le 6000 ]; } || [ "$cut" = 1 ]; } &&
@@ -278,7 +278,7 @@ LP=$!; PIDS+=($LP)
 wait $LP; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 n=$(fault_survivors "$T/s.err")
-cut=$(grep -c 'node 2 was killed by signal 9 [0-9]* ms ago and [0-9] node(s) ([0-9, ]*) still run (the run cannot finish without it' "$T/s.err")
+cut=$(grep -c 'node 2 (id 3) was killed by signal 9 [0-9]* ms ago and [0-9] node(s) ([0-9, ]*) still run (the run cannot finish without it' "$T/s.err")
 [ $rc = 1 ] && [ $ms -le 15000 ] && { [ "$cut" = 1 ] || [ "$n" = 2 ]; } &&
 	! grep -q 'did not join within' "$T/s.err" && [ -z "$(leftovers $LP)" ]
 ok $? "a node killed as it starts: zbmd local out after ${ms} ms (bound: timeout 1 s + 5 s, not the join's 30 s), exit $rc, stopped by zbmd local: $cut, survivors out on their own: $n" ||

@@ -73,7 +73,8 @@ for a in "--steps 0:bad value '0' for --steps (expected 1..1000000)" \
 	 "--seed -1:bad value '-1' for --seed (expected 0..4294967295)" \
 	 "--backend foo:(expected auto, cpu, cuda, hip or vulkan)" \
 	 "--lr nan:(expected a number, 0 < LR <= 100)" \
-	 "-xq:unknown option '-x'" "--s 3:ambiguous option '--s' (could be --samples, --steps, --seed)"; do
+	 "-xq:unknown option '-x'" "--s 3:ambiguous option '--s' (could be --samples, --steps, --seed)" \
+	 "--help=1:--help takes no value (got '--help=1')"; do
 	"$Z" train -c /nonexistent.ini ${a%%:*} >/dev/null 2>"$T/e"; rc=$?
 	{ [ $rc = 2 ] && grep -qF -- "${a#*:}" "$T/e"; } || { bad=1; diag "'${a%%:*}': exit $rc: $(head -1 "$T/e")"; }
 done
