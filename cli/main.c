@@ -116,9 +116,26 @@ static int out_checked(int rc)
 	return rc == ZB_EXIT_OK ? ZB_EXIT_FAIL : rc;
 }
 
+/* check-config's look at the control plane's key file (cfg_check_files):
+ * read as zbmd run reads it (present, a regular file of 16.. bytes, not
+ * readable by group or others) */
+static int check_files(const struct zb_config *cfg, char *err, size_t errlen)
+{
+	uint8_t k[CTL_KEY_BYTES];
+	char why[256] = "";
+	if (!cfg->cluster.psk_file[0])
+		return 0;
+	int rc = ctl_auth_load_key(cfg->cluster.psk_file, k, why, sizeof(why));
+	memset(k, 0, sizeof(k));
+	if (rc)
+		snprintf(err, errlen, "[cluster] %s", why);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	zb_crash_report_install("zbmd");
+	cfg_check_files = check_files;
 	if (argc < 2) {
 		cmd_help(0, NULL);
 		return ZB_EXIT_USAGE;

@@ -12,7 +12,9 @@
 /* Exit statuses (cli/cli.h): 0 ok, 2 usage or bad input. */
 enum { EXIT_OK = 0, EXIT_USAGE = 2 };
 
-#define CHECK_USAGE "usage: zbmd check-config [-q] FILE.ini|-\n"
+int (*cfg_check_files)(const struct zb_config *cfg, char *err, size_t errlen);
+
+#define CHECK_USAGE "usage: zbmd check-config [-q] [--files] FILE.ini|-\n"
 
 static int check_help(void)
 {
@@ -23,7 +25,14 @@ static int check_help(void)
 	       "printed to stderr as\n  FILE:LINE: what is wrong (what was "
 	       "expected)\nand the exit status is 2.\n\n"
 	       "  -q, --quiet   print nothing for a good file (exit status "
-	       "only)\n\nEvery key: docs/config.md (zbmd config-doc).\n");
+	       "only)\n"
+	       "  --files       also read the files it names as the node will "
+	       "([cluster]\n"
+	       "                psk_file: there, a regular file of 16+ bytes, "
+	       "mode 0600):\n"
+	       "                for the host that runs it (the systemd unit's "
+	       "ExecStartPre)\n"
+	       "\nEvery key: docs/config.md (zbmd config-doc).\n");
 	return EXIT_OK;
 }
 
@@ -32,7 +41,7 @@ int cfg_cmd_check_config(int argc, char **argv)
 	struct zb_config *cfg = malloc(sizeof(*cfg));
 	struct cfg_error *err = malloc(sizeof(*err));
 	const char *path = NULL;
-	bool quiet = false;
+	bool quiet = false, files = false;
 	int rc = EXIT_USAGE;
 
 	for (int i = 1; i < argc; i++) {
@@ -42,6 +51,8 @@ int cfg_cmd_check_config(int argc, char **argv)
 		} else if (strcmp(argv[i], "-q") == 0 ||
 			   strcmp(argv[i], "--quiet") == 0) {
 			quiet = true;
+		} else if (strcmp(argv[i], "--files") == 0) {
+			files = true;
 		} else if ((argv[i][0] != '-' || strcmp(argv[i], "-") == 0) &&
 			   path == NULL) {
 			path = argv[i];
@@ -72,6 +83,14 @@ int cfg_cmd_check_config(int argc, char **argv)
 	}
 	if (rc != 0) {
 		fputs(err->list, stderr);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	/* --files: the files it names, as the node will read them (the
+	 * unit's ExecStartPre passed a config whose key file was missing or
+	 * readable by all, and the node then failed at every restart) */
+	if (files && cfg_check_files && cfg_check_files(cfg, err->msg, sizeof(err->msg)) != 0) {
+		fprintf(stderr, "%s: %s\n", path, err->msg);
 		rc = EXIT_USAGE;
 		goto out;
 	}

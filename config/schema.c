@@ -306,7 +306,7 @@ const struct cfg__key cfg__keys[] = {
 
 	/* [control] */
 	KEY(S_CONTROL, "listen", CFG__HOSTPORT, 0, 0, "0.0.0.0:7400",
-	    control.listen, 0, "UDP address for heartbeats and Raft."),
+	    control.listen, 0, "Address of the node's heartbeats (UDP) and Raft (TCP): both on this port."),
 	UINT(S_CONTROL, "heartbeat_ms", 1, 60000, "100", control.heartbeat_ms,
 	     "Heartbeat interval, ms."),
 	KEY(S_CONTROL, "phi_threshold", CFG__DOUBLE, 0.1, 100, "8",

@@ -19,6 +19,10 @@
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/un.h>
+#include <sys/socket.h>
+#include <stdlib.h>
+#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,13 +87,37 @@ static void on_dump(int sig)
 	dump_requested = 1;
 }
 
+/* systemd's readiness protocol, without libsystemd: `state` in one
+ * datagram to the unix socket that $NOTIFY_SOCKET names ("@...": abstract).
+ * No socket named (not under a Type=notify unit): nothing to do. A failed
+ * send is not the node's failure: systemd times the start out and says so. */
+static void sd_notify_state(const char *state)
+{
+	const char *p = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t n = p ? strlen(p) : 0;
+	if (n < 2 || n >= sizeof(sa.sun_path) || (p[0] != '/' && p[0] != '@'))
+		return;
+	memcpy(sa.sun_path, p, n);
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0';
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+	(void)sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
+	close(fd);
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: zbmd run -c FILE.ini\n"
 		"Start a node: DPDK EAL from [eal], every [port.N], one polling loop per\n"
-		"dataplane lcore, the control thread. Runs until SIGINT or SIGTERM, then\n"
-		"stops everything and exits 0. SIGUSR1 prints the per-lcore counters.\n"
+		"dataplane lcore, the control thread. Runs until SIGINT, SIGTERM or SIGHUP\n"
+		"(there is no reload: SIGHUP stops the node too), then stops everything and\n"
+		"exits 0. SIGUSR1 prints the per-lcore counters. Under a systemd unit of\n"
+		"Type=notify it says READY=1 once it is ready and STOPPING=1 as it stops.\n"
 		"Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
 }
 
@@ -258,6 +286,7 @@ int dp_cmd_run(int argc, char **argv)
 	dp_node_describe(stdout);
 	printf("zbmd: ready\n");
 	fflush(stdout);
+	sd_notify_state("READY=1\nSTATUS=ready");
 
 	if (dp_main_polls()) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -267,6 +296,7 @@ int dp_cmd_run(int argc, char **argv)
 	}
 	printf("zbmd: stopping (%s)\n", stop_signal == SIGINT ? "SIGINT" :
 					 stop_signal == SIGHUP ? "SIGHUP" : "SIGTERM");
+	sd_notify_state("STOPPING=1");
 	dp_node_stop();   /* the control thread leaves the cluster, then the loops quit */
 	dp__rdma_act_stop();
 	dp__run_ctl_fini();

@@ -112,6 +112,7 @@ while [ $# -gt 0 ]; do
 done
 absolute --prefix "$PREFIX"
 absolute --config "$CONFIG"
+case $CONFIG in */) usage_error "--config '$CONFIG' names a directory: give the config file's path" ;; esac
 absolute --unit-dir "$UNIT_DIR"
 # an empty --root would be the live system
 [ "$ROOT_GIVEN" -eq 0 ] || [ -n "$ROOT" ] || usage_error "--root must not be empty (leave it out to install on this system)"
@@ -143,8 +144,10 @@ if [ "$ACTION" = uninstall ]; then
 	for f in "$UNIT_DST" "$BIN_DST" "$DOC_DST"; do
 		if [ -e "$f" ]; then do_run rm -f "$f"; fi
 	done
+	# the doc's folder, once empty (rmdir leaves it when it is not)
+	if [ -d "${DOC_DST%/*}" ]; then do_run rmdir --ignore-fail-on-non-empty "${DOC_DST%/*}"; fi
 	[ -n "$ROOT" ] || do_run systemctl daemon-reload
-	echo "kept $CONFIG_DST and /var/lib/zbmd"
+	echo "kept $CONFIG_DST and ${ROOT}/var/lib/zbmd"
 	[ "$DRY_RUN" -eq 0 ] || echo "dry run: nothing was changed"
 	exit 0
 fi
@@ -160,8 +163,18 @@ if [ -e "$CONFIG_DST" ]; then
 	NEW_CONFIG=0
 else
 	[ -f "$EXAMPLE" ] || die "example config $EXAMPLE is missing"
-	"$BINARY" check-config "$EXAMPLE" >/dev/null || die "example $EXAMPLE is not valid"
+	rc=0
+	"$BINARY" check-config "$EXAMPLE" >/dev/null || rc=$?
+	# 127 / 126: the binary itself did not run (a shared library missing
+	# on this host, say), which is not the example's fault
+	[ $rc -ne 127 ] && [ $rc -ne 126 ] || die "$BINARY does not run here (exit $rc; messages above: a shared library missing? the build machine's libraries must be installed here too)"
+	[ $rc -eq 0 ] || die "example $EXAMPLE is not valid"
 	NEW_CONFIG=1
+	# an example is not this node's config: the node would start as node 0
+	# of the example's cluster, at once and at every boot
+	if [ "$ENABLE" -eq 1 ] || [ "$START" -eq 1 ]; then
+		die "$CONFIG_DST does not exist yet, and --enable/--start would run the example config as it is: install without them, edit $CONFIG_DST for this node, then systemctl enable --now zbmd.service"
+	fi
 fi
 
 do_run install -D -m 0755 "$BINARY" "$BIN_DST"

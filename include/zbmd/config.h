@@ -252,4 +252,12 @@ void cfg_write_doc(FILE *out);
 int cfg_cmd_check_config(int argc, char **argv);
 int cfg_cmd_config_doc(int argc, char **argv);
 
+/* `check-config --files`: the checks of the files a good config names,
+ * which config/ cannot make itself, set by the program that links the
+ * module that can (cli/main.c: the control plane's psk_file, read as `zbmd
+ * run` will read it). 0, or the reason in err ("[cluster] psk_file
+ * /etc/zbmd/psk: No such file or directory"); check-config then exits 2
+ * with "FILE: reason". NULL: none to make. */
+extern int (*cfg_check_files)(const struct zb_config *cfg, char *err, size_t errlen);
+
 #endif /* ZBMD_CONFIG_H */

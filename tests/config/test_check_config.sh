@@ -117,10 +117,25 @@ ok $? "a 600-character path that is not there: its end and the reason"
 
 # Usage.
 "$ZBMD" check-config >/dev/null 2>"$TMP/err"; rc=$?
-[ $rc -eq 2 ] && grep -q '^usage: zbmd check-config \[-q\] FILE.ini|-' "$TMP/err"
+[ $rc -eq 2 ] && grep -q '^usage: zbmd check-config \[-q\] \[--files\] FILE.ini|-' "$TMP/err"
 ok $? "no argument: usage, exit 2"
 "$ZBMD" check-config a.ini b.ini >/dev/null 2>&1; [ $? -eq 2 ]
 ok $? "two arguments: exit 2"
+# --files (the unit's ExecStartPre): the key file read as zbmd run reads it;
+# without --files the config alone is checked (an example names a key file
+# this machine does not have)
+printf '[node]\nid = 0\n[cluster]\nid = 5\nseeds = 127.0.0.1:7400\npsk_file = %s/psk\n' "$TMP" >"$TMP/k.ini"
+bad=0
+"$ZBMD" check-config -q "$TMP/k.ini" || { bad=1; diag "without --files: exit $?"; }
+"$ZBMD" check-config -q --files "$TMP/k.ini" 2>"$TMP/err"
+[ $? -eq 2 ] && grep -q "^$TMP/k.ini: \[cluster\] psk_file $TMP/psk: No such file or directory" "$TMP/err" ||
+	{ bad=1; diag "missing key: $(cat "$TMP/err")"; }
+head -c 32 /dev/urandom | base64 >"$TMP/psk"; chmod 644 "$TMP/psk"
+"$ZBMD" check-config -q --files "$TMP/k.ini" 2>"$TMP/err"
+[ $? -eq 2 ] && grep -q "mode 0644 lets group/others access the key" "$TMP/err" || { bad=1; diag "0644: $(cat "$TMP/err")"; }
+chmod 600 "$TMP/psk"
+"$ZBMD" check-config -q --files "$TMP/k.ini" || { bad=1; diag "a good key: exit $?"; }
+ok $bad "--files: a missing or world-readable key file is exit 2 naming it; a good one passes; without --files the file is not read"
 "$ZBMD" check-config --help >"$TMP/out" 2>&1; rc=$?
 [ $rc -eq 0 ] && grep -q 'FILE:LINE' "$TMP/out"
 ok $? "--help: exit 0, describes the error format"

@@ -268,7 +268,7 @@ unit="$TMP/root/etc/systemd/system/zbmd.service"
 [ $rc -eq 0 ] && [ -x "$TMP/root/opt/zbmd/bin/zbmd" ] &&
 	[ -f "$TMP/root/opt/zbmd/share/doc/zbmd/config.md" ] &&
 	grep -qx "ExecStart=/opt/zbmd/bin/zbmd run -c /etc/zbmd/node.ini" "$unit" &&
-	grep -qx "ExecStartPre=/opt/zbmd/bin/zbmd check-config -q /etc/zbmd/node.ini" "$unit"
+	grep -qx "ExecStartPre=/opt/zbmd/bin/zbmd check-config -q --files /etc/zbmd/node.ini" "$unit"
 ok $? "install-service.sh --root: binary, doc and unit with the given paths"
 [ $rc -eq 0 ] || sed 's/^/#   /' "$TMP/out"
 "$ZBMD" check-config "$TMP/root/etc/zbmd/node.ini" >/dev/null 2>&1
@@ -309,7 +309,7 @@ mkdir -p "$TMP/root3"
 	--config /etc/zbmd/n.ini >"$TMP/out" 2>&1; rc=$?
 unit="$TMP/root3/etc/systemd/system/zbmd.service"
 [ $rc -eq 0 ] && grep -qx 'ExecStart=/opt/a&b/bin/zbmd run -c /etc/zbmd/n.ini' "$unit" &&
-	grep -qx 'ExecStartPre=/opt/a&b/bin/zbmd check-config -q /etc/zbmd/n.ini' "$unit" &&
+	grep -qx 'ExecStartPre=/opt/a&b/bin/zbmd check-config -q --files /etc/zbmd/n.ini' "$unit" &&
 	[ -x "$TMP/root3/opt/a&b/bin/zbmd" ]
 ok $? "install-service.sh --prefix '/opt/a&b': the unit has the path as given" ||
 	diag "$(grep ^Exec "$unit" 2>&1)"
@@ -432,6 +432,22 @@ ok $? "cluster-memif.sh --help: its own usage, exit 0"
 "$CM" --tag "${CT}b" --dir "$TMP/clb" up 2 --no-bridge >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "'--no-bridge'" "$TMP/err" && [ ! -e "$TMP/clb" ]
 ok $? "cluster-memif.sh up 2 --no-bridge: exit 2, nothing built (rc $rc)"
+# install-service.sh: --enable/--start with no config yet would run the
+# example as this node's (refused); --config naming a directory (refused
+# before anything is written); a binary that does not run here is said so
+# (it was "example ... is not valid")
+IS=$ZBMD_ROOT/scripts/install-service.sh
+bad=0
+bash "$IS" --dry-run --config "$TMP/none/zbmd.ini" --enable --start >/dev/null 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "would run the example config as it is" "$TMP/err" || { bad=1; diag "--enable --start: $(cat "$TMP/err")"; }
+bash "$IS" --root "$TMP/isr" --config /etc/zbmd/zbmd.ini/ >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] && grep -q "names a directory" "$TMP/err" && [ ! -e "$TMP/isr" ] || { bad=1; diag "--config DIR/: $(cat "$TMP/err")"; }
+printf '#!/bin/sh\necho "error while loading shared libraries: librte_eal.so.23" >&2\nexit 127\n' >"$TMP/stub"; chmod +x "$TMP/stub"
+bash "$IS" --root "$TMP/isr" --binary "$TMP/stub" >/dev/null 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "does not run here (exit 127" "$TMP/err" || { bad=1; diag "stub binary: $(cat "$TMP/err")"; }
+rm -rf "$TMP/isr"
+ok $bad "install-service.sh: --enable/--start without a config refused, --config DIR/ refused, a binary that does not run said so"
+
 # bench/transport/run.sh takes no arguments: -h was taken as a run (a
 # two-minute benchmark with namespaces) until 2026-11-28
 BT=$ZBMD_ROOT/bench/transport/run.sh

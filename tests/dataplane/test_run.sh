@@ -4,7 +4,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
-plan 25
+plan 26
 
 PFX=zbmd-node-t$$
 PREFIXES+=("$PFX")
@@ -132,6 +132,32 @@ else
 	[ $rc -eq 0 ] && grep -q 'warning: \[gpu\] backend = cuda is not usable on this machine' "$T/g.out"
 	ok $? "[gpu] backend = cuda without CUDA: the node runs and warns at start (rc $rc)"
 fi
+
+# systemd's Type=notify: READY=1 once ready, STOPPING=1 on the way out, to
+# the datagram socket $NOTIFY_SOCKET names (an abstract one here, as
+# systemd's own are not); the unit waits for it (it had Type=simple: started
+# reported before the EAL, the ports or the control plane were up)
+cat >"$T/notify.py" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("\0" + sys.argv[1]); s.settimeout(1.0)
+open(sys.argv[2] + ".bound", "w").close()
+got, t0 = [], time.time()
+while time.time() - t0 < 60 and "STOPPING=1" not in got:
+    try: got += s.recv(4096).decode().split("\n")
+    except socket.timeout: pass
+open(sys.argv[2], "w").write("\n".join(got) + "\n")
+PY
+NS=zbmd-notify-$$
+python3 "$T/notify.py" "$NS" "$T/notify.got" & NP=$!; PIDS+=($NP)
+wait_for_file() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+wait_for_file "$T/notify.got.bound"
+NOTIFY_SOCKET="@$NS" "$ZBMD" run -c "$T/one.ini" >"$T/nt.out" 2>&1 & P=$!; PIDS+=($P)
+wait_for "$T/nt.out" '^zbmd: ready' 60; sleep 0.3; kill -TERM $P; wait $P; rc=$?
+wait $NP
+[ $rc -eq 0 ] && grep -qx 'READY=1' "$T/notify.got" && grep -qx 'STOPPING=1' "$T/notify.got" &&
+	[ "$(grep -n -x 'READY=1' "$T/notify.got" | cut -d: -f1)" -lt "$(grep -n -x 'STOPPING=1' "$T/notify.got" | cut -d: -f1)" ]
+ok $? "NOTIFY_SOCKET: READY=1 once ready, then STOPPING=1 ($(tr '\n' ' ' <"$T/notify.got"))"
 
 # [rdma] enabled: the device opens at start or the node does not start,
 # naming why (it started, and the first use over rdma failed with "backend
