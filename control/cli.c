@@ -333,7 +333,7 @@ int ctl_cmd_status(int argc, char **argv)
 		} else {
 			fwrite(body, 1, bl, stdout);   /* the object without its '}' */
 			printf(",\"dataplane\":{\"epoch\":%lld,\"lcores\":%u,\"samples\":{",
-			       df.lcores ? df.epoch : -1, df.lcores);
+			       df.epoch, df.lcores);   /* -1: no lcore reported one */
 			for (unsigned i = 0; i < df.n; i++) {
 				char *sp = strrchr(df.s[i].line, ' ');
 				*sp = '\0';

@@ -33,6 +33,15 @@ void ctl__json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* Rejected authentications of every kind: per reason, and Raft handshakes. */
+static unsigned long long auth_rejected_total(const struct ctl_status *s)
+{
+	unsigned long long rej = s->handshake_rejected;
+	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
+		rej += s->auth_rejected[r];
+	return rej;
+}
+
 static void ids(FILE *f, const uint16_t *v, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -75,11 +84,8 @@ char *ctl_status_text(const struct ctl_status *s)
 			(unsigned long long)p->heartbeats, p->last_heard_ms,
 			p->gone ? "yes" : "no");
 	}
-	unsigned long long rej = s->handshake_rejected;
-	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
-		rej += s->auth_rejected[r];
 	fprintf(f, "auth_accepted %llu\nauth_rejected %llu\n",
-		(unsigned long long)s->auth_ok, rej);
+		(unsigned long long)s->auth_ok, auth_rejected_total(s));
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, "auth_rejected_%s %llu\n", ctl_auth_reason_name(r),
 			(unsigned long long)s->auth_rejected[r]);
@@ -142,11 +148,9 @@ char *ctl_status_json(const struct ctl_status *s)
 	}
 	/* the same facts as the text form: the rejections' total, the
 	 * convictions (the text had them, the JSON did not) */
-	unsigned long long rej = s->handshake_rejected;
-	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
-		rej += s->auth_rejected[r];
 	fprintf(f, "],\"convictions\":%llu,\"auth\":{\"accepted\":%llu,\"rejected\":%llu",
-		(unsigned long long)s->convictions, (unsigned long long)s->auth_ok, rej);
+		(unsigned long long)s->convictions, (unsigned long long)s->auth_ok,
+		auth_rejected_total(s));
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, ",\"%s\":%llu", ctl_auth_reason_name(r),
 			(unsigned long long)s->auth_rejected[r]);

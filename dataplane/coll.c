@@ -508,18 +508,19 @@ int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 				   .provider_arg = a->provider_arg};
 	rc = ops->init(&ia, &c->ctx);
 	if (rc < 0) {
-		/* the provider's own words where it has them (which device, why) */
-		const char *why = ops->last_error ? ops->last_error() : "";
-		snprintf(err, errlen, "net provider '%s' init: %s%s%s%s", pname,
-			 zb_strerror(rc), why[0] ? " (" : "", why, why[0] ? ")" : "");
+		snprintf(err, errlen, "net provider '%s' init: %s", pname,
+			 zb_strerror(rc));
+		net_add_reason(ops, err, errlen);   /* which device, why */
 		c->ctx = NULL;
 		goto fail;
 	}
 	if (c->n > 1) {
 		rc = coll_connect_all(c, a->connect_timeout_ms ? a->connect_timeout_ms
 				      : COLL_CONNECT_TIMEOUT_MS, err, errlen);
-		if (rc < 0)
+		if (rc < 0) {
+			net_add_reason(ops, err, errlen);
 			goto fail;
+		}
 		for (uint16_t i = 0; i < c->nch && ops->reg_mr; i++) {
 			struct coll_chan *ch = &c->ch[i];
 			size_t sz = (size_t)COLL_SLOTS * c->chunk_bytes;

@@ -7,6 +7,7 @@
 #include "zbmd/net.h"
 #include "zbmd/common.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct net_ops *const net_builtin[] = {
@@ -52,4 +53,13 @@ int net_register(const struct net_ops *ops)
 	net_registered[net_registered_count++] = ops;
 	ZB_ASSERT(net_find(ops->name) == ops);
 	return 0;
+}
+
+void net_add_reason(const struct net_ops *ops, char *err, size_t errlen)
+{
+	ZB_ASSERT(ops != NULL && err != NULL);
+	const char *why = ops->last_error ? ops->last_error() : "";
+	size_t k = strnlen(err, errlen);
+	if (why[0] && k + 3 < errlen)
+		snprintf(err + k, errlen - k, " (%s)", why);
 }

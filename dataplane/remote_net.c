@@ -810,10 +810,9 @@ int zbra__netcar_create(const struct zb_config *cfg, const struct net_ops *ops,
 	ZB_ASSERT(!c->mem || m <= c->mem + per * npeers + 64);
 	struct net_init_args a = {.cfg = &c->cfg, .channels = 1, .provider_arg = provider_arg};
 	if ((rc = ops->init(&a, &c->ctx)) != 0) {
-		/* the provider's own words where it has them (which device, why) */
-		const char *why = ops->last_error ? ops->last_error() : "";
-		snprintf(err, errlen, "the %s provider did not start: %s%s%s%s", ops->name,
-			 zb_strerror(rc), why[0] ? " (" : "", why, why[0] ? ")" : "");
+		snprintf(err, errlen, "the %s provider did not start: %s", ops->name,
+			 zb_strerror(rc));
+		net_add_reason(ops, err, errlen);   /* which device, why */
 		c->ctx = NULL;
 		goto fail;
 	}

@@ -294,13 +294,8 @@ static int rh_open(const struct coll_comm_args *a, void **out, char *err,
 	ca.kick_arg = H;
 	ca.timeout_ms = H->connect_timeout_ms;
 	rc = coll_comm_create(&ca, &H->comm, err, errlen);
-	if (rc < 0) {
-		/* the provider's own words (this thread's): which device, why */
-		size_t k = strlen(err);
-		if (rdma_last_error()[0] && !strstr(err, rdma_last_error()) && k + 3 < errlen)
-			snprintf(err + k, errlen - k, " (%s)", rdma_last_error());
+	if (rc < 0)   /* with the provider's own words (net_add_reason) */
 		goto fail;
-	}
 	void *ctx = atomic_load_explicit(&H->rctx, memory_order_acquire);
 	H->channels = coll_channels(H->comm);
 	for (uint16_t ch = 0; ctx && ch < H->channels; ch++)

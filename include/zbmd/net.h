@@ -167,6 +167,11 @@ const struct net_ops *net_find(const char *name);
  * listing them in diagnostics. */
 const struct net_ops *net_provider(unsigned i);
 
+/* Appends " (WHY)" to the message in err, WHY being ops->last_error()'s
+ * words about the failure just seen on this thread (which device, why), when
+ * the provider has any. For callers' messages after init or connect failed. */
+void net_add_reason(const struct net_ops *ops, char *err, size_t errlen);
+
 /* Built-in providers of the coll module. */
 extern const struct net_ops net_tcp_ops;
 
