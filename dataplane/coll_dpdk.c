@@ -53,11 +53,21 @@ struct cd_lane {
 	unsigned index;
 	struct coll_comm_args args;
 	char err[256];
-	/* lane-written timing (relaxed atomics, read by the owner) */
+	/* Lane-written timing, published once per loop iteration under
+	 * stats_seq (a seqlock: odd while the lane writes; cd_stats retries
+	 * until it reads one whole publication). Every field covers the same
+	 * window, from the lane's first poll to its latest poll's entry, so
+	 * that the parts (coll, idle, bursts, receive writes) are disjoint
+	 * and never add up to more than loop_cyc. */
+	_Atomic uint32_t stats_seq;
 	_Atomic uint64_t coll_cyc, idle_cyc, loop_cyc;
 	/* copies of the lcore's driver-burst cycles and the provider's
 	 * receive-write cycles (both counted on the lane) */
 	_Atomic uint64_t rxb_cyc, txb_cyc, copy_cyc, reduce_cyc;
+	/* lane-only: the collectives' cycles in the poll still running
+	 * (published at the next poll's entry, with that window's loop time),
+	 * and the burst and receive-write totals at the last publication */
+	uint64_t coll_pending, w_bursts;
 	/* copies of the lane transport's counters (tp_stats is lane-only) */
 #define CD_TP_SUMMED(X) X(retransmits) X(fault_drops) X(fault_dups)        \
 	X(fault_reorders) X(rto_timeouts) X(fast_retransmits) X(dup_frames)  \
@@ -150,28 +160,56 @@ static void cd_peer_down_check(struct cd_lane *ln, const struct tp_stats *ts)
 	}
 }
 
+/* The bursts' and receive writes' cycles on lane `index` so far. */
+static uint64_t cd_bursts(unsigned index, const struct dp_lcore_stats *ls,
+			  uint64_t *cp, uint64_t *rd)
+{
+	dp__net_cycles(index, cp, rd);
+	return ls->rx_burst_cyc + ls->tx_burst_cyc + *cp + *rd;
+}
+
 static unsigned cd_poll(void *arg, uint64_t now_tsc)
 {
 	struct cd_lane *ln = arg;
 	struct dp_lcore_stats ls;
 	unsigned ev = 0;
+	/* this poll's entry ends the window: the bursts so far (this
+	 * iteration's RX included) lie inside it */
+	const uint64_t t_in = rte_rdtsc();
 
-	/* The previous iteration (last_tsc .. now) was idle if the loop
-	 * counted it so: the time it took (sleep included) is waiting. */
-	if (ln->last_tsc && dp_lcore_stats(ln->index, &ls) == 0) {
-		uint64_t d = now_tsc - ln->last_tsc;
-		atomic_fetch_add_explicit(&ln->loop_cyc, d, memory_order_relaxed);
-		if (ls.idle_iterations != ln->last_idle)
-			atomic_fetch_add_explicit(&ln->idle_cyc, d, memory_order_relaxed);
-		ln->last_idle = ls.idle_iterations;
+	(void)now_tsc;
+	/* The window last_tsc .. t_in holds the previous iteration's polls,
+	 * TX flush, timers and sleep, and this iteration's RX. If the loop
+	 * counted the previous iteration idle, that window's time less its
+	 * bursts and receive writes is waiting. */
+	if (dp_lcore_stats(ln->index, &ls) == 0) {
+		uint64_t cp, rd, b = cd_bursts(ln->index, &ls, &cp, &rd);
+		const bool was_idle = ls.idle_iterations != ln->last_idle;
+		const uint64_t d = t_in - ln->last_tsc, db = b - ln->w_bursts;
+		uint32_t q = atomic_load_explicit(&ln->stats_seq, memory_order_relaxed);
+
+		ZB_ASSERT((q & 1) == 0);
+		atomic_store_explicit(&ln->stats_seq, q + 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_release);
+		if (ln->last_tsc) {
+			atomic_fetch_add_explicit(&ln->loop_cyc, d, memory_order_relaxed);
+			if (was_idle)
+				atomic_fetch_add_explicit(&ln->idle_cyc, d > db + ln->coll_pending ?
+							  d - db - ln->coll_pending : 0,
+							  memory_order_relaxed);
+			atomic_fetch_add_explicit(&ln->coll_cyc, ln->coll_pending,
+						  memory_order_relaxed);
+		}
 		atomic_store_explicit(&ln->rxb_cyc, ls.rx_burst_cyc, memory_order_relaxed);
 		atomic_store_explicit(&ln->txb_cyc, ls.tx_burst_cyc, memory_order_relaxed);
-		uint64_t cp, rd;
-		dp__net_cycles(ln->index, &cp, &rd);
 		atomic_store_explicit(&ln->copy_cyc, cp, memory_order_relaxed);
 		atomic_store_explicit(&ln->reduce_cyc, rd, memory_order_relaxed);
+		atomic_store_explicit(&ln->stats_seq, q + 2, memory_order_release);
+		ln->last_idle = ls.idle_iterations;
+		ln->w_bursts = b;
+		ln->coll_pending = 0;
+		ln->last_tsc = t_in;
 	}
-	ln->last_tsc = now_tsc;
 	const struct tp_stats *ts = dp_transport(ln->index) ?
 				    tp_stats(dp_transport(ln->index)) : NULL;
 	if (ts) {
@@ -194,8 +232,7 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		return 0;
 	if (ts && ZB_UNLIKELY(ts->peer_downs != ln->downs_seen || !ln->downs_armed))
 		cd_peer_down_check(ln, ts);
-	uint64_t t0 = rte_rdtsc(), cp0, rd0, cp1, rd1;
-	dp__net_cycles(ln->index, &cp0, &rd0);
+	const uint64_t t0 = rte_rdtsc(), b0 = ln->w_bursts;
 	if (atomic_load_explicit(&ln->owner, memory_order_relaxed)) {
 		/* store busy, then load owner (both seq_cst): cd_own's
 		 * hand-back either sees busy or this sees NULL */
@@ -213,18 +250,13 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		if (rc > 0)
 			ev += (unsigned)rc;
 	}
-	if (ev) {
+	if (ev && dp_lcore_stats(ln->index, &ls) == 0) {
 		/* without the driver bursts (a full TX buffer flushes inside
 		 * tp_send) and receive writes that ran inside: those are
 		 * counted as such (coll_host_stats parts are disjoint) */
-		uint64_t d = rte_rdtsc() - t0, in = 0;
-		dp__net_cycles(ln->index, &cp1, &rd1);
-		in += (cp1 - cp0) + (rd1 - rd0);
-		if (dp_lcore_stats(ln->index, &ls) == 0)
-			in += ls.tx_burst_cyc - atomic_load_explicit(&ln->txb_cyc,
-								memory_order_relaxed);
-		atomic_fetch_add_explicit(&ln->coll_cyc, d > in ? d - in : 0,
-					  memory_order_relaxed);
+		uint64_t d = rte_rdtsc() - t0, cp1, rd1;
+		uint64_t in = cd_bursts(ln->index, &ls, &cp1, &rd1) - b0;
+		ln->coll_pending += d > in ? d - in : 0;
 	}
 	return ev;
 }
@@ -612,20 +644,36 @@ static void cd_stats(void *h, struct coll_host_stats *out)
 	for (unsigned i = 0; i < H->nlanes; i++) {
 		struct cd_lane *ln = &H->lane[i];
 		struct dp_lcore_stats ls;
-#define CD_NS(field, cyc) out->field += (uint64_t)(ns_per_cyc * (double)        \
-	atomic_load_explicit(&ln->cyc, memory_order_relaxed))
-		CD_NS(coll_ns, coll_cyc);
-		CD_NS(idle_ns, idle_cyc);
-		CD_NS(loop_ns, loop_cyc);
-		CD_NS(rx_burst_ns, rxb_cyc);
-		CD_NS(tx_burst_ns, txb_cyc);
-		CD_NS(recv_copy_ns, copy_cyc);
-		CD_NS(recv_reduce_ns, reduce_cyc);
+		uint64_t c[7];
+		uint32_t q0, q1;
+		/* one whole publication (the lane writes for a few ns) */
+		do {
+			while ((q0 = atomic_load_explicit(&ln->stats_seq,
+							  memory_order_acquire)) & 1)
+				sched_yield();
+			c[0] = atomic_load_explicit(&ln->coll_cyc, memory_order_relaxed);
+			c[1] = atomic_load_explicit(&ln->idle_cyc, memory_order_relaxed);
+			c[2] = atomic_load_explicit(&ln->loop_cyc, memory_order_relaxed);
+			c[3] = atomic_load_explicit(&ln->rxb_cyc, memory_order_relaxed);
+			c[4] = atomic_load_explicit(&ln->txb_cyc, memory_order_relaxed);
+			c[5] = atomic_load_explicit(&ln->copy_cyc, memory_order_relaxed);
+			c[6] = atomic_load_explicit(&ln->reduce_cyc, memory_order_relaxed);
+			atomic_thread_fence(memory_order_acquire);
+			q1 = atomic_load_explicit(&ln->stats_seq, memory_order_relaxed);
+		} while (q0 != q1);
+#define CD_NS(field, i) out->field += (uint64_t)(ns_per_cyc * (double)c[i])
+		CD_NS(coll_ns, 0);
+		CD_NS(idle_ns, 1);
+		CD_NS(loop_ns, 2);
+		CD_NS(rx_burst_ns, 3);
+		CD_NS(tx_burst_ns, 4);
+		CD_NS(recv_copy_ns, 5);
+		CD_NS(recv_reduce_ns, 6);
 #undef CD_NS
 #define CD_TP_SUM(f) out->f += atomic_load_explicit(&ln->f, memory_order_relaxed);
 		CD_TP_SUMMED(CD_TP_SUM)
 #undef CD_TP_SUM
-		if (dp_lcore_stats(i, &ls) == 0) {
+		if (dp_lcore_stats(ln->index, &ls) == 0) {
 			out->rx_packets += ls.rx_packets;
 			out->tx_packets += ls.tx_packets;
 		}
