@@ -57,13 +57,16 @@ static void bench_usage(FILE *f)
 "  -b, --minbytes N     smallest size (K/M/G suffixes), default 32M\n"
 "  -e, --maxbytes N     largest size, default 32M\n"
 "  -f, --stepfactor N   multiply the size by N each step, default 2\n"
-"  -i, --stepbytes N    add N bytes each step instead (when -f 1)\n"
+"  -i, --stepbytes N    add N bytes each step instead (when -f 1), default 1M\n"
 "  -n, --iters N        timed iterations per size, default 20\n"
 "  -w, --warmup_iters N untimed iterations first, default 5\n"
 "  -z, --blocking 0|1   1: wait for each all-reduce before starting the next;\n"
 "                       0 (default, as nccl-tests): queue them back to back,\n"
 "                       up to 8 in flight, and wait at the end\n"
-"      --check 0|1      check every element of the result, default 1\n"
+"      --check 0|1      check every element: of the timed loop's last result\n"
+"                       (out of place) and of one more all-reduce on fresh\n"
+"                       data, the send buffer kept, nothing written around\n"
+"                       the buffers (#wrong counts each); default 1\n"
 "  -d, --datatype T     float half bfloat16 double int32 int64, or all\n"
 "  -o, --op OP          sum prod min max avg, or all\n"
 "  -N, --counts LIST    element counts (comma list) instead of -b/-e/-f\n"
@@ -138,8 +141,8 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 	int c;
 
 	*o = (struct bench_opts){.minb = 32u << 20, .maxb = 32u << 20,
-				 .factor = 2, .iters = 20, .warmup = 5,
-				 .check = 1, .dt = ZB_F32, .op = ZB_SUM};
+				 .factor = 2, .stepb = 1u << 20, .iters = 20,
+				 .warmup = 5, .check = 1, .dt = ZB_F32, .op = ZB_SUM};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:b:e:f:i:n:w:z:d:o:N:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -171,7 +174,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 			o->factor = (size_t)v;
 			break;
 		case 'i':
-			if (parse_size(optarg, &o->stepb) < 0)
+			if (parse_size(optarg, &o->stepb) < 0 || o->stepb == 0)
 				goto bad;
 			break;
 		case 'n':
@@ -263,7 +266,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "zbmd bench allreduce: -b %zu -e %zu with %s %zu is more "
 			"than %d sizes: take a larger step\n", o->minb, o->maxb,
 			o->factor > 1 ? "-f" : "-i", o->factor > 1 ? o->factor :
-			(o->stepb ? o->stepb : o->minb), BENCH_MAX_SIZES);
+			o->stepb, BENCH_MAX_SIZES);
 		return -EINVAL;
 	}
 	return 0;
@@ -278,6 +281,9 @@ bad:;
 	case 'b': case 'e': case 'i':
 		want = "a whole number of bytes up to 64G, with K, M or G for "
 		       "KiB, MiB, GiB: 1024, 64K, 1.5M";
+		if (c == 'i')
+			want = "a whole number of bytes from 1 up to 64G, with K, M or "
+			       "G for KiB, MiB, GiB: 1024, 64K, 1.5M";
 		break;
 	case 'f': want = "an integer 1..1024"; break;
 	case 'n': want = "an integer 1..10000000"; break;
@@ -303,10 +309,24 @@ bad:;
 
 /* ---- data: exact, per element, per rank ---------------------------------- */
 
-/* min / max: rank r contributes (3i + 5r) mod p - p/2 at element i, p the
- * least prime >= n from 11 to 257: every rank's values differ from every
- * other's (of up to 257 ranks), so each is the only extreme at some
- * elements and a rank left out shows; |v| <= 128 is exact in bf16. */
+/* A 64-bit mix (a finalizer in the style of MurmurHash3's): element
+ * values vary with the element's index at every scale, so a block written
+ * at the wrong offset shows however far it moved. */
+static inline uint64_t bench_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* min / max: rank r contributes (h + 5r) mod p - p/2 at element i, h a
+ * hash of i and p the least prime >= n from 11 to 257: every rank's values
+ * differ from every other's (of up to 257 ranks), so each is the only
+ * extreme at some elements and a rank left out shows; |v| <= 128 is exact
+ * in bf16. */
 static uint32_t bench_minmax_mod(uint32_t n)
 {
 	static _Thread_local uint32_t last_n, last_p;   /* called per element */
@@ -325,26 +345,46 @@ static uint32_t bench_minmax_mod(uint32_t n)
 	return p;
 }
 
+/* sum / avg: rank r >= 1 deviates from the element's base value b(i) by
+ * its own d_r(i) in -2..2; rank 0 by minus their sum. */
+static int bench_dev(uint32_t r, size_t i)
+{
+	return (int)(bench_mix((uint64_t)i ^ ((uint64_t)r << 40) ^ 0x5bd1e995ull) % 5) - 2;
+}
+
+static double bench_base(size_t i)
+{
+	return (double)(bench_mix((uint64_t)i) % 4 + 1);
+}
+
 /* The value rank r contributes at element i. Small integers (and their
  * products ±2^k), so that every dtype represents every partial result
- * exactly for up to 32 ranks: a wrong element is a real error. */
+ * exactly for up to 32 ranks: a wrong element is a real error. Each rank's
+ * values are its own (a rank's data counted twice or left out shows) and
+ * vary with i through a hash (a misplaced block shows). */
 static double bench_value(enum zb_redop op, uint32_t r, uint32_t n, size_t i)
 {
-	double b, c;
-
 	switch (op) {
 	case ZB_SUM:
-	case ZB_AVG:            /* sum = n*b: the average is b exactly */
-		b = (double)(i % 4 + 1);
-		c = (double)((i / 4) % 3);
-		return b + c * (r == 0 ? (double)(n - 1) : -1.0);
-	case ZB_PROD:
-		if ((i + r) % 5 == 0)
+	case ZB_AVG: {          /* the d_r sum to 0: sum = n*b, avg = b exactly */
+		int d = 0;
+		if (r)
+			d = bench_dev(r, i);
+		else
+			for (uint32_t q = 1; q < n; q++)
+				d -= bench_dev(q, i);
+		return bench_base(i) + d;
+	}
+	case ZB_PROD: {         /* 2 at ~n/5 ranks an element, -1 at ~n/7 */
+		uint64_t h = bench_mix((uint64_t)i ^ 0x27d4eb2full);
+		if ((h % 5 + r) % 5 == 0)
 			return 2.0;
-		return (i + 3 * (size_t)r) % 7 == 0 ? -1.0 : 1.0;
+		return ((h >> 16) % 7 + 3 * (uint64_t)r) % 7 == 0 ? -1.0 : 1.0;
+	}
 	default: {              /* min, max */
 		uint32_t p = bench_minmax_mod(n);
-		return (double)((i * 3 + (size_t)r * 5) % p) - (double)(p / 2);
+		uint64_t h = bench_mix((uint64_t)i ^ 0x165667b1ull);
+		return (double)((h % p + (uint64_t)r * 5) % p) - (double)(p / 2);
 	}
 	}
 }
@@ -354,8 +394,8 @@ static double bench_expected(enum zb_redop op, uint32_t n, size_t i)
 	double v;
 
 	switch (op) {
-	case ZB_SUM: return (double)n * (double)(i % 4 + 1);
-	case ZB_AVG: return (double)(i % 4 + 1);
+	case ZB_SUM: return (double)n * bench_base(i);
+	case ZB_AVG: return bench_base(i);
 	default: break;
 	}
 	v = bench_value(op, 0, n, i);
@@ -418,7 +458,104 @@ static long long bench_check(const void *buf, enum zb_dtype dt, enum zb_redop op
 	return wrong;
 }
 
+/* Elements of rank r's send buffer that no longer hold what it sent. */
+static long long bench_changed(const void *buf, enum zb_dtype dt, enum zb_redop op,
+			       uint32_t r, uint32_t n, size_t count)
+{
+	long long changed = 0;
+
+	for (size_t i = 0; i < count; i++)
+		changed += !(bench_load(buf, dt, i) == bench_value(op, r, n, i));
+	return changed;
+}
+
+/* Guard bytes on each side of a buffer's `bytes` (the allocation has room
+ * for them): a collective writing outside its count shows in #wrong. */
+#define BENCH_GUARD 64
+#define BENCH_GUARD_BYTE 0x5a
+
+static void bench_guard_set(void *buf, size_t bytes)
+{
+	memset((char *)buf - BENCH_GUARD, BENCH_GUARD_BYTE, BENCH_GUARD);
+	memset((char *)buf + bytes, BENCH_GUARD_BYTE, BENCH_GUARD);
+}
+
+static long long bench_guard_hits(const void *buf, size_t bytes)
+{
+	const unsigned char *lo = (const unsigned char *)buf - BENCH_GUARD;
+	const unsigned char *hi = (const unsigned char *)buf + bytes;
+	long long hits = 0;
+
+	for (size_t k = 0; k < BENCH_GUARD; k++)
+		hits += (lo[k] != BENCH_GUARD_BYTE) + (hi[k] != BENCH_GUARD_BYTE);
+	return hits;
+}
+
 /* ---- running one size ---------------------------------------------------- */
+
+/* A defect put into the checked all-reduce on purpose, to show that the
+ * check finds it (tests only): ZBMD_BENCH_FAULT="NODE:KIND" makes node
+ * NODE's rank send rank 1's values (same-data: one rank's data counted
+ * twice, another's left out), move its result K elements up (shift=K),
+ * write the byte after (overrun) or before (underrun) its result, or change
+ * its send buffer after the all-reduce (src). */
+enum bench_fault_kind { BF_NONE, BF_SAME_DATA, BF_SHIFT, BF_OVERRUN, BF_UNDERRUN,
+			BF_SRC };
+
+struct bench_fault {
+	enum bench_fault_kind kind;
+	size_t k;
+};
+
+static int bench_fault_parse(const char *v, uint32_t node, struct bench_fault *f)
+{
+	static const struct { const char *name; enum bench_fault_kind kind; } kinds[] = {
+		{"same-data", BF_SAME_DATA}, {"overrun", BF_OVERRUN},
+		{"underrun", BF_UNDERRUN}, {"src", BF_SRC}};
+	char *end;
+
+	*f = (struct bench_fault){BF_NONE, 0};
+	if (!v || !*v)
+		return 0;
+	unsigned long nd = strtoul(v, &end, 10);
+	if (end == v || *end != ':')
+		return -EINVAL;
+	const char *kind = end + 1;
+	struct bench_fault g = {BF_NONE, 0};
+	for (size_t i = 0; i < ZB_ARRAY_LEN(kinds); i++)
+		if (strcmp(kind, kinds[i].name) == 0)
+			g.kind = kinds[i].kind;
+	if (strncmp(kind, "shift=", 6) == 0) {
+		unsigned long k = strtoul(kind + 6, &end, 10);
+		if (end == kind + 6 || *end || k == 0)
+			return -EINVAL;
+		g = (struct bench_fault){BF_SHIFT, k};
+	}
+	if (g.kind == BF_NONE)
+		return -EINVAL;
+	if (nd == node)
+		*f = g;
+	return 0;
+}
+
+/* After the checked all-reduce: the defect asked for, if any. */
+static void bench_fault_apply(const struct bench_fault *f, void *src, void *dst,
+			      size_t count, size_t es, bool ip)
+{
+	switch (f->kind) {
+	case BF_SHIFT:
+		if (f->k < count)
+			memmove((char *)dst + f->k * es, dst, (count - f->k) * es);
+		break;
+	case BF_OVERRUN: ((unsigned char *)dst)[count * es] ^= 1; break;
+	case BF_UNDERRUN: ((unsigned char *)dst)[-1] ^= 1; break;
+	case BF_SRC:
+		if (!ip && count)
+			((unsigned char *)src)[0] ^= 0x40;
+		break;
+	default: break;
+	}
+}
 
 struct bench_ctx {
 	struct coll_comm *comm;         /* comms[0]: names, rank, errors */
@@ -429,6 +566,7 @@ struct bench_ctx {
 	uint32_t n, rank;
 	struct bench_row *rows;
 	int nrows, status;
+	struct bench_fault fault;
 };
 
 #define BENCH_INFLIGHT 8      /* queued all-reduces per communicator (-z 0) */
@@ -543,7 +681,10 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 	struct coll_host_stats hs0 = {0};
 
 	long window = b->o->blocking ? 1 : BENCH_INFLIGHT;
+	const size_t bytes = count * zb_dtype_size(row->dt);
 	bench_init(src, row->dt, row->op, b->rank, b->n, count);
+	bench_guard_set(src, bytes);
+	bench_guard_set(dst, bytes);
 	if ((rc = bench_allreduce_n(b, src, dst, count, row->dt, row->op,
 				    b->o->warmup, window)) < 0)
 		return rc;
@@ -580,12 +721,25 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 		}
 	}
 	if (b->o->check) {
-		bench_init(src, row->dt, row->op, b->rank, b->n, count);
+		/* Out of place, the timed loop's last all-reduce (queued behind
+		 * the others with -z 0) left the result in dst, and src as it
+		 * was sent. Then one blocking all-reduce on fresh data, in place
+		 * too; and nothing written outside the buffers by any of them. */
 		if (!ip)
-			memset(dst, 0xa5, count * zb_dtype_size(row->dt));
+			wrong += bench_check(dst, row->dt, row->op, b->n, count) +
+				 bench_changed(src, row->dt, row->op, b->rank, b->n, count);
+		const uint32_t srank = b->fault.kind == BF_SAME_DATA && b->n > 1 ? 1 : b->rank;
+		bench_init(src, row->dt, row->op, srank, b->n, count);
+		if (!ip)
+			memset(dst, 0xa5, bytes);
 		if ((rc = bench_allreduce(b, src, dst, count, row->dt, row->op)) < 0)
 			return rc;
-		wrong = bench_check(dst, row->dt, row->op, b->n, count);
+		bench_fault_apply(&b->fault, src, dst, count, zb_dtype_size(row->dt), ip);
+		wrong += bench_check(dst, row->dt, row->op, b->n, count);
+		if (!ip)
+			wrong += bench_changed(src, row->dt, row->op, srank, b->n, count) +
+				 bench_guard_hits(src, bytes);
+		wrong += bench_guard_hits(dst, bytes);
 	}
 	/* Figures agreed by all ranks: mean time, total wrong (on lane 0). */
 	if ((rc = coll_allreduce(b->comm, &us, &sum_us, 1, ZB_F64, ZB_AVG)) < 0)
@@ -641,8 +795,8 @@ static void bench_header(const struct bench_ctx *b, const struct zb_config *cfg)
 		printf("# counts: %d given (-N)", o->ncounts);
 	else
 		printf("# minBytes %zu maxBytes %zu step: %zu(%s)", o->minb, o->maxb,
-		       o->stepb && o->factor == 1 ? o->stepb : o->factor,
-		       o->stepb && o->factor == 1 ? "bytes" : "factor");
+		       o->factor == 1 ? o->stepb : o->factor,
+		       o->factor == 1 ? "bytes" : "factor");
 	printf(" warmup iters: %ld iters: %ld validation: %d blocking: %d\n#\n",
 	       o->warmup, o->iters, o->check, o->blocking);
 	printf("# %10s  %12s  %8s  %6s  %32s  %32s\n", "", "", "", "",
@@ -913,7 +1067,7 @@ static int bench_sizes(const struct bench_opts *o, size_t esize, size_t *out,
 	}
 	for (size_t s = o->minb; s <= o->maxb && n < max;) {
 		out[n++] = s / esize;
-		size_t next = o->factor > 1 ? s * o->factor : s + (o->stepb ? o->stepb : s);
+		size_t next = o->factor > 1 ? s * o->factor : s + o->stepb;
 		if (next <= s)
 			next = s + 1;
 		s = next;
@@ -1136,7 +1290,7 @@ int coll_bench_allreduce_main(int argc, char **argv)
 	struct bench_row *rows = calloc(BENCH_MAX_ROWS, sizeof(*rows));
 	struct bench_ctx b = {.o = &o, .cfg = cfg, .rows = rows};
 	size_t maxbytes;
-	char err[512];
+	char err[512], *sbase = NULL, *rbase = NULL;
 	int rc, status = 1;
 
 	if (!cfg || !rows)
@@ -1160,6 +1314,13 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
+	if (bench_fault_parse(getenv("ZBMD_BENCH_FAULT"), cfg->node.id, &b.fault) < 0) {
+		fprintf(stderr, "zbmd bench allreduce: bad ZBMD_BENCH_FAULT '%s' (expected "
+			"NODE:same-data, NODE:shift=K, NODE:overrun, NODE:underrun or "
+			"NODE:src)\n", getenv("ZBMD_BENCH_FAULT"));
+		status = 2;
+		goto out;
+	}
 	const char *pname = bench_provider(&o, cfg);
 	if (!coll_host_find(pname) && !net_find(pname)) {
 		/* the user's flag or config, before any set-up: a usage error */
@@ -1173,17 +1334,20 @@ int coll_bench_allreduce_main(int argc, char **argv)
 				    .chunk_bytes = o.chunk_kb * 1024u,
 				    .timeout_ms = o.timeout_ms};
 	b.nrows = bench_plan_rows(&o, rows, &maxbytes);
-	b.sbuf = zb_aligned_alloc(64, maxbytes + 64);
-	b.rbuf = zb_aligned_alloc(64, maxbytes + 64);
-	if (!b.sbuf || !b.rbuf) {
+	/* each with a guard on both sides (bench_guard_set) */
+	sbase = zb_aligned_alloc(64, maxbytes + 2 * BENCH_GUARD);
+	rbase = zb_aligned_alloc(64, maxbytes + 2 * BENCH_GUARD);
+	if (!sbase || !rbase) {
 		fprintf(stderr, "zbmd bench allreduce: cannot allocate 2 x %zu bytes\n",
 			maxbytes);
 		goto out;
 	}
 	/* touch both now: page faults belong to neither warm-up nor timing
 	 * (bench/mpi_allreduce.c does the same for Open MPI) */
-	memset(b.sbuf, 0, maxbytes + 64);
-	memset(b.rbuf, 0, maxbytes + 64);
+	memset(sbase, 0, maxbytes + 2 * BENCH_GUARD);
+	memset(rbase, 0, maxbytes + 2 * BENCH_GUARD);
+	b.sbuf = sbase + BENCH_GUARD;
+	b.rbuf = rbase + BENCH_GUARD;
 	if (coll_hosted_open(&ca, &b.h, err, sizeof(err)) < 0) {
 		fprintf(stderr, "zbmd bench allreduce: node %u: %s\n", cfg->node.id, err);
 		goto out;
@@ -1194,8 +1358,8 @@ int coll_bench_allreduce_main(int argc, char **argv)
 	status = coll_hosted_run(&b.h, bench_body, &b);
 out:
 	coll_hosted_close(&b.h);
-	free(b.sbuf);
-	free(b.rbuf);
+	free(sbase);
+	free(rbase);
 	free(rows);
 	free(cfg);
 	return status;

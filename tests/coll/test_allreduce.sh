@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 32
+plan 36
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -54,6 +54,34 @@ fi
 "$Z" bench allreduce -c x.ini -b 1 -e 1M -f 1 -i 1 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 [ $rc -eq 2 ] && grep -q "more than 256 sizes: take a larger step" /tmp/zbcoll-err.$$
 ok $? "a sweep of more than 256 sizes: exit 2 (it was cut at 256 without a word)"
+# -f 1 steps by -i bytes (nccl-tests' default 1M); -i 0 is refused (it
+# doubled the size)
+"$Z" bench allreduce -c x.ini -b 1M -e 3M -f 1 -i 0 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q "bad value '0' for -i/--stepbytes (expected a whole number of bytes from 1" /tmp/zbcoll-err.$$
+ok $? "-i 0: exit 2 naming what it takes ($rc)"
+out=$("$Z" local --nodes 2 -- bench allreduce -b 1M -e 3M -f 1 -n 1 -w 0 2>/dev/null)
+[ "$(echo "$out" | awk '!/^#/ && NF == 12 { printf "%s ", $1 }')" = "1048576 2097152 3145728 " ] &&
+	echo "$out" | grep -q "step: 1048576(bytes)"
+ok $? "-f 1 without -i: 1, 2, 3 MiB (steps of 1 MiB)"
+# The check finds what it is there for (ZBMD_BENCH_FAULT puts one defect
+# into the checked all-reduce of one node): a rank whose data counted
+# twice (another's left out: for sum and avg, ranks 1..n-1 once sent the
+# same values), a result moved by 12 elements (the values once repeated
+# every 12), a byte written after or before the result, a send buffer
+# changed. Every op, out of place and in place; exit 1, #wrong in each row.
+bad=0
+for f in 2:same-data 1:shift=12 1:overrun 2:underrun 1:src; do
+	out=$(ZBMD_BENCH_FAULT=$f "$Z" local --nodes 3 -- bench allreduce -N 1001 -d float -o all \
+		-n 1 -w 0 2>/tmp/zbcoll-err.$$); rc=$?
+	# src: only out of place has a send buffer of its own
+	rows=$(echo "$out" | awk -v f=$f '!/^#/ && NF == 12 && $8 > 0 && ($12 > 0 || f ~ /src/)' | wc -l)
+	[ $rc -eq 1 ] && [ "$rows" -eq 5 ] && ! echo "$out" | grep -q "Out of bounds values : 0 OK" ||
+		{ bad=1; diag "$f: exit $rc, $rows of 5 rows with #wrong > 0: $(echo "$out" | awk '!/^#/ && NF == 12 {print $4, $8, $12}' | tr '\n' ' ')"; }
+done
+ok $bad "a defect put into one node's checked all-reduce shows in #wrong in every row, exit 1 (same data, result shifted 12, overrun, underrun, send buffer changed)"
+ZBMD_BENCH_FAULT=2:nonsense "$Z" local --nodes 2 -- bench allreduce -N 1 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+[ $rc -eq 2 ] && grep -q "bad ZBMD_BENCH_FAULT '2:nonsense'" /tmp/zbcoll-err.$$
+ok $? "ZBMD_BENCH_FAULT it does not know: exit 2 saying so ($rc)"
 # Bad input: clear errors, exit 2.
 "$Z" bench allreduce -c /nonexistent.ini >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 [ $rc -eq 2 ] && grep -q "nonexistent" /tmp/zbcoll-err.$$
