@@ -12,15 +12,17 @@ DRIVER=vfio-pci
 DRIVER_GIVEN=
 DRY_RUN=0
 FORCE=0
+FORCE_DEFROUTE=0
 NOIOMMU=0
 ACTION=bind
 DEVS=()
 
 usage() {
 	cat <<EOF
-usage: $PROG [--driver DRV] [--noiommu] [--force] [--dry-run] PCI...
+usage: $PROG [--driver DRV] [--noiommu] [--force] [--force-default-route]
+                   [--dry-run] PCI...
        $PROG --status
-       $PROG --restore DRV [--force] [--dry-run] PCI...
+       $PROG --restore DRV [--force] [--force-default-route] [--dry-run] PCI...
 
 Bind network devices to vfio-pci (default) so that zbmd can drive them with
 DPDK: [port.N] pci = 0000:3b:00.0 in the config. PCI addresses are
@@ -31,7 +33,13 @@ DDDD:BB:DD.F or BB:DD.F, as in \`lspci -D\` or \`$PROG --status\`.
                   mode (no DMA isolation; test machines and VMs only)
   --force         also bind a device that is not a network device, or whose
                   kernel interface is up or carries routes (it is brought
-                  down first; a remote session over it will be cut)
+                  down first; a remote session over it will be cut); not
+                  the interface of a default route (next option)
+  --force-default-route
+                  --force, and also bind a device whose kernel interface
+                  carries a default route (IPv4 or IPv6, any table): the
+                  machine loses that network, and most likely the session
+                  you run this from
   --restore DRV   give the devices back to kernel network driver DRV (e.g.
                   ixgbe, mlx5_core, virtio-pci); not a DPDK driver (that is
                   --driver), and with the same checks as a bind (--force)
@@ -78,6 +86,16 @@ netdevs_of() {
 	done
 }
 
+# Whether kernel interface $1 carries a default route, IPv4 or IPv6, in any
+# routing table (a multipath route counts when one of its hops is on $1).
+has_default_route() {
+	{
+		ip -o -4 route show table all default 2>/dev/null || true
+		ip -o -6 route show table all default 2>/dev/null || true
+	} | awk -v i="$1" '{ for (k = 1; k < NF; k++) if ($k == "dev" && $(k + 1) == i) f = 1 }
+		END { exit !f }'
+}
+
 # Canonical "dddd:bb:dd.f" (lower case) or exit 2.
 canon_pci() {
 	local a=${1,,}
@@ -92,6 +110,7 @@ while [ $# -gt 0 ]; do
 	-h | --help) usage; exit 0 ;;
 	--dry-run) DRY_RUN=1 ;;
 	--force) FORCE=1 ;;
+	--force-default-route) FORCE=1; FORCE_DEFROUTE=1 ;;
 	--noiommu) NOIOMMU=1 ;;
 	--status) ACTION=status ;;
 	--driver | --restore)
@@ -136,8 +155,10 @@ fi
 
 # Check every device before changing anything: a bind and a restore alike
 # (either moves the device to another driver) take network devices only,
-# and none whose kernel interface is up or carries routes, unless --force.
-# A device already on DRIVER is left as it is.
+# and none whose kernel interface is up or carries routes, unless --force;
+# none whose interface carries a default route (the way off this machine,
+# a remote session's too) unless --force-default-route. A device already
+# on DRIVER is left as it is.
 for dev in "${DEVS[@]}"; do
 	d="$SYSFS/bus/pci/devices/$dev"
 	[ -e "$d" ] || die "no PCI device $dev ($d is missing; lspci -D lists the devices)"
@@ -149,6 +170,9 @@ for dev in "${DEVS[@]}"; do
 		die "$dev is not a network device (class $class); --force binds it anyway"
 	fi
 	for ifc in $(netdevs_of "$dev"); do
+		if [ "$FORCE_DEFROUTE" -eq 0 ] && has_default_route "$ifc"; then
+			die "$dev is kernel interface $ifc, which carries the default route: binding it to $DRIVER takes this machine off that network (a remote session over it too); --force-default-route binds it anyway (--force alone does not)"
+		fi
 		routes=$(ip -o route show dev "$ifc" 2>/dev/null | wc -l)
 		up=$(ip -o link show dev "$ifc" 2>/dev/null | grep -c '[<,]UP[,>]' || true)
 		if { [ "$routes" -gt 0 ] || [ "$up" -gt 0 ]; } && [ "$FORCE" -eq 0 ]; then

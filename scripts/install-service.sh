@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # scripts/install-service.sh — install zbmd as a systemd service:
 # the binary, a config (an example when there is none yet), the config
-# reference, and scripts/zbmd.service with the paths filled in.
+# reference, the node-setup scripts (PREFIX/share/zbmd), and
+# scripts/zbmd.service and scripts/zbmd-prepare.service (the boot-time
+# oneshot that reserves hugepages and binds the NICs) with the paths
+# filled in.
 #
 # Every change goes through do_run/do_write_unit, which only print in
 # --dry-run: a dry run reads the system and changes nothing.
@@ -22,6 +25,11 @@ ENABLE=0
 START=0
 ACTION=install
 UNIT_SRC=$HERE/zbmd.service
+PREP_UNIT_SRC=$HERE/zbmd-prepare.service
+# the node-setup scripts installed in PREFIX/share/zbmd (the prepare unit
+# runs prepare-node.sh from there; the others are its helpers, and are for
+# hand use too: bind-nic.sh --status / --restore, hugepages.sh --status)
+SCRIPTS=(prepare-node.sh hugepages.sh bind-nic.sh setup-lib.sh)
 
 usage() {
 	cat <<EOF
@@ -30,27 +38,35 @@ usage: $PROG [--binary PATH] [--prefix DIR] [--config FILE] [--example FILE]
        $PROG --uninstall [--prefix DIR] [--unit-dir DIR] [--root DIR] [--dry-run]
 
 Install zbmd as the systemd service zbmd.service, which runs
-\`zbmd run -c CONFIG\` after \`zbmd check-config CONFIG\`.
+\`zbmd run -c CONFIG\` after \`zbmd check-config CONFIG\`, and the oneshot
+zbmd-prepare.service that zbmd.service wants and starts after: at boot it
+reserves the hugepages and binds the NICs of CONFIG to vfio-pci
+(DIR/share/zbmd/prepare-node.sh --config CONFIG).
 
   --binary PATH   the zbmd binary to install (default: build/bin/zbmd)
-  --prefix DIR    install under DIR/bin and DIR/share/doc/zbmd
-                  (default /usr/local)
+  --prefix DIR    install the binary in DIR/bin, the doc in
+                  DIR/share/doc/zbmd and the node-setup scripts
+                  (prepare-node.sh, hugepages.sh, bind-nic.sh,
+                  setup-lib.sh) in DIR/share/zbmd (default /usr/local)
   --config FILE   the node's config (default /etc/zbmd/zbmd.ini). When it
                   exists it must pass check-config; when it does not, the
                   example is installed there for you to edit.
   --example FILE  the config to start from (default:
                   config/examples/baremetal.ini)
-  --unit-dir DIR  where the unit goes (default /etc/systemd/system)
+  --unit-dir DIR  where the units go (default /etc/systemd/system)
   --root DIR      stage everything under DIR (packaging, tests); systemctl
                   is not run; DIR must be absolute and not empty
-  --enable        systemctl enable zbmd.service (start at boot)
-  --start         systemctl restart zbmd.service now
-  --uninstall     stop and disable the service, remove the unit, the binary
-                  and the doc; the config and /var/lib/zbmd are kept
+  --enable        systemctl enable zbmd-prepare.service zbmd.service (start
+                  at boot)
+  --start         systemctl restart zbmd.service now (which starts
+                  zbmd-prepare.service first unless it ran already)
+  --uninstall     stop and disable both services, remove the units, the
+                  binary, the scripts and the doc; the config and
+                  /var/lib/zbmd are kept
   --dry-run       print what would be done and change nothing
   -h, --help      this text
 
---prefix and --config go into the unit: letters, digits and / . _ - + , @ :
+--prefix and --config go into the units: letters, digits and / . _ - + , @ :
 & = ~ only (no spaces, quotes, \\, \$, % or ;, which systemd would read).
 
 Needs root unless --dry-run or --root. Exit status: 0 done, 1 failed
@@ -60,21 +76,37 @@ EOF
 
 . "$(dirname "$(readlink -f "$0")")/setup-lib.sh"
 
-# The unit with its paths rewritten, written to $1 (or shown in a dry run).
-# Plain string replacement (no sed: & or \ in a path is taken as it is);
-# the replacements quoted, else bash 5.2 reads & in them as the match.
+# Unit file $1 with its paths rewritten: the default binary, config, doc
+# and scripts paths become the ones given. Plain string replacement (no
+# sed: & or \ in a path is taken as it is), in one pass from left to right:
+# a path put in is not searched again (--config /usr/local/bin/zbmd.ini
+# with --prefix /opt stays as given).
+UNIT_FROM=(/usr/local/bin/zbmd /etc/zbmd/zbmd.ini /usr/local/share/doc/zbmd /usr/local/share/zbmd)
 unit_text() {
-	local line
+	local line out pre i at best len
+	local to=("$PREFIX/bin/zbmd" "$CONFIG" "$PREFIX/share/doc/zbmd" "$PREFIX/share/zbmd")
 	while IFS= read -r line || [ -n "$line" ]; do
-		line=${line//\/usr\/local\/bin\/zbmd/"$PREFIX/bin/zbmd"}
-		line=${line//\/etc\/zbmd\/zbmd.ini/"$CONFIG"}
-		line=${line//\/usr\/local\/share\/doc\/zbmd/"$PREFIX/share/doc/zbmd"}
-		printf '%s\n' "$line"
-	done <"$UNIT_SRC"
+		out=
+		while :; do
+			# the first of the paths on what is left of the line
+			best=-1 at=-1
+			for i in "${!UNIT_FROM[@]}"; do
+				pre=${line%%"${UNIT_FROM[i]}"*}
+				[ "$pre" != "$line" ] || continue
+				if [ "$at" -lt 0 ] || [ ${#pre} -lt "$at" ]; then at=${#pre} best=$i; fi
+			done
+			[ "$best" -ge 0 ] || break
+			len=${#UNIT_FROM[best]}
+			out+=${line:0:at}${to[best]}
+			line=${line:at+len}
+		done
+		printf '%s\n' "$out$line"
+	done <"$1"
 }
+# do_write_unit DST SRC: SRC's text, paths rewritten, written to DST
 do_write_unit() {
 	local text
-	text=$(unit_text)
+	text=$(unit_text "$2")
 	if [ "$DRY_RUN" -eq 1 ]; then
 		echo "would write $1 with:"
 		grep -E '^(ExecStartPre|ExecStart|Documentation)=' <<<"$text" | sed 's/^/    /'
@@ -130,22 +162,30 @@ fi
 if [ "$DRY_RUN" -eq 0 ] && [ -z "$ROOT" ] && [ "$(id -u)" -ne 0 ]; then
 	die "needs root (or --dry-run, or --root DIR to stage)"
 fi
-[ -f "$UNIT_SRC" ] || die "$UNIT_SRC is missing"
-
 BIN_DST=$ROOT$PREFIX/bin/zbmd
 DOC_DST=$ROOT$PREFIX/share/doc/zbmd/config.md
 UNIT_DST=$ROOT$UNIT_DIR/zbmd.service
+PREP_UNIT_DST=$ROOT$UNIT_DIR/zbmd-prepare.service
+SCRIPTS_DST=$ROOT$PREFIX/share/zbmd
 CONFIG_DST=$ROOT$CONFIG
 
 if [ "$ACTION" = uninstall ]; then
-	if [ -z "$ROOT" ] && [ -e "$UNIT_DST" ]; then
-		do_run systemctl disable --now zbmd.service
+	if [ -z "$ROOT" ]; then
+		for u in zbmd.service zbmd-prepare.service; do
+			if [ -e "$ROOT$UNIT_DIR/$u" ]; then do_run systemctl disable --now "$u"; fi
+		done
 	fi
-	for f in "$UNIT_DST" "$BIN_DST" "$DOC_DST"; do
+	for f in "$UNIT_DST" "$PREP_UNIT_DST" "$BIN_DST" "$DOC_DST"; do
 		if [ -e "$f" ]; then do_run rm -f "$f"; fi
 	done
-	# the doc's folder, once empty (rmdir leaves it when it is not)
-	if [ -d "${DOC_DST%/*}" ]; then do_run rmdir --ignore-fail-on-non-empty "${DOC_DST%/*}"; fi
+	for s in "${SCRIPTS[@]}"; do
+		if [ -e "$SCRIPTS_DST/$s" ]; then do_run rm -f "$SCRIPTS_DST/$s"; fi
+	done
+	# the doc's and the scripts' folders, once empty (rmdir leaves a folder
+	# that is not)
+	for d in "${DOC_DST%/*}" "$SCRIPTS_DST"; do
+		if [ -d "$d" ]; then do_run rmdir --ignore-fail-on-non-empty "$d"; fi
+	done
 	[ -n "$ROOT" ] || do_run systemctl daemon-reload
 	echo "kept $CONFIG_DST and ${ROOT}/var/lib/zbmd"
 	[ "$DRY_RUN" -eq 0 ] || echo "dry run: nothing was changed"
@@ -153,6 +193,10 @@ if [ "$ACTION" = uninstall ]; then
 fi
 
 [ -x "$BINARY" ] || die "$BINARY is not an executable (run make first, or give --binary)"
+for f in "$UNIT_SRC" "$PREP_UNIT_SRC" "${SCRIPTS[@]}"; do
+	case $f in /*) ;; *) f=$HERE/$f ;; esac
+	[ -f "$f" ] || die "$f is missing"
+done
 
 # The config: validate the one in place, or start from the example.
 if [ -e "$CONFIG_DST" ]; then
@@ -184,11 +228,17 @@ fi
 if [ "$NEW_CONFIG" -eq 1 ]; then
 	do_run install -D -m 0644 "$EXAMPLE" "$CONFIG_DST"
 fi
-do_write_unit "$UNIT_DST"
+for s in "${SCRIPTS[@]}"; do
+	mode=0755
+	[ "$s" != setup-lib.sh ] || mode=0644   # sourced, never run
+	do_run install -D -m "$mode" "$HERE/$s" "$SCRIPTS_DST/$s"
+done
+do_write_unit "$PREP_UNIT_DST" "$PREP_UNIT_SRC"
+do_write_unit "$UNIT_DST" "$UNIT_SRC"
 
 if [ -z "$ROOT" ]; then
 	do_run systemctl daemon-reload
-	[ "$ENABLE" -eq 0 ] || do_run systemctl enable zbmd.service
+	[ "$ENABLE" -eq 0 ] || do_run systemctl enable zbmd-prepare.service zbmd.service
 	[ "$START" -eq 0 ] || do_run systemctl restart zbmd.service
 fi
 if [ "$NEW_CONFIG" -eq 1 ]; then

@@ -24,7 +24,7 @@ as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 can_drop() { [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; }
 
 # --help and bad usage, for every script.
-for s in hugepages.sh bind-nic.sh install-service.sh; do
+for s in hugepages.sh bind-nic.sh install-service.sh prepare-node.sh; do
 	out=$("$S/$s" --help 2>&1); rc=$?
 	[ $rc -eq 0 ] && grep -q "^usage: $s" <<<"$out" && grep -q -- "--dry-run" <<<"$out"
 	ok $? "$s --help: usage with --dry-run, exit 0"
@@ -168,7 +168,8 @@ if [ -n "$nic" ] && command -v dpdk-devbind.py >/dev/null; then
 		lsmod 2>/dev/null | grep -c '^vfio' || true
 	}
 	snapshot_nic >"$TMP/before"
-	out=$("$S/bind-nic.sh" --dry-run --force --noiommu "$nic" 2>&1); rc=$?
+	# --force-default-route: this NIC may well carry the default route
+	out=$("$S/bind-nic.sh" --dry-run --force-default-route --noiommu "$nic" 2>&1); rc=$?
 	[ $rc -eq 0 ] &&
 		grep -q "^would run: .*dpdk-devbind.py --force --bind=vfio-pci $nic$" <<<"$out" &&
 		grep -qx "would run: modprobe vfio-pci" <<<"$out" &&
@@ -250,6 +251,131 @@ ZBMD_SYSFS=$F DPDK_DEVBIND=$TMP/no-such-devbind "$S/bind-nic.sh" --dry-run --dri
 	! grep -q "would run" "$TMP/out"
 ok $? "bind-nic.sh: a DPDK_DEVBIND that is not there is an error, not replaced (exit $rc)"
 
+# The NIC of the default route: --force (up, routed) is not enough for it,
+# --force-default-route is. A fake ip on PATH says interface zbdef0 (of
+# fake device 0e.0) is up and carries the default route.
+mkdir -p "$F/bus/pci/devices/0000:00:0e.0/net/zbdef0" "$TMP/fakeip"
+echo 0x020000 >"$F/bus/pci/devices/0000:00:0e.0/class"
+ln -s ../../drivers/e1000 "$F/bus/pci/devices/0000:00:0e.0/driver"
+ln -s ../../bus/pci/devices/0000:00:0e.0/net/zbdef0 "$F/class/net/zbdef0"
+cat >"$TMP/fakeip/ip" <<'EOF2'
+#!/bin/sh
+# fake ip: zbdef0 is up and has the default route (v4 and v6); others: none
+case "$*" in
+*"route show table all default"*) echo "default via 192.0.2.1 dev zbdef0 proto static metric 100" ;;
+*"route show dev zbdef0"*) echo "default via 192.0.2.1 dev zbdef0 proto static metric 100" ;;
+*"link show dev zbdef0"*) echo "7: zbdef0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc mq state UP" ;;
+esac
+exit 0
+EOF2
+chmod +x "$TMP/fakeip/ip"
+bnr() { PATH="$TMP/fakeip:$PATH" bn "$@"; }
+bnr --driver zbfake 0000:00:0e.0; r1=$?; cp "$TMP/out" "$TMP/out1"
+bnr --driver zbfake --force 0000:00:0e.0; r2=$?
+[ $r1 -eq 1 ] && [ $r2 -eq 1 ] &&
+	grep -q "is kernel interface zbdef0, which carries the default route" "$TMP/out" &&
+	grep -q -- "--force-default-route binds it anyway (--force alone does not)" "$TMP/out" &&
+	! grep -q "would run" "$TMP/out1" "$TMP/out"
+ok $? "bind-nic.sh: the default route's NIC is refused without and with --force alone (rc $r1, $r2)" ||
+	diag "$(cat "$TMP/out1" "$TMP/out")"
+bnr --driver zbfake --force-default-route 0000:00:0e.0; r1=$?; cp "$TMP/out" "$TMP/out1"
+bnr --driver zbfake --force --force-default-route 0000:00:0e.0; r2=$?
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s "$TMP/out1" "$TMP/out" &&
+	grep -qx "would run: ip link set dev zbdef0 down" "$TMP/out" &&
+	grep -qx "would run: $TMP/devbind --force --bind=zbfake 0000:00:0e.0" "$TMP/out" &&
+	[ "$(basename "$(readlink "$F/bus/pci/devices/0000:00:0e.0/driver")")" = e1000 ]
+ok $? "bind-nic.sh --dry-run --force-default-route: plans it down and bound (with or without --force; rc $r1, $r2)" ||
+	diag "$(cat "$TMP/out1" "$TMP/out")"
+
+# ---- prepare-node.sh ---- (on a fake sysfs: NICs 3b:00.0 and 3b:00.1 on
+# a driver "ixgbe", an IOMMU group; the hugepages are this machine's, in a
+# dry run)
+P="$TMP/psys"
+mkdir -p "$P/bus/pci/drivers/ixgbe" "$P/bus/pci/drivers/vfio-pci" "$P/class/net" "$P/kernel/iommu_groups/5"
+for dev in 0000:3b:00.0 0000:3b:00.1; do
+	mkdir -p "$P/bus/pci/devices/$dev"
+	echo 0x020000 >"$P/bus/pci/devices/$dev/class"
+	echo -1 >"$P/bus/pci/devices/$dev/numa_node"   # unknown: all nodes' pages
+	ln -s ../../drivers/ixgbe "$P/bus/pci/devices/$dev/driver"
+done
+# two pci ports (one in the short form) and a vdev port, 1000 MiB of hugepages
+cat >"$TMP/prep.ini" <<'EOF2'
+[node]
+id = 0
+[cluster]
+id = 1
+[eal]
+memory_mb = 1000
+hugepages = true
+[port.0]
+pci = 3b:00.0
+[port.1]
+pci = 0000:3b:00.1
+[port.2]
+vdev = net_null0
+EOF2
+# Run as user nobody where that can be done: a dry run that was not one
+# (a --dry-run lost on the way to hugepages.sh) then fails for want of root
+# instead of reserving this machine's hugepages.
+chmod 755 "$TMP"
+pn() {
+	local as=()
+	! can_drop || as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	${as[@]+"${as[@]}"} env ZBMD_SYSFS="$P" DPDK_DEVBIND="$TMP/devbind" \
+		"$S/prepare-node.sh" --binary "$ZBMD" "$@" >"$TMP/out" 2>&1
+}
+snapshot_prep() {
+	cat /sys/kernel/mm/hugepages/*/nr_hugepages 2>/dev/null
+	grep -w hugetlbfs /proc/mounts
+	for dev in 0000:3b:00.0 0000:3b:00.1; do readlink "$P/bus/pci/devices/$dev/driver"; done
+}
+if [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
+	# the plan: 500 2M pages, or more when more are reserved already (never
+	# shrunk), or the 1G pages reserved already when they cover 1000 MiB
+	g1=$(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages 2>/dev/null || echo 0)
+	now=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)
+	if [ "$g1" -gt 0 ]; then size=1G want=$g1; elif [ "$now" -gt 500 ]; then size=2M want=$now; else size=2M want=500; fi
+	snapshot_prep >"$TMP/before"
+	pn --config "$TMP/prep.ini" --dry-run; rc=$?
+	snapshot_prep >"$TMP/after"
+	[ $rc -eq 0 ] &&
+		grep -q "^+ $S/hugepages.sh --dry-run --size $size --pages $want\( \|$\)" "$TMP/out" &&
+		grep -q "^would write '$want' to /sys/" "$TMP/out" &&
+		grep -qx "+ $S/bind-nic.sh --dry-run 0000:3b:00.0 0000:3b:00.1" "$TMP/out" &&
+		grep -qx "would run: $TMP/devbind --bind=vfio-pci 0000:3b:00.0" "$TMP/out" &&
+		grep -qx "would run: $TMP/devbind --bind=vfio-pci 0000:3b:00.1" "$TMP/out" &&
+		[ "$(tail -n 1 "$TMP/out")" = "dry run: nothing was changed" ] &&
+		cmp -s "$TMP/before" "$TMP/after"
+	ok $? "prepare-node.sh --dry-run: plans hugepages.sh ($want $size pages) and bind-nic.sh for both pci ports, changes nothing" ||
+		diag "$(cat "$TMP/out")"
+else
+	echo "ok $((TAP_RUN + 1)) # SKIP kernel has no 2M hugepages"; TAP_RUN=$((TAP_RUN + 1))
+fi
+# a NIC already on vfio-pci is left alone; --force-down is bind-nic.sh
+# --force; with hugepages = false no hugepages.sh
+ln -sfn ../../drivers/vfio-pci "$P/bus/pci/devices/0000:3b:00.0/driver"
+sed 's/^hugepages = true/hugepages = false/' "$TMP/prep.ini" >"$TMP/prep2.ini"
+pn --config "$TMP/prep2.ini" --dry-run --force-down; rc=$?
+[ $rc -eq 0 ] && grep -qx "NICs: 0000:3b:00.0 already bound to vfio-pci" "$TMP/out" &&
+	grep -qx "+ $S/bind-nic.sh --dry-run --force 0000:3b:00.1" "$TMP/out" &&
+	grep -qx "hugepages: none needed (\[eal\] hugepages = false)" "$TMP/out" &&
+	! grep -q "hugepages.sh" "$TMP/out"
+ok $? "prepare-node.sh: a NIC already on vfio-pci is left alone, hugepages = false reserves none (rc $rc)" ||
+	diag "$(cat "$TMP/out")"
+ln -sfn ../../drivers/ixgbe "$P/bus/pci/devices/0000:3b:00.0/driver"
+# an invalid config: exit 2 with its FILE:LINE messages, nothing run
+printf '[node]\nid = 99\n[cluster]\nid = 1\n' >"$TMP/prep-bad.ini"
+pn --config "$TMP/prep-bad.ini" --dry-run; rc=$?
+[ $rc -eq 2 ] && grep -q "^$TMP/prep-bad.ini:2: node.id: 99 is out of range" "$TMP/out" &&
+	grep -q "prep-bad.ini is not a valid config" "$TMP/out" && ! grep -q "^+ \|would" "$TMP/out"
+ok $? "prepare-node.sh: an invalid config is exit 2 with FILE:LINE, nothing run (rc $rc)" || diag "$(cat "$TMP/out")"
+# no pci port and hugepages = false: nothing to do, said so
+printf '[node]\nid = 0\n[cluster]\nid = 1\n[eal]\nhugepages = false\n[port.0]\nvdev = net_null0\n' >"$TMP/prep-noop.ini"
+pn --config "$TMP/prep-noop.ini" --dry-run; rc=$?
+[ $rc -eq 0 ] && grep -qx "nothing to do: \[eal\] hugepages = false and no \[port.N\] pci (vdev ports only)" "$TMP/out" &&
+	! grep -q "^+ \|would\|NICs\|hugepages:" "$TMP/out"
+ok $? "prepare-node.sh: no pci port and hugepages = false is a no-op that says so (rc $rc)" || diag "$(cat "$TMP/out")"
+
 # ---- install-service.sh ----
 mkdir -p "$TMP/root"
 out=$("$S/install-service.sh" --dry-run --root "$TMP/root" --binary "$ZBMD" 2>&1); rc=$?
@@ -257,8 +383,11 @@ out=$("$S/install-service.sh" --dry-run --root "$TMP/root" --binary "$ZBMD" 2>&1
 	grep -qx "would run: install -D -m 0755 $ZBMD $TMP/root/usr/local/bin/zbmd" <<<"$out" &&
 	grep -qx "would write $TMP/root/etc/systemd/system/zbmd.service with:" <<<"$out" &&
 	grep -qx "    ExecStart=/usr/local/bin/zbmd run -c /etc/zbmd/zbmd.ini" <<<"$out" &&
+	grep -qx "would write $TMP/root/etc/systemd/system/zbmd-prepare.service with:" <<<"$out" &&
+	grep -qx "    ExecStart=/usr/local/share/zbmd/prepare-node.sh --config /etc/zbmd/zbmd.ini --binary /usr/local/bin/zbmd" <<<"$out" &&
+	grep -qx "would run: install -D -m 0755 $S/prepare-node.sh $TMP/root/usr/local/share/zbmd/prepare-node.sh" <<<"$out" &&
 	grep -qx "dry run: nothing was changed" <<<"$out"
-ok $? "install-service.sh --dry-run: plans binary, config and unit"
+ok $? "install-service.sh --dry-run: plans binary, config, scripts and both units"
 [ -z "$(ls -A "$TMP/root")" ]
 ok $? "install-service.sh --dry-run: the staging root is still empty"
 
@@ -271,6 +400,25 @@ unit="$TMP/root/etc/systemd/system/zbmd.service"
 	grep -qx "ExecStartPre=/opt/zbmd/bin/zbmd check-config -q --files /etc/zbmd/node.ini" "$unit"
 ok $? "install-service.sh --root: binary, doc and unit with the given paths"
 [ $rc -eq 0 ] || sed 's/^/#   /' "$TMP/out"
+punit="$TMP/root/etc/systemd/system/zbmd-prepare.service"
+sd="$TMP/root/opt/zbmd/share/zbmd"
+r=0
+for f in prepare-node.sh hugepages.sh bind-nic.sh setup-lib.sh; do cmp -s "$S/$f" "$sd/$f" || r=1; done
+[ $rc -eq 0 ] && [ $r -eq 0 ] && [ -x "$sd/prepare-node.sh" ] && [ -x "$sd/hugepages.sh" ] &&
+	[ -x "$sd/bind-nic.sh" ] && [ ! -x "$sd/setup-lib.sh" ] &&
+	grep -qx "ExecStart=/opt/zbmd/share/zbmd/prepare-node.sh --config /etc/zbmd/node.ini --binary /opt/zbmd/bin/zbmd" "$punit" &&
+	grep -qx "Documentation=file:///opt/zbmd/share/doc/zbmd/config.md" "$punit" &&
+	grep -qx "Type=oneshot" "$punit" && grep -qx "RemainAfterExit=yes" "$punit" &&
+	grep -q "^Before=.* zbmd.service" "$punit" &&
+	grep -qx "Wants=zbmd-prepare.service" "$unit" && grep -qx "After=zbmd-prepare.service" "$unit" &&
+	! grep -q "/usr/local\|/etc/zbmd/zbmd.ini" "$punit" "$unit"
+ok $? "install-service.sh --root: the scripts in share/zbmd and zbmd-prepare.service with the given paths, wanted by zbmd.service" ||
+	diag "$(grep -H '^Exec\|/usr/local\|zbmd-prepare' "$punit" "$unit" 2>&1; ls -l "$sd" 2>&1)"
+# installed, prepare-node.sh finds the zbmd installed with it (PREFIX/bin)
+printf '[node]\nid = 0\n[cluster]\nid = 1\n[eal]\nhugepages = false\n[port.0]\nvdev = net_null0\n' >"$TMP/noop.ini"
+out=$("$sd/prepare-node.sh" --config "$TMP/noop.ini" --dry-run 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qx "config: $TMP/noop.ini (read by $TMP/root/opt/zbmd/bin/zbmd check-config)" <<<"$out"
+ok $? "install-service.sh --root: the installed prepare-node.sh runs the installed zbmd by default" || diag "$out"
 "$ZBMD" check-config "$TMP/root/etc/zbmd/node.ini" >/dev/null 2>&1
 ok $? "install-service.sh --root: the example config installed is valid"
 if command -v systemd-analyze >/dev/null; then
@@ -282,8 +430,17 @@ if command -v systemd-analyze >/dev/null; then
 	[ $rc -eq 0 ]
 	ok $? "systemd-analyze verify accepts the installed unit"
 	[ $rc -eq 0 ] || sed 's/^/#   /' "$TMP/out"
+	# both units together (the ordering between them too); an unknown key
+	# is only a warning to systemd, not here
+	sed -e "s|/opt/zbmd|$TMP/root/opt/zbmd|g" -e "s|/etc/zbmd|$TMP/root/etc/zbmd|g" \
+		"$punit" >"$TMP/zbmd-prepare.service"
+	(cd "$TMP" && systemd-analyze verify zbmd-prepare.service zbmd.service) >"$TMP/out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] && ! grep -qi "unknown\|ignoring\|cycle" "$TMP/out"
+	ok $? "systemd-analyze verify accepts the installed zbmd-prepare.service with zbmd.service (rc $rc)" ||
+		sed 's/^/#   /' "$TMP/out"
 else
-	echo "ok $((TAP_RUN + 1)) # SKIP no systemd-analyze"; TAP_RUN=$((TAP_RUN + 1))
+	for i in 1 2; do echo "ok $((TAP_RUN + 1)) # SKIP no systemd-analyze"; TAP_RUN=$((TAP_RUN + 1)); done
 fi
 
 # An invalid config in place is refused, and nothing is overwritten.
@@ -299,6 +456,9 @@ ok $? "install-service.sh: an invalid existing config is refused with its messag
 [ $rc -eq 0 ] && [ ! -e "$unit" ] && [ ! -e "$TMP/root/opt/zbmd/bin/zbmd" ] &&
 	[ -f "$TMP/root/etc/zbmd/node.ini" ]
 ok $? "install-service.sh --uninstall --root: unit and binary gone, config kept"
+[ $rc -eq 0 ] && [ ! -e "$punit" ] && [ ! -e "$sd" ] && [ ! -e "$TMP/root/opt/zbmd/share/doc/zbmd" ]
+ok $? "install-service.sh --uninstall --root: zbmd-prepare.service and the scripts gone" ||
+	diag "$(ls -lR "$TMP/root/opt" "$TMP/root/etc/systemd" 2>&1)"
 "$S/install-service.sh" --root relative/dir >/dev/null 2>&1; [ $? -eq 2 ]
 ok $? "install-service.sh: a relative --root is exit 2"
 "$S/install-service.sh" --dry-run --root '' --binary "$ZBMD" >"$TMP/out" 2>&1; rc=$?
