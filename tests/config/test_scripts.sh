@@ -608,6 +608,28 @@ bash "$IS" --root "$TMP/isr" --binary "$TMP/stub" >/dev/null 2>"$TMP/err"
 rm -rf "$TMP/isr"
 ok $bad "install-service.sh: --enable/--start without a config refused, --config DIR/ refused, a binary that does not run said so"
 
+# baremetal.ini's set-up commands (its header; they "paste as they are")
+# run here with --dry-run: each script takes the options it is given (the
+# installed prepare-node.sh is the repository's, the config the example)
+EX=$ZBMD_ROOT/config/examples/baremetal.ini
+bad=0 n=0
+while read -r cmd; do
+	n=$((n + 1))
+	cmd=${cmd//\/usr\/local\/share\/zbmd\//scripts/}
+	cmd=${cmd//\/etc\/zbmd\/zbmd.ini/$TMP/paste.ini}
+	cp "$EX" "$TMP/paste.ini"
+	# shellcheck disable=SC2086
+	(cd "$ZBMD_ROOT" && bash ${cmd%% *} --dry-run ${cmd#* }) >"$TMP/out" 2>&1; rc=$?
+	# prepare-node.sh binds the example's NIC, which this machine lacks
+	case $cmd in
+	*prepare-node.sh*) [ $rc -eq 1 ] && grep -q "would write '4096'" "$TMP/out" &&
+		grep -q "no PCI device 0000:3b:00.0" "$TMP/out" ;;
+	*) [ $rc -eq 0 ] ;;
+	esac || { bad=1; diag "$cmd: exit $rc: $(tail -2 "$TMP/out")"; }
+done < <(sed -nE 's/^;   (scripts\/[^ ]+\.sh.*|\/usr\/local\/share\/zbmd\/.*)$/\1/p' "$EX")
+[ $bad -eq 0 ] && [ $n -eq 2 ]
+ok $? "baremetal.ini's set-up commands take their options (--dry-run; $n of 2 found)"
+
 # bench/transport/run.sh takes no arguments: -h was taken as a run (a
 # two-minute benchmark with namespaces) until 2026-11-28
 BT=$ZBMD_ROOT/bench/transport/run.sh
