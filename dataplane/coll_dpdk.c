@@ -191,15 +191,17 @@ static unsigned cd_poll(void *arg, uint64_t now_tsc)
 		ZB_ASSERT((q & 1) == 0);
 		atomic_store_explicit(&ln->stats_seq, q + 1, memory_order_relaxed);
 		atomic_thread_fence(memory_order_release);
+		/* the lane is the only writer: plain adds, no locked ones */
+#define CD_ADD(f, v) atomic_store_explicit(&ln->f, atomic_load_explicit(&ln->f,   \
+			memory_order_relaxed) + (v), memory_order_relaxed)
 		if (ln->last_tsc) {
-			atomic_fetch_add_explicit(&ln->loop_cyc, d, memory_order_relaxed);
-			if (was_idle)
-				atomic_fetch_add_explicit(&ln->idle_cyc, d > db + ln->coll_pending ?
-							  d - db - ln->coll_pending : 0,
-							  memory_order_relaxed);
-			atomic_fetch_add_explicit(&ln->coll_cyc, ln->coll_pending,
-						  memory_order_relaxed);
+			CD_ADD(loop_cyc, d);
+			if (was_idle && d > db + ln->coll_pending)
+				CD_ADD(idle_cyc, d - db - ln->coll_pending);
+			if (ln->coll_pending)
+				CD_ADD(coll_cyc, ln->coll_pending);
 		}
+#undef CD_ADD
 		atomic_store_explicit(&ln->rxb_cyc, ls.rx_burst_cyc, memory_order_relaxed);
 		atomic_store_explicit(&ln->txb_cyc, ls.tx_burst_cyc, memory_order_relaxed);
 		atomic_store_explicit(&ln->copy_cyc, cp, memory_order_relaxed);
