@@ -131,7 +131,10 @@ int act_deliver_remote(struct act_runtime *rt, struct act_msg *m)
 	ZB_ASSERT(m->_priv.state == MS_OWNED);
 	if (act_id_node(m->to) != rt->p.node)
 		return ZB_ERR_STALE_ID;
-	if (m->tag > ACT_TAG_USER_MAX)
+	/* application tags, and a call's error reply from the callee's node
+	 * (its actor was gone: remote.c) */
+	if (m->tag > ACT_TAG_USER_MAX &&
+	    !(m->tag == ACT_TAG_UNDELIVERED && (m->flags & ACT_MF_REPLY) && m->ref))
 		return -EINVAL;
 	m->_sys = SYS_NONE;
 	int rc = act__deliver(rt, m->to, m, false);

@@ -117,6 +117,9 @@ struct zbra_slot {
 	uint16_t len;               /* serialised bytes in buf */
 	uint8_t split, notified;
 	uint8_t nrec;               /* records in buf (1 for two-part) */
+	uint8_t pl_pending;         /* two-part: the payload accepted, not done */
+	int hdr_status;             /* two-part: the header's failure, held
+				     * while the payload may still say why */
 	_Atomic uint32_t left;      /* completions before the slot is free */
 	struct zbra_meta rec[ZBRA_BATCH_RECS];
 	uint8_t buf[ZBRA_BATCH_BYTES] __attribute__((aligned(64)));
@@ -159,7 +162,7 @@ struct zbra_lane {
 	struct zbra_ctr rc;
 	/* lane-side counters: written by the lane only */
 	uint64_t sent, batches, zc_sent, failed, notified, notify_lost, received,
-		zc_received, deferred, stale, bad;
+		zc_received, deferred, stale, stale_answered, bad;
 	uint64_t signals, lost_notices;
 	_Atomic uint64_t rtab_full;    /* any thread */
 	uint64_t tick_at;              /* lane 0: next tick round */
@@ -177,6 +180,9 @@ static struct zbra {
 	 * since: > 0 makes the node down for every sender (a lane that had no
 	 * traffic for it would only find out after peer_timeout) */
 	_Atomic uint32_t down_lanes[CFG_MAX_NODES];
+	/* the incarnation (session epoch) of each peer whose restart ended
+	 * its links and monitors last (zbra_peer_event) */
+	_Atomic uint32_t peer_epoch[CFG_MAX_NODES];
 	struct zbra_lane *lanes;
 	struct zbra_rtab rtab[CFG_MAX_NODES];
 	uint64_t tick_ns;
@@ -197,8 +203,19 @@ static void car_tp_release(void *car, struct tp_msg *m)
 	tp_msg_release(car, m);
 }
 
+static size_t car_tp_max_to(void *car, uint16_t peer)
+{
+	return tp_peer_max_message(car, peer);
+}
+
+static void car_tp_reset(void *car, uint16_t peer, uint64_t now_ns)
+{
+	(void)tp_peer_reset(car, peer, now_ns);
+}
+
 static const struct zbra_car_ops car_tp_ops = {
 	.send = car_tp_send, .release = car_tp_release,
+	.max_to = car_tp_max_to, .reset = car_tp_reset,
 };
 
 static inline int car_send(struct zbra_lane *l, uint16_t peer, uint16_t stream,
@@ -493,10 +510,20 @@ static void zbra_send_done(void *arg, unsigned index, uint64_t cookie, int statu
 	if ((cookie >> 40) != ZBRA_COOKIE_MAGIC || i >= ZBRA_SLOTS)
 		return;   /* not one of ours */
 	struct zbra_slot *s = &l->slots[i];
-	if (status != 0)
-		fail_slot(l, s, status);
-	else if (((cookie >> 32) & 0xff) == 0)
+	unsigned part = (unsigned)(cookie >> 32) & 0xff;
+	if (status != 0) {
+		if (part == 0 && s->pl_pending)
+			s->hdr_status = status;   /* the payload's own reason first
+						   * (-EMSGSIZE over an epoch) */
+		else
+			fail_slot(l, s, status);
+	} else if (part == 0) {
 		l->sent += s->nrec;
+	} else if (s->hdr_status) {
+		fail_slot(l, s, s->hdr_status);
+	}
+	if (part == 1)
+		s->pl_pending = 0;
 	slot_done(s);
 }
 
@@ -544,6 +571,8 @@ static uint16_t serialise(uint8_t *dst, const struct act_msg *m, uint8_t *split)
 		*split = 0;
 		return (uint16_t)sizeof(h);
 	}
+	if (ZB_UNLIKELY(m->tag == ACT_TAG_UNDELIVERED))
+		h.d0 = htole64((uint64_t)(int64_t)m->_reason);   /* a call's error reply */
 	switch (m->kind) {
 	case ACT_PL_INLINE:
 		h.ilen = (uint8_t)m->len;
@@ -613,6 +642,8 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 		s->peer = act_id_node(m->to);
 		s->stream = stream_of(m->from, m->to);
 		s->notified = 0;
+		s->pl_pending = 0;
+		s->hdr_status = 0;
 		s->msg = NULL;
 		s->rec[0] = (struct zbra_meta){m->from, m->to, m->ref, meta_flags(m)};
 		s->nrec = 1;
@@ -631,10 +662,19 @@ static unsigned tx_head(struct zbra_lane *l, uint64_t now)
 				s->len += serialise(s->buf + s->len, n, &sp);
 			}
 		}
+		/* a payload the peer would refuse: its header must not go (the
+		 * peer would wait for the payload and take the next message
+		 * for it) */
+		if (s->split && l->cops->max_to &&
+		    m->u.buf.len > l->cops->max_to(l->car, s->peer)) {
+			rc = -EMSGSIZE;
+			goto refused;
+		}
 send:
 		atomic_store_explicit(&s->left, s->split ? 3 : 1, memory_order_relaxed);
 		rc = car_send(l, s->peer, s->stream, s->buf, s->len, NULL,
 			     ZBRA_COOKIE(s - l->slots, 0), now);
+refused:
 		if (rc == -EAGAIN) {
 			l->ready = s;   /* the carrier is full: the head waits */
 			return 0;
@@ -668,11 +708,17 @@ send:
 		return 0;
 	l->cur = NULL;
 	if (rc != 0) {
-		/* never accepted: no send_done for it. The header's session
-		 * is gone too (the receiver resets on the new epoch). */
+		/* never accepted: no send_done for it. Its header was: the
+		 * peer takes the next message of the stream for this payload
+		 * unless the session starts over (it then drops the header;
+		 * what else was in flight fails, with an error to its sender,
+		 * and the header's completion comes now, failed or not) */
 		fail_slot(l, s, rc);
+		if (l->cops->reset)
+			l->cops->reset(l->car, s->peer, now);
 		slot_done(s);                /* the payload's send_done */
 	} else {
+		s->pl_pending = 1;
 		l->zc_sent++;
 	}
 	tp_ref_put(&s->ref);                 /* the owner's reference */
@@ -731,6 +777,32 @@ static void wrap_unget(struct zbra_lane *l, struct zbra_wrap *w)
 	l->wfree = w;
 }
 
+/* A call request m reached an actor that is gone: its caller hears it now
+ * (ACT_TAG_UNDELIVERED, ZB_ERR_STALE_ID, as a local call would return at
+ * once), not when its timeout expires. If it cannot be sent, the caller
+ * times out as before. */
+static void answer_stale_call(struct zbra_lane *l, const struct act_msg *m)
+{
+	struct act_msg *n = act_msg_alloc(Z.rt);
+	if (!n) {
+		l->notify_lost++;
+		return;
+	}
+	n->kind = ACT_PL_NONE;
+	n->tag = ACT_TAG_UNDELIVERED;
+	n->from = m->to;
+	n->to = m->from;
+	n->ref = m->ref;
+	n->flags = ACT_MF_REPLY;
+	n->_reason = ZB_ERR_STALE_ID;
+	if (zbra_route(&Z, n) != 0) {
+		act_msg_free(Z.rt, n);
+		l->notify_lost++;
+		return;
+	}
+	l->stale_answered++;
+}
+
 /* Deliver m (whose BUF payload, if any, is w) into its mailbox. Returns the
  * transport's answer: 0 taken, -EAGAIN hold. m is consumed unless -EAGAIN
  * (then m stays with the caller, without w). */
@@ -752,10 +824,13 @@ static int deliver_local(struct zbra_lane *l, struct act_msg *m,
 		l->deferred++;
 		return -EAGAIN;
 	}
-	if (rc == ZB_ERR_STALE_ID)
+	if (rc == ZB_ERR_STALE_ID) {
 		l->stale++;       /* gone: dead actor, or a late reply */
-	else
+		if (m->ref && !(m->flags & ACT_MF_REPLY) && act_id_gen(m->from) != 0)
+			answer_stale_call(l, m);
+	} else {
 		l->bad++;
+	}
 	act_msg_free(Z.rt, m);    /* drops w's reference: released at once */
 	return 0;
 }
@@ -890,8 +965,14 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 		ok = false;
 	}
 	act_id to = le64toh(h.to);
+	/* application tags; and the error reply to a call of ours whose
+	 * actor was gone (answer_stale_call): no payload, reason in d0 */
+	int64_t reason = (int64_t)le64toh(h.d0);
+	bool undeliv = le32toh(h.tag) == ACT_TAG_UNDELIVERED && h.kind == ACT_PL_NONE &&
+		       (le32toh(h.flags) & ACT_MF_REPLY) && h.ref != 0 &&
+		       reason < 0 && reason >= INT32_MIN;
 	ok = ok && extra <= room && act_id_node(to) == Z.self &&
-	     le32toh(h.tag) <= ACT_TAG_USER_MAX;
+	     (le32toh(h.tag) <= ACT_TAG_USER_MAX || undeliv);
 	if (ZB_UNLIKELY(!ok))
 		return 1;
 	if (skip) {
@@ -915,6 +996,8 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 	m->flags = le32toh(h.flags);
 	m->ref = le64toh(h.ref);
 	m->ts_ns = le64toh(h.ts_ns);
+	if (undeliv)
+		m->_reason = (int)reason;
 	struct zbra_wrap *w = NULL;
 	switch (h.kind) {
 	case ACT_PL_INLINE:
@@ -982,15 +1065,16 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 	struct act_msg **pend = &l->rxpend[tm->peer][s];
 	struct zbra_wrap *w;
 	int rc;
+	if (*pend && tm->len != (*pend)->u.buf.len) {
+		/* not its payload: the header's payload never came (its
+		 * sender was refused it and reported that). The header is
+		 * dropped; this message is one of its own. */
+		l->bad++;
+		act_msg_free(Z.rt, *pend);
+		*pend = NULL;
+	}
 	if (*pend) {   /* the payload of a two-part message */
 		struct act_msg *m = *pend;
-		if (tm->len != m->u.buf.len) {
-			l->bad++;
-			act_msg_free(Z.rt, m);
-			*pend = NULL;
-			car_release(l, tm);
-			return 0;
-		}
 		if (!(w = wrap_get(l, tm))) {
 			l->deferred++;
 			return -EAGAIN;
@@ -1029,7 +1113,6 @@ static void zbra_peer_event(void *arg, unsigned index, uint16_t peer,
 			    enum tp_peer_event ev, uint32_t remote_epoch)
 {
 	(void)arg;
-	(void)remote_epoch;
 	ZB_ASSERT(Z.lanes != NULL && index < Z.nlanes);
 	struct zbra_lane *l = &Z.lanes[index];
 	if (peer >= CFG_MAX_NODES)
@@ -1043,6 +1126,15 @@ static void zbra_peer_event(void *arg, unsigned index, uint16_t peer,
 		atomic_fetch_sub_explicit(&Z.down_lanes[peer], 1, memory_order_relaxed);
 	if (ev != TP_PEER_UP && !atomic_load_explicit(&Z.detached, memory_order_acquire)) {
 		rxpend_clear(l, peer);   /* a half-received message is gone */
+		/* The links and monitors are the node's, the sessions the
+		 * lanes': a restart is seen by each lane, at its own time. The
+		 * first lane to see an incarnation (remote_epoch) ends the
+		 * links of the one before; the others must not end the links
+		 * made with the new one since. */
+		if (ev == TP_PEER_RESTARTED &&
+		    atomic_exchange_explicit(&Z.peer_epoch[peer], remote_epoch,
+					     memory_order_relaxed) == remote_epoch)
+			return;
 		l->lost_notices += node_lost(peer);   /* its links and monitors */
 	}
 }
@@ -1384,6 +1476,7 @@ void zbra_get_stats(struct zbra_stats *out)
 		out->zc_received += l->zc_received;
 		out->deferred += l->deferred;
 		out->stale += l->stale;
+		out->stale_answered += l->stale_answered;
 		out->bad += l->bad;
 		out->signals += l->signals;
 		out->lost_notices += l->lost_notices;

@@ -17,7 +17,9 @@
  *     the message later with release()) or -EAGAIN (the carrier keeps it and
  *     offers it again later, holding back what follows on that stream).
  *   - peer events: TP_PEER_DOWN (the peer is lost: messages accepted and not
- *     yet done fail), TP_PEER_UP (connected, or again after DOWN).
+ *     yet done fail), TP_PEER_UP (connected, or again after DOWN), and from
+ *     the transport TP_PEER_RESTARTED / TP_PEER_RESET (the session started
+ *     over, by the peer / by this side).
  * Every op and upcall runs on the lane's lcore, except create/destroy (main
  * thread, before launch / after stop).
  */
@@ -40,6 +42,14 @@ struct zbra_car_ops {
 	 * NULL when the lcore loop drives the carrier itself (the transport).
 	 * Returns the work done. */
 	unsigned (*poll)(void *car, uint64_t now_ns);
+	/* Optional: the largest message the peer takes now (0: not a peer),
+	 * checked before the header of a two-part message goes out. */
+	size_t (*max_to)(void *car, uint16_t peer);
+	/* Optional: start the session with the peer over (what was accepted
+	 * for it fails; it drops what it holds of ours, a half-received
+	 * message too), with a TP_PEER_RESET upcall here. After the payload
+	 * of a two-part message was refused behind its accepted header. */
+	void (*reset)(void *car, uint16_t peer, uint64_t now_ns);
 };
 
 /* Upcalls into remote.c, on lane `lane`'s lcore. */

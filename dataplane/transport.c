@@ -367,6 +367,8 @@ bool tp__peer_max(struct tp *tp, struct tp_peer *pe, uint32_t max, uint64_t now)
 	tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now);
 	/* tell the peer now: it resets its side when it sees the new epoch */
 	tp__send_ack(tp, pe, WIRE_F_ACKREQ, now);
+	if (tp->ops.peer_event)   /* this side's consumers reset theirs too */
+		tp->ops.peer_event(tp->user, pe->node, TP_PEER_RESET, pe->remote_epoch);
 	return true;
 }
 
@@ -383,7 +385,19 @@ int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns)
 		pe->state = TP_PS_UNKNOWN;
 	/* tell the peer now: it resets its side when it sees the new epoch */
 	tp__send_ack(tp, pe, WIRE_F_ACKREQ, now_ns);
+	if (tp->ops.peer_event)   /* this side's consumers reset theirs too */
+		tp->ops.peer_event(tp->user, pe->node, TP_PEER_RESET, pe->remote_epoch);
 	return 0;
+}
+
+size_t tp_peer_max_message(const struct tp *tp, uint16_t node)
+{
+	ZB_ASSERT(tp != NULL);
+	if (node >= tp->p.max_peers || !tp->peers[node].present)
+		return 0;
+	const struct tp_peer *pe = &tp->peers[node];
+	return pe->peer_max && pe->peer_max < tp->p.max_message ? pe->peer_max
+								: tp->p.max_message;
 }
 
 int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,

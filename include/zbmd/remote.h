@@ -64,6 +64,11 @@
  *     ACT_TAG_UNDELIVERED message (from = the destination, ref = 0);
  *   - a reply, or a message sent from a non-actor thread: counted only
  *     (zbra_stats.failed; a caller waiting for the reply times out).
+ * A call request that reaches its node after the actor there is gone is
+ * answered by that node the same way, with ZB_ERR_STALE_ID (what act_call
+ * to a dead local actor returns at once), not left to the call's timeout;
+ * other messages to a gone actor are dropped (zbra_stats.stale), as a
+ * local act_send to it would have been refused.
  * A remote mailbox that is full is backpressure, not loss: the receiving
  * lane refuses the message (deliver returns -EAGAIN), the transport holds
  * the stream and retries, its credit shrinks, the sender's window stalls,
@@ -160,6 +165,8 @@ struct zbra_stats {
 	uint64_t zc_received;   /* of which BUF payloads as arena references */
 	uint64_t deferred;      /* deliveries refused for now (mailbox full) */
 	uint64_t stale;         /* discarded: target gone (late replies too) */
+	uint64_t stale_answered;/* of which call requests answered with
+				 * ACT_TAG_UNDELIVERED ZB_ERR_STALE_ID */
 	uint64_t bad;           /* malformed messages (counted, dropped) */
 	uint64_t signals;       /* link/monitor signals received and applied */
 	uint64_t lost_notices;  /* EXIT/DOWN/DEMONITOR given on node loss */

@@ -134,6 +134,11 @@ enum tp_peer_event {
 				  * or connect_timeout (one never heard
 				  * from): see params.peer_timeout_ms; or
 				  * the link said so (tp_peer_down) */
+	TP_PEER_RESET,           /* this side reset the session (a new local
+				  * epoch: tp_peer_reset, or the peer's ACKs
+				  * said it takes less than a message queued
+				  * for it): what it had accepted failed; the
+				  * peer sees TP_PEER_RESTARTED */
 };
 
 /* Callbacks. All run on the instance's thread, from inside tp_rx / tp_poll /
@@ -353,6 +358,11 @@ int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns);
  * stats.peer_downs and stats.link_downs. 0, -ENOENT, or -EALREADY (down
  * already). Same thread rules as tp_peer_reset. */
 int tp_peer_down(struct tp *tp, uint16_t node, uint64_t now_ns);
+
+/* The largest message tp_send takes for `node` now: this instance's
+ * max_message, or less once the peer's ACKs said it takes less (0 for a
+ * node that is not a peer). Instance thread. */
+size_t tp_peer_max_message(const struct tp *tp, uint16_t node);
 
 /* Send `len` bytes to (peer, stream). len <= inline_max: copied now (the
  * caller's buffer is free on return; ref is ignored). Otherwise zero-copy:

@@ -422,11 +422,11 @@ static void on_peer_event(void *arg, unsigned index, uint16_t peer,
 {
 	(void)arg;
 	(void)index;
-	static const char *names[] = {"?", "up", "restarted", "down"};
+	static const char *names[] = {"?", "up", "restarted", "down", "reset"};
 	struct out_flow *o = peer < CFG_MAX_NODES && out_of[peer] >= 0 ? &outs[out_of[peer]] : NULL;
 	struct in_flow *f = peer < CFG_MAX_NODES && in_of[peer] >= 0 ? &ins[in_of[peer]] : NULL;
 	printf("EVENT node=%u peer=%u %s epoch=%u acked=%lu failed=%lu received=%lu\n",
-	       self, peer, names[ev <= TP_PEER_DOWN ? ev : 0], remote_epoch,
+	       self, peer, names[ev <= TP_PEER_RESET ? ev : 0], remote_epoch,
 	       (unsigned long)(o ? o->acked : 0), (unsigned long)(o ? o->failed : 0),
 	       (unsigned long)(f ? f->received : 0));
 	fflush(stdout);

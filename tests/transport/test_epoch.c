@@ -14,7 +14,7 @@ struct app {
 	int status[SIM_MAX_NODES][MAXID];       /* send_done per (src node, id) */
 	uint8_t done[SIM_MAX_NODES][MAXID];
 	uint64_t done_at[SIM_MAX_NODES][MAXID];
-	int dups, backwards, events[SIM_MAX_NODES][4];
+	int dups, backwards, events[SIM_MAX_NODES][TP_PEER_RESET + 1];
 	uint32_t last_epoch[SIM_MAX_NODES];
 	uint8_t *tap_frame;
 	size_t tap_len;
