@@ -32,6 +32,25 @@
  *       then a pinger actor makes PINGS call_async round trips of 64 bytes
  *       to echo; prints "RESULT actor_rate_Mmsgs=..." and "RESULT
  *       actor_rtt_p50_us=... actor_rtt_p99_us=..." (make bench-transport).
+ *
+ *   helper_remote -c NODE.ini --serve IDS_FILE --defects size|first
+ *         [--link-file FILE]
+ *       also spawns tally (tells every T_DATA's sender what it got), linker
+ *       (traps exits) and an actor that exits at once (its id: "dead"), and
+ *       writes their ids too; with --link-file, once FILE names an actor
+ *       (written by the driver below), linker links to it.
+ *   helper_remote -c NODE.ini --drive IDS_FILE --defects size
+ *       no scenarios above but the remote-actor defect checks of a serving
+ *       node with [transport] max_message_mb = 1 whose limit this node has
+ *       learnt: calls to the exited actor fail promptly with
+ *       ZB_ERR_STALE_ID; a 2 MiB buffer comes back as one UNDELIVERED
+ *       -EMSGSIZE and the 3 small messages after it on the same pair are
+ *       each received or reported undelivered (exactly one of the two).
+ *   helper_remote -c NODE.ini --drive IDS_FILE --defects first --link-file F
+ *       the same limit not learnt yet (nothing is sent to the serving node
+ *       first): its linker links to a probe actor here (id written to F),
+ *       whose first data to it is a 2 MiB buffer: UNDELIVERED -EMSGSIZE,
+ *       and both sides agree about the link afterwards.
  */
 #include "zbmd/actors.h"
 #include "zbmd/common.h"
@@ -257,6 +276,75 @@ static int hole_handle(struct act_ctx *ctx, struct act_msg *m)
 
 static const struct act_behaviour hole_beh = {
 	.name = "hole", .handle = hole_handle,
+};
+
+/* ---- serving actors of the defect scenarios (--defects) --------------------- */
+
+#define PROBE_MAGIC 0x7a627073u   /* a probe message: {PROBE_MAGIC, seq} */
+
+/* tally: every T_DATA it receives is told back to its sender (a message
+ * from node 2 to node 1, so nothing more travels on the sender's stream
+ * towards node 2) as T_REPORT {seq, kind, len}: seq of an inline probe
+ * message, UINT32_MAX for anything else. */
+static int tally_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	if (m->tag != T_DATA)
+		return 0;
+	uint32_t v[3] = {UINT32_MAX, m->kind, 0};
+	if (m->kind == ACT_PL_INLINE && m->len == 8) {
+		uint32_t h[2];
+		memcpy(h, m->u.bytes, sizeof(h));
+		if (h[0] == PROBE_MAGIC)
+			v[0] = h[1];
+		v[2] = m->len;
+	} else if (m->kind == ACT_PL_BUF) {
+		v[2] = (uint32_t)m->u.buf.len;
+	}
+	if (m->from != ACT_ID_NONE)
+		act_tell(r, m->from, T_REPORT, v, sizeof(v));
+	return 0;
+}
+
+static const struct act_behaviour tally_beh = {
+	.name = "tally", .handle = tally_handle,
+};
+
+/* linker (traps exits): T_GO {act_id}: links to that (remote) actor and
+ * tells it T_ECHO {rc}; a refused link (the session may not be up yet) is
+ * left to serve() to ask again (linker_rc). An EXIT it traps is told to the
+ * linked actor as T_FLUSH {reason} (it may not arrive: informational; the
+ * driver's actor learns it that way). */
+static _Atomic int linker_rc = 1;   /* 1: not tried yet */
+static act_id linker_peer;
+
+static int linker_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	if (m->tag == T_GO && m->kind == ACT_PL_INLINE && m->len == sizeof(act_id)) {
+		act_id to;
+		memcpy(&to, m->u.bytes, sizeof(to));
+		int rc = act_link(ctx, to);
+		if (rc == 0) {
+			linker_peer = to;
+			act_tell(r, to, T_ECHO, &rc, sizeof(rc));
+		}
+		atomic_store(&linker_rc, rc);
+		return 0;
+	}
+	if (m->tag == ACT_TAG_EXIT) {
+		int32_t why = act_msg_reason(m);
+		printf("# linker: EXIT from 0x%016llx reason %d (%s)\n",
+		       (unsigned long long)m->from, why, act_reason_name(why));
+		fflush(stdout);
+		if (linker_peer)
+			act_tell(r, linker_peer, T_FLUSH, &why, sizeof(why));
+	}
+	return 0;
+}
+
+static const struct act_behaviour linker_beh = {
+	.name = "linker", .handle = linker_handle,
 };
 
 /* ---- driving actors ------------------------------------------------------- */
@@ -633,7 +721,7 @@ static uint64_t run_senders(act_id to, uint32_t first, uint32_t k, uint32_t n,
 	return dt;
 }
 
-struct ids { act_id sink, slow, echo, hole; };
+struct ids { act_id sink, slow, echo, hole, tally, linker, dead; };
 
 static int read_ids(const char *path, struct ids *ids, unsigned wait_s)
 {
@@ -652,6 +740,10 @@ static int read_ids(const char *path, struct ids *ids, unsigned wait_s)
 				if (!strcmp(name, "slow")) ids->slow = v;
 				if (!strcmp(name, "echo")) ids->echo = v;
 				if (!strcmp(name, "hole")) ids->hole = v;
+				/* --serve --defects only */
+				if (!strcmp(name, "tally")) ids->tally = v;
+				if (!strcmp(name, "linker")) ids->linker = v;
+				if (!strcmp(name, "dead")) ids->dead = v;
 			}
 		}
 		if (f)
@@ -733,9 +825,293 @@ static void bench_only(const struct ids *id, uint32_t k, uint32_t n, uint32_t pi
 	free(pg.rtt_ns);
 }
 
+/* ---- the defect scenarios (--defects size|first) ------------------------------- */
+
+/* probe (node 1, traps exits): on T_GO {op}: op 0 sends its 2 MiB buffer
+ * (big) to `to`, op k > 0 the inline probe message {PROBE_MAGIC, k}; counts
+ * what comes back: ACT_TAG_UNDELIVERED (reason of each), tally's T_REPORTs
+ * (the seqs received there, in order), trapped EXITs, and the linker's
+ * T_ECHO (linked) and T_FLUSH (it got an EXIT) messages. */
+#define BIG_BYTES (2u << 20)
+struct probe {
+	act_id to;
+	struct sbuf *big;
+	uint8_t *big_data;
+	_Atomic uint32_t und, nrecv, exits, linked, peer_exits, sent;
+	int und_reason[8];
+	uint32_t recv[16];
+	int exit_reason, peer_exit_reason, send_rc;
+};
+
+static int probe_init(struct act_ctx *ctx, void *arg)
+{
+	*(struct probe **)act_state(ctx) = arg;
+	return 0;
+}
+
+static int probe_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	struct probe *p = *(struct probe **)act_state(ctx);
+	struct act_runtime *r = act_ctx_runtime(ctx);
+	switch (m->tag) {
+	case T_GO: {
+		uint32_t op = 0;
+		if (m->kind == ACT_PL_INLINE && m->len == sizeof(op))
+			memcpy(&op, m->u.bytes, sizeof(op));
+		struct act_msg *d = act_msg_alloc(r);
+		if (!d) {
+			p->send_rc = -ENOBUFS;
+			return 0;
+		}
+		d->tag = T_DATA;
+		if (op == 0) {
+			struct sbuf *h = p->big;
+			atomic_store(&h->busy, 1);
+			atomic_store(&h->b.refs, 1);
+			h->b.data = p->big_data;
+			h->b.len = BIG_BYTES;
+			h->b.release = sbuf_release;
+			h->b.ctx = h;
+			act_msg_set_buf(d, &h->b, 0, BIG_BYTES);
+		} else {
+			uint32_t v[2] = {PROBE_MAGIC, op};
+			act_msg_set_bytes(d, v, sizeof(v));
+		}
+		int rc = act_send(r, p->to, d);
+		if (rc)
+			act_msg_free(r, d);
+		p->send_rc = rc;
+		atomic_fetch_add(&p->sent, 1);
+		return 0;
+	}
+	case ACT_TAG_UNDELIVERED: {
+		uint32_t i = atomic_load(&p->und);
+		if (i < 8)
+			p->und_reason[i] = act_msg_reason(m);
+		atomic_store(&p->und, i + 1);
+		return 0;
+	}
+	case ACT_TAG_EXIT:
+		p->exit_reason = act_msg_reason(m);
+		atomic_fetch_add(&p->exits, 1);
+		return 0;
+	case T_REPORT:
+		if (m->kind == ACT_PL_INLINE && m->len == 3 * sizeof(uint32_t)) {
+			uint32_t v[3], i = atomic_load(&p->nrecv);
+			memcpy(v, m->u.bytes, sizeof(v));
+			if (i < 16)
+				p->recv[i] = v[0];
+			atomic_store(&p->nrecv, i + 1);
+		}
+		return 0;
+	case T_ECHO:
+		atomic_store(&p->linked, 1);
+		return 0;
+	case T_FLUSH:
+		if (m->kind == ACT_PL_INLINE && m->len == sizeof(int32_t))
+			memcpy(&p->peer_exit_reason, m->u.bytes, sizeof(int32_t));
+		atomic_fetch_add(&p->peer_exits, 1);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static const struct act_behaviour probe_beh = {
+	.name = "probe", .state_size = sizeof(void *),
+	.init = probe_init, .handle = probe_handle,
+};
+
+/* A probe towards `to` (trapping exits), with its 2 MiB buffer; NULL on failure. */
+static struct probe *probe_start(act_id to, act_id *pid)
+{
+	struct probe *p = calloc(1, sizeof(*p));
+	if (!p || !(p->big = calloc(1, sizeof(*p->big))) ||
+	    !(p->big_data = malloc(BIG_BYTES)))
+		return NULL;
+	memset(p->big_data, 0xa5, BIG_BYTES);
+	p->to = to;
+	struct act_spawn_opts o = {.trap_exit = true};
+	if (act_spawn_opt(rt, &probe_beh, p, &o, pid) != 0)
+		return NULL;
+	return p;
+}
+
+static void probe_go(act_id pid, uint32_t op)
+{
+	act_tell(rt, pid, T_GO, &op, sizeof(op));
+}
+
+/* Waits until cond() or timeout_ms; true when cond() held. */
+#define WAIT_UNTIL(cond, timeout_ms) ({ \
+	uint64_t wu_end_ = zb_now_ns() + (uint64_t)(timeout_ms) * 1000000ull; \
+	while (!(cond) && zb_now_ns() < wu_end_) \
+		msleep(1); \
+	(bool)(cond); })
+
+/* lane 0's transport size_resets (racy: diagnostics only) */
+static uint64_t size_resets(void)
+{
+	return dp_transport(0) ? tp_stats(dp_transport(0))->size_resets : 0;
+}
+
+/* --defects size: node 2 runs with [transport] max_message_mb = 1 and node 1
+ * has learnt it (from node 2's ACKs of the calls before).
+ *  a. a call (thread, and actor call_async) to an actor of node 2 that has
+ *     exited fails promptly with ZB_ERR_STALE_ID, not after its timeout;
+ *  b. a 2 MiB buffer message comes back as one UNDELIVERED -EMSGSIZE, and 3
+ *     small messages after it on the same (from, to) pair each either
+ *     arrive (in order) or come back UNDELIVERED: exactly one of the two. */
+static void defects_size(const struct ids *id)
+{
+	uint64_t back = 0;
+	/* a. the dead actor: a call_async from an actor (watched for 1 s while
+	 * its own timeout is 3 s), then a call from a thread */
+	static struct pinger dp;
+	memset(&dp, 0, sizeof(dp));
+	dp.to = id->dead;
+	dp.tag = T_ECHO;
+	dp.timeout_ns = 3000000000ull;
+	act_id dpid = ACT_ID_NONE;
+	act_spawn(rt, &pinger_beh, &dp, &dpid);
+	uint64_t t0 = zb_now_ns();
+	act_tell(rt, dpid, T_GO, NULL, 0);
+	bool fin = wait_flag(&dp.finished, 1000);
+	uint64_t await = zb_now_ns() - t0;
+	check(id->dead && fin && !dp.refused && atomic_load(&dp.undelivered) == 1 &&
+		      atomic_load(&dp.timeouts) == 0 && dp.reason == ZB_ERR_STALE_ID,
+	      "an actor's call_async to an exited actor on node %u gets ACT_TAG_UNDELIVERED with ZB_ERR_STALE_ID promptly (%s after %lu ms, timeout 3000 ms: undelivered=%lu reason %d %s)",
+	      act_id_node(id->dead), fin ? "finished" : "nothing",
+	      (unsigned long)(await / 1000000), (unsigned long)atomic_load(&dp.undelivered),
+	      dp.reason, zb_strerror(dp.reason));
+	t0 = zb_now_ns();
+	int rc = echo_call(id->dead, 5, 3000000000ull, &back);
+	uint64_t waited = zb_now_ns() - t0;
+	check(id->dead && rc == ZB_ERR_STALE_ID && waited < 1000000000ull,
+	      "a call from a thread to it fails promptly with ZB_ERR_STALE_ID (%d %s after %lu ms, timeout 3000 ms)",
+	      rc, zb_strerror(rc), (unsigned long)(waited / 1000000));
+	if (dpid)
+		act_exit_signal(rt, dpid, ACT_KILL);
+
+	/* b. node 1 knows node 2's limit: a few more calls (their ACKs say it) */
+	for (int i = 0; i < 5; i++)
+		echo_call(id->echo, 100 + i, 2000000000ull, &back);
+	msleep(100);
+	struct report r0, r1;
+	memset(&r0, 0, sizeof(r0));
+	memset(&r1, 0, sizeof(r1));
+	call_report(id->sink, &r0);   /* node 2's malformed count before */
+	uint64_t sr0 = size_resets();
+	act_id pid;
+	struct probe *p = probe_start(id->tally, &pid);
+	if (!p || !id->tally) {
+		check(false, "probe actor started (tally 0x%016llx)", (unsigned long long)id->tally);
+		return;
+	}
+	probe_go(pid, 0);
+	WAIT_UNTIL(atomic_load(&p->und) >= 1, 5000);
+	msleep(300);   /* a second report would come now */
+	uint32_t und = atomic_load(&p->und);
+	check(p->send_rc == 0 && und == 1 && p->und_reason[0] == -EMSGSIZE,
+	      "a 2 MiB buffer to node 2 (max_message_mb = 1, known) comes back as exactly one ACT_TAG_UNDELIVERED -EMSGSIZE (send %d, undelivered=%u, reason %d %s)",
+	      p->send_rc, und, und ? p->und_reason[0] : 0,
+	      und ? zb_strerror(p->und_reason[0]) : "none");
+	/* then seq 1..3 on the same pair, one at a time: each is resolved
+	 * (received there, or reported undelivered) before the next goes, so
+	 * that a report names its message */
+	uint32_t rep[4] = {0};
+	for (uint32_t k = 1; k <= 3; k++) {
+		uint32_t u0 = atomic_load(&p->und), n0 = atomic_load(&p->nrecv);
+		probe_go(pid, k);
+		WAIT_UNTIL(atomic_load(&p->und) > u0 || atomic_load(&p->nrecv) > n0, 4000);
+		msleep(100);
+		rep[k] = atomic_load(&p->und) - u0;
+	}
+	msleep(300);
+	uint32_t nrecv = atomic_load(&p->nrecv), got[4] = {0}, last = 0;
+	bool in_order = true;
+	char list[128] = "";
+	size_t ll = 0;
+	for (uint32_t i = 0; i < nrecv && i < 16; i++) {
+		uint32_t q = p->recv[i];
+		if (q >= 1 && q <= 3)
+			got[q]++;
+		in_order = in_order && q != UINT32_MAX && q > last;
+		last = q;
+		ll += (size_t)snprintf(list + ll, ll < sizeof(list) ? sizeof(list) - ll : 0,
+				       "%s%d", i ? "," : "", (int)q);
+	}
+	call_report(id->sink, &r1);
+	bool each = true;
+	for (uint32_t k = 1; k <= 3; k++)
+		each = each && got[k] + rep[k] == 1;
+	check(each,
+	      "after it, 3 small messages on the same pair: each one received or reported undelivered, exactly one of the two (seq1 received=%u undelivered=%u, seq2 %u/%u, seq3 %u/%u; node 2 malformed +%u)",
+	      got[1], rep[1], got[2], rep[2], got[3], rep[3], r1.malformed - r0.malformed);
+	check(in_order && nrecv <= 3,
+	      "and those received arrived once each, in order (received: [%s])", list);
+	printf("# node 1 lane 0 size_resets +%lu\n", (unsigned long)(size_resets() - sr0));
+	act_exit_signal(rt, pid, ACT_KILL);
+}
+
+/* --defects first: node 2 runs with max_message_mb = 1, node 1 has sent it
+ * nothing yet (has not learnt its limit). Node 2's linker (traps exits)
+ * links to a probe here (trapping exits too; its id goes through
+ * LINK_FILE), then the probe's first data to node 2 is a 2 MiB buffer: it
+ * comes back as UNDELIVERED -EMSGSIZE, and afterwards both sides agree
+ * about the link: both got an EXIT (and node 1 holds no entry for it), or
+ * neither did (and node 1 still holds it). */
+static void defects_first(const struct ids *id, const char *link_file)
+{
+	act_id pid;
+	struct probe *p = probe_start(id->sink, &pid);
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", link_file ? link_file : "");
+	FILE *f = link_file ? fopen(tmp, "w") : NULL;
+	if (!p || !f) {
+		check(false, "probe actor started, its id written (%s)", link_file ? link_file : "no --link-file");
+		if (f)
+			fclose(f);
+		return;
+	}
+	fprintf(f, "0x%016llx\n", (unsigned long long)pid);
+	fclose(f);
+	rename(tmp, link_file);
+	struct zbra_stats zs;
+	bool linked = WAIT_UNTIL(atomic_load(&p->linked) &&
+				 (zbra_get_stats(&zs), zs.rtab_live >= 1), 30000);
+	zbra_get_stats(&zs);
+	check(linked, "node 2's linker linked to this node's probe actor (rtab_live=%lu)",
+	      (unsigned long)zs.rtab_live);
+	if (!linked)
+		return;
+	uint64_t sr0 = size_resets();
+	probe_go(pid, 0);
+	WAIT_UNTIL(atomic_load(&p->und) >= 1, 10000);
+	/* then both sides' EXITs, if any: once both came, or 2 s */
+	WAIT_UNTIL(atomic_load(&p->exits) && atomic_load(&p->peer_exits), 2000);
+	msleep(100);
+	uint32_t und = atomic_load(&p->und), ex = atomic_load(&p->exits),
+		 pex = atomic_load(&p->peer_exits);
+	zbra_get_stats(&zs);
+	check(p->send_rc == 0 && und == 1 && p->und_reason[0] == -EMSGSIZE,
+	      "a 2 MiB buffer as the first data to node 2 (max_message_mb = 1, not learnt yet) comes back as ACT_TAG_UNDELIVERED -EMSGSIZE (send %d, undelivered=%u, reason %d %s)",
+	      p->send_rc, und, und ? p->und_reason[0] : 0,
+	      und ? zb_strerror(p->und_reason[0]) : "none");
+	check((ex > 0) == (pex > 0) && (ex > 0) == (zs.rtab_live == 0),
+	      "and both sides agree about the link afterwards (node 2's linker got EXIT: %u%s%s; this node's probe got EXIT: %u%s%s; this node's rtab_live=%lu)",
+	      pex, pex ? " reason " : "", pex ? act_reason_name(p->peer_exit_reason) : "",
+	      ex, ex ? " reason " : "", ex ? act_reason_name(p->exit_reason) : "",
+	      (unsigned long)zs.rtab_live);
+	printf("# node 1 lane 0 size_resets +%lu (0: it had learnt node 2's limit before)\n",
+	       (unsigned long)(size_resets() - sr0));
+	act_exit_signal(rt, pid, ACT_KILL);
+}
+
 static void drive(const char *ids_path, const char *down_flag,
 		  const char *restart_flag, uint16_t ghost, uint32_t k, uint32_t n,
-		  unsigned bench_s, uint32_t bench_pings)
+		  unsigned bench_s, uint32_t bench_pings, const char *defects,
+		  const char *link_file)
 {
 	struct ids id;
 	int rc = read_ids(ids_path, &id, 120);
@@ -744,6 +1120,11 @@ static void drive(const char *ids_path, const char *down_flag,
 		return;
 	check(act_id_node(id.echo) != cfg.node.id, "echo is on another node (%u)",
 	      act_id_node(id.echo));
+	if (defects && !strcmp(defects, "first")) {
+		/* nothing may go to node 2 before the scenario's message */
+		defects_first(&id, link_file);
+		return;
+	}
 	/* wait for the session: the first calls may find the link not up yet */
 	uint64_t back = 0, end = zb_now_ns() + 60000000000ull;
 	do {
@@ -755,6 +1136,10 @@ static void drive(const char *ids_path, const char *down_flag,
 	if (rc)
 		return;
 	senders = calloc(MAX_SENDERS, sizeof(*senders));
+	if (defects) {
+		defects_size(&id);
+		return;
+	}
 	if (bench_pings) {
 		bench_only(&id, k, n, bench_pings);
 		return;
@@ -1148,9 +1533,38 @@ static void on_signal(int sig)
 	dp_node_request_stop();
 }
 
-static int serve(const char *ids_path)
+static act_id linker_id;
+
+/* --link-file: once FILE names an actor (0x...), node 2's linker links to
+ * it (asked again every 100 ms while the link is refused). Until SIGTERM. */
+static void serve_link(const char *link_file, const sigset_t *old)
 {
-	act_id sink, slow, echo, hole;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+	act_id to = 0;
+	uint64_t asked = 0;
+	while (!stop) {
+		if (!to) {
+			FILE *f = fopen(link_file, "r");
+			unsigned long long v = 0;
+			if (f && fscanf(f, "%llx", &v) == 1)
+				to = v;
+			if (f)
+				fclose(f);
+		}
+		int lrc = atomic_load(&linker_rc);
+		if (to && lrc != 0 && zb_now_ns() - asked > 100000000ull) {
+			if (lrc != 1)
+				printf("# linker: link refused (%s), again\n", zb_strerror(lrc));
+			asked = zb_now_ns();
+			act_tell(rt, linker_id, T_GO, &to, sizeof(to));
+		}
+		usleep(20000);
+	}
+}
+
+static int serve(const char *ids_path, bool defects)
+{
+	act_id sink, slow, echo, hole, tally = 0, linker = 0, dead = 0;
 	slow_st.delay_us = 20;
 	if (act_spawn(rt, &sink_beh, &sink_st, &sink) ||
 	    act_spawn(rt, &sink_beh, &slow_st, &slow) ||
@@ -1161,6 +1575,21 @@ static int serve(const char *ids_path)
 	act_register(rt, "slow", slow);
 	act_register(rt, "echo", echo);
 	act_register(rt, "hole", hole);
+	if (defects) {
+		/* tally and linker (trapping exits), and the id of an actor that
+		 * has exited (dead) */
+		struct act_spawn_opts o = {.trap_exit = true};
+		if (act_spawn(rt, &tally_beh, NULL, &tally) ||
+		    act_spawn_opt(rt, &linker_beh, NULL, &o, &linker) ||
+		    act_spawn(rt, &echo_beh, NULL, &dead))
+			return -ENOBUFS;
+		act_exit_signal(rt, dead, ACT_KILL);
+		uint64_t end = zb_now_ns() + 5000000000ull;
+		while (act_alive(rt, dead) && zb_now_ns() < end)
+			usleep(1000);
+		if (act_alive(rt, dead))
+			return -EBUSY;
+	}
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", ids_path);
 	FILE *f = fopen(tmp, "w");
@@ -1170,8 +1599,13 @@ static int serve(const char *ids_path)
 	for (int i = 0; i < 4; i++)
 		fprintf(f, "%s=0x%016llx\n", names[i],
 			(unsigned long long)act_whereis(rt, names[i]));
+	if (defects)
+		fprintf(f, "tally=0x%016llx\nlinker=0x%016llx\ndead=0x%016llx\n",
+			(unsigned long long)tally, (unsigned long long)linker,
+			(unsigned long long)dead);
 	fprintf(f, "end\n");
 	fclose(f);
+	linker_id = linker;
 	return rename(tmp, ids_path) ? -errno : 0;
 }
 
@@ -1187,10 +1621,12 @@ int main(int argc, char **argv)
 		{"count", required_argument, NULL, 'n'},
 		{"bench", required_argument, NULL, 'b'},
 		{"bench-only", required_argument, NULL, 'B'},
+		{"defects", required_argument, NULL, 'D'},
+		{"link-file", required_argument, NULL, 'L'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL, *serve_ids = NULL, *drive_ids = NULL, *down = NULL,
-		   *restart = NULL;
+		   *restart = NULL, *defects = NULL, *link_file = NULL;
 	uint32_t k = 4, n = 5000;
 	uint16_t ghost = 0;
 	unsigned bench_s = 0;
@@ -1208,14 +1644,17 @@ int main(int argc, char **argv)
 		case 'n': n = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'b': bench_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'B': bench_pings = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'D': defects = optarg; break;
+		case 'L': link_file = optarg; break;
 		default: return 2;
 		}
 	}
 	struct cfg_error cerr;
 	if (!path || !serve_ids == !drive_ids || k == 0 || k > 24 || n == 0 ||
 	    (bench_pings && (k > MAX_SENDERS - FIXED_FROM || bench_pings > RTT_MAX)) ||
+	    (defects && strcmp(defects, "size") && strcmp(defects, "first")) ||
 	    cfg_load_file(&cfg, path, &cerr) != 0) {
-		fprintf(stderr, "usage: helper_remote -c NODE.ini --serve IDS | --drive IDS [--down-flag F] [--senders K<=24] [--count N] [--bench S] [--bench-only PINGS]%s%s\n",
+		fprintf(stderr, "usage: helper_remote -c NODE.ini --serve IDS | --drive IDS [--down-flag F] [--senders K<=24] [--count N] [--bench S] [--bench-only PINGS] [--defects size|first [--link-file F]]%s%s\n",
 			path ? ": " : "", path ? cerr.msg : "");
 		return 2;
 	}
@@ -1242,9 +1681,11 @@ int main(int argc, char **argv)
 	       first, first + ns - 1);
 	fflush(stdout);
 	if (serve_ids) {
-		rc = serve(serve_ids);
+		rc = serve(serve_ids, defects != NULL);
 		if (rc)
 			fprintf(stderr, "helper_remote: serve: %s\n", zb_strerror(rc));
+		if (rc == 0 && link_file)
+			serve_link(link_file, &old);
 		sigset_t wait_mask = old;
 		sigdelset(&wait_mask, SIGINT);
 		sigdelset(&wait_mask, SIGTERM);
@@ -1252,7 +1693,8 @@ int main(int argc, char **argv)
 			sigsuspend(&wait_mask);
 	} else {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		drive(drive_ids, down, restart, ghost, k, n, bench_s, bench_pings);
+		drive(drive_ids, down, restart, ghost, k, n, bench_s, bench_pings, defects,
+		      link_file);
 		printf("DONE failures=%d\n", failures);
 		fflush(stdout);
 	}
