@@ -430,6 +430,27 @@ static int lane_enqueue(struct zbra *z, struct act_msg *m, uint16_t node)
 /* ---- failure reports (lane) --------------------------------------------------- */
 
 /* A message accepted by the router was not delivered: tell its sender. */
+/* An ACT_TAG_UNDELIVERED message about `about` (a call's error reply when
+ * ref is set), or NULL (counted: no actor can be told). */
+static struct act_msg *undelivered_new(struct zbra_lane *l, act_id about,
+				       uint64_t ref, int status)
+{
+	struct act_msg *n = act_msg_alloc(Z.rt);
+	if (!n) {
+		l->notify_lost++;
+		return NULL;
+	}
+	n->kind = ACT_PL_NONE;
+	n->tag = ACT_TAG_UNDELIVERED;
+	n->from = about;
+	n->_reason = status;
+	if (ref) {   /* a call request: this is its (error) reply */
+		n->ref = ref;
+		n->flags = ACT_MF_REPLY;
+	}
+	return n;
+}
+
 static void report_failure(struct zbra_lane *l, act_id from, act_id to,
 			   uint64_t ref, uint32_t flags, int status)
 {
@@ -445,18 +466,9 @@ static void report_failure(struct zbra_lane *l, act_id from, act_id to,
 		l->notify_lost++;   /* a reply (the caller times out) or no actor */
 		return;
 	}
-	struct act_msg *n = act_msg_alloc(Z.rt);
-	if (!n) {
-		l->notify_lost++;
+	struct act_msg *n = undelivered_new(l, to, ref, status);
+	if (!n)
 		return;
-	}
-	n->tag = ACT_TAG_UNDELIVERED;
-	n->from = to;
-	n->_reason = status;
-	if (ref) {   /* a call request: this is its (error) reply */
-		n->ref = ref;
-		n->flags = ACT_MF_REPLY;
-	}
 	if (act_send(Z.rt, from, n) != 0) {
 		act_msg_free(Z.rt, n);
 		l->notify_lost++;
@@ -783,18 +795,10 @@ static void wrap_unget(struct zbra_lane *l, struct zbra_wrap *w)
  * times out as before. */
 static void answer_stale_call(struct zbra_lane *l, const struct act_msg *m)
 {
-	struct act_msg *n = act_msg_alloc(Z.rt);
-	if (!n) {
-		l->notify_lost++;
+	struct act_msg *n = undelivered_new(l, m->to, m->ref, ZB_ERR_STALE_ID);
+	if (!n)
 		return;
-	}
-	n->kind = ACT_PL_NONE;
-	n->tag = ACT_TAG_UNDELIVERED;
-	n->from = m->to;
 	n->to = m->from;
-	n->ref = m->ref;
-	n->flags = ACT_MF_REPLY;
-	n->_reason = ZB_ERR_STALE_ID;
 	if (zbra_route(&Z, n) != 0) {
 		act_msg_free(Z.rt, n);
 		l->notify_lost++;

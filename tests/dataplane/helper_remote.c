@@ -922,12 +922,28 @@ static const struct act_behaviour probe_beh = {
 	.init = probe_init, .handle = probe_handle,
 };
 
+/* The probe of this run: its actor holds it until the runtime is gone
+ * (main frees it then, probe_free). */
+static struct probe *probe_live;
+
+static void probe_free(void)
+{
+	if (!probe_live)
+		return;
+	free(probe_live->big_data);
+	free(probe_live->big);
+	free(probe_live);
+	probe_live = NULL;
+}
+
 /* A probe towards `to` (trapping exits), with its 2 MiB buffer; NULL on failure. */
 static struct probe *probe_start(act_id to, act_id *pid)
 {
 	struct probe *p = calloc(1, sizeof(*p));
-	if (!p || !(p->big = calloc(1, sizeof(*p->big))) ||
-	    !(p->big_data = malloc(BIG_BYTES)))
+	if (!p)
+		return NULL;
+	probe_live = p;
+	if (!(p->big = calloc(1, sizeof(*p->big))) || !(p->big_data = malloc(BIG_BYTES)))
 		return NULL;
 	memset(p->big_data, 0xa5, BIG_BYTES);
 	p->to = to;
@@ -1705,6 +1721,7 @@ int main(int argc, char **argv)
 	act_runtime_destroy(rt);
 	zbra_detach();
 	dp_node_fini();
+	probe_free();
 	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu carrier_bad=%lu carrier_downs=%lu carrier_half_open=%lu\n",
 	       cfg.node.id, (unsigned long)zs.received, (unsigned long)zs.deferred,
 	       (unsigned long)zs.stale, (unsigned long)zs.bad,
