@@ -77,6 +77,7 @@ for f in 2:same-data 1:shift=12 1:overrun 2:underrun 1:src; do
 	rows=$(echo "$out" | awk -v f=$f '!/^#/ && NF == 12 && $8 > 0 && ($12 > 0 || f ~ /src/)' | wc -l)
 	[ $rc -eq 1 ] && [ "$rows" -eq 5 ] && ! echo "$out" | grep -q "Out of bounds values : 0 OK" ||
 		{ bad=1; diag "$f: exit $rc, $rows of 5 rows with #wrong > 0: $(echo "$out" | awk '!/^#/ && NF == 12 {print $4, $8, $12}' | tr '\n' ' ')"; }
+	drop_kept /tmp/zbcoll-err.$$   # a failed run keeps its configs and logs
 done
 ok $bad "a defect put into one node's checked all-reduce shows in #wrong in every row, exit 1 (same data, result shifted 12, overrun, underrun, send buffer changed)"
 ZBMD_BENCH_FAULT=2:nonsense "$Z" local --nodes 2 -- bench allreduce -N 1 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
