@@ -681,7 +681,7 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 	struct coll_host_stats hs0 = {0};
 
 	long window = b->o->blocking ? 1 : BENCH_INFLIGHT;
-	const size_t bytes = count * zb_dtype_size(row->dt);
+	const size_t es = zb_dtype_size(row->dt), bytes = count * es;
 	bench_init(src, row->dt, row->op, b->rank, b->n, count);
 	bench_guard_set(src, bytes);
 	bench_guard_set(dst, bytes);
@@ -734,7 +734,7 @@ static int bench_one(struct bench_ctx *b, struct bench_row *row, int ip)
 			memset(dst, 0xa5, bytes);
 		if ((rc = bench_allreduce(b, src, dst, count, row->dt, row->op)) < 0)
 			return rc;
-		bench_fault_apply(&b->fault, src, dst, count, zb_dtype_size(row->dt), ip);
+		bench_fault_apply(&b->fault, src, dst, count, es, ip);
 		wrong += bench_check(dst, row->dt, row->op, b->n, count);
 		if (!ip)
 			wrong += bench_changed(src, row->dt, row->op, srank, b->n, count) +

@@ -429,7 +429,6 @@ static int lane_enqueue(struct zbra *z, struct act_msg *m, uint16_t node)
 
 /* ---- failure reports (lane) --------------------------------------------------- */
 
-/* A message accepted by the router was not delivered: tell its sender. */
 /* An ACT_TAG_UNDELIVERED message about `about` (a call's error reply when
  * ref is set), or NULL (counted: no actor can be told). */
 static struct act_msg *undelivered_new(struct zbra_lane *l, act_id about,
@@ -451,6 +450,7 @@ static struct act_msg *undelivered_new(struct zbra_lane *l, act_id about,
 	return n;
 }
 
+/* A message accepted by the router was not delivered: tell its sender. */
 static void report_failure(struct zbra_lane *l, act_id from, act_id to,
 			   uint64_t ref, uint32_t flags, int status)
 {

@@ -340,6 +340,16 @@ void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
 	}
 }
 
+/* After this side reset the session with pe (a new local epoch): tell the
+ * peer now, which resets its side when it sees the new epoch, and this
+ * side's consumers (TP_PEER_RESET), which reset theirs. */
+static void reset_told(struct tp *tp, struct tp_peer *pe, uint64_t now)
+{
+	tp__send_ack(tp, pe, WIRE_F_ACKREQ, now);
+	if (tp->ops.peer_event)
+		tp->ops.peer_event(tp->user, pe->node, TP_PEER_RESET, pe->remote_epoch);
+}
+
 /* The peer's ACKs say the largest message it takes is max (its [transport]
  * max_message; docs/wire.md, "Larger than the peer takes"). tp_send
  * refuses larger ones with -EMSGSIZE from now on. One already queued or in
@@ -365,10 +375,7 @@ bool tp__peer_max(struct tp *tp, struct tp_peer *pe, uint32_t max, uint64_t now)
 		return false;
 	tp->st.size_resets++;
 	tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now);
-	/* tell the peer now: it resets its side when it sees the new epoch */
-	tp__send_ack(tp, pe, WIRE_F_ACKREQ, now);
-	if (tp->ops.peer_event)   /* this side's consumers reset theirs too */
-		tp->ops.peer_event(tp->user, pe->node, TP_PEER_RESET, pe->remote_epoch);
+	reset_told(tp, pe, now);
 	return true;
 }
 
@@ -383,10 +390,7 @@ int tp_peer_reset(struct tp *tp, uint16_t node, uint64_t now_ns)
 	tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now_ns);
 	if (pe->state == TP_PS_DOWN)
 		pe->state = TP_PS_UNKNOWN;
-	/* tell the peer now: it resets its side when it sees the new epoch */
-	tp__send_ack(tp, pe, WIRE_F_ACKREQ, now_ns);
-	if (tp->ops.peer_event)   /* this side's consumers reset theirs too */
-		tp->ops.peer_event(tp->user, pe->node, TP_PEER_RESET, pe->remote_epoch);
+	reset_told(tp, pe, now_ns);
 	return 0;
 }
 
