@@ -163,7 +163,7 @@ struct zbra_lane {
 	/* lane-side counters: written by the lane only */
 	uint64_t sent, batches, zc_sent, failed, notified, notify_lost, received,
 		zc_received, deferred, stale, stale_answered, bad;
-	uint64_t signals, lost_notices;
+	uint64_t signals, lost_notices, refused_in;
 	_Atomic uint64_t rtab_full;    /* any thread */
 	uint64_t tick_at;              /* lane 0: next tick round */
 	uint64_t members;              /* bitmap of the last applied view */
@@ -1113,6 +1113,23 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 	return 0;
 }
 
+/* The carrier skips a message of (peer, stream) too large for this node;
+ * its sender is told (-EMSGSIZE). A header waiting for it is dropped. */
+void zbra__refused(unsigned lane, uint16_t peer, uint16_t stream)
+{
+	ZB_ASSERT(Z.lanes != NULL && lane < Z.nlanes);
+	struct zbra_lane *l = &Z.lanes[lane];
+	unsigned s = (unsigned)stream - Z.first_stream;
+	if (peer >= CFG_MAX_NODES || stream < Z.first_stream || s >= Z.nstreams)
+		return;
+	struct act_msg **pend = &l->rxpend[peer][s];
+	l->refused_in++;
+	if (*pend && !atomic_load_explicit(&Z.detached, memory_order_acquire)) {
+		act_msg_free(Z.rt, *pend);
+		*pend = NULL;
+	}
+}
+
 static void zbra_peer_event(void *arg, unsigned index, uint16_t peer,
 			    enum tp_peer_event ev, uint32_t remote_epoch)
 {
@@ -1484,6 +1501,7 @@ void zbra_get_stats(struct zbra_stats *out)
 		out->bad += l->bad;
 		out->signals += l->signals;
 		out->lost_notices += l->lost_notices;
+		out->refused_in += l->refused_in;
 		out->rtab_full += atomic_load_explicit(&l->rtab_full, memory_order_relaxed);
 	}
 	for (unsigned i = 0; Z.lanes && i < CFG_MAX_NODES; i++)
@@ -1492,6 +1510,7 @@ void zbra_get_stats(struct zbra_stats *out)
 		struct zbra_netcar_stats ns;
 		zbra__netcar_stats(Z.netcar, &ns);
 		out->carrier_bad = ns.bad;
+		out->carrier_refused = ns.refused;
 		out->carrier_downs = ns.peer_downs;
 		out->carrier_silent = ns.silent;
 		out->carrier_half_open = ns.half_open;

@@ -56,6 +56,10 @@ struct zbra_car_ops {
 int zbra__deliver(unsigned lane, struct tp_msg *m);
 void zbra__send_done(unsigned lane, uint64_t cookie, int status);
 void zbra__peer_event(unsigned lane, uint16_t peer, enum tp_peer_event ev);
+/* The carrier refuses (skips) the message of (peer, stream) that has begun
+ * to arrive: larger than this node takes. The lane drops the header of a
+ * two-part message it holds for that stream (no payload comes for it). */
+void zbra__refused(unsigned lane, uint16_t peer, uint16_t stream);
 
 /* The net carrier (remote_net.c): a net provider instance of its own, one
  * send and one recv comm per peer on channel 0. */
@@ -77,7 +81,8 @@ void zbra__netcar_destroy(struct zbra_netcar *c);
 
 struct zbra_netcar_stats {
 	uint64_t msgs_out, msgs_in, frags_out, frags_in, credits_out, bad, peer_downs,
-		connects, silent, half_open;
+		connects, silent, half_open,
+		refused;   /* messages over our max_message, skipped, REFUSE sent */
 };
 void zbra__netcar_stats(const struct zbra_netcar *c, struct zbra_netcar_stats *out);
 

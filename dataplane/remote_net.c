@@ -68,7 +68,8 @@ static_assert((NC_RSLOTS & (NC_RSLOTS - 1)) == 0 && (NC_SSLOTS & (NC_SSLOTS - 1)
 static_assert((NC_WIN & (NC_WIN - 1)) == 0, "ring mask");
 static_assert(NC_RSLOTS <= 64 && NC_SSLOTS <= 64, "the tcp provider's request slots");
 
-enum { NCK_WHOLE = 1, NCK_FIRST = 2, NCK_MORE = 3, NCK_CREDIT = 4 };
+enum { NCK_WHOLE = 1, NCK_FIRST = 2, NCK_MORE = 3, NCK_CREDIT = 4, NCK_REFUSE = 5 };
+#define NC_REFUSE_BODY 8u               /* REFUSE: the refusing side's max_message */
 enum { NP_CONNECTING = 0, NP_UP, NP_DOWN };
 enum { RS_FREE = 0, RS_POSTED, RS_DONE, RS_HELD };
 
@@ -124,6 +125,10 @@ struct nc_peer {
 	struct nc_unacked ua[NC_WIN];   /* sent, not credited, oldest first */
 	uint32_t ua_head, ua_tail;
 	uint32_t consumed;              /* taken from the peer, not credited yet */
+	uint64_t peer_max;              /* the peer's max_message (0: not heard) */
+	/* a message over our max_message being skipped (refused) */
+	uint32_t skip_len, skip_got;
+	uint16_t skip_stream;
 	/* a fragmented send in progress (one at a time per peer) */
 	const uint8_t *ls_data;
 	size_t ls_len, ls_off;
@@ -201,6 +206,9 @@ static void big_put(struct zbra_netcar *c, struct nc_peer *p, struct nc_big *b)
 }
 
 static void peer_fail(struct zbra_netcar *c, struct nc_peer *p, uint64_t now);
+static int tx_post(struct zbra_netcar *c, struct nc_peer *p, uint8_t kind,
+		   uint16_t stream, uint32_t len, const void *body, size_t n,
+		   uint64_t cookie, bool last);
 
 /* The message at the head of the receive queue is complete (r->size
  * bytes): deliver it, or take its fragment. 0 consumed, -EAGAIN not now
@@ -218,6 +226,28 @@ static int rx_take(struct zbra_netcar *c, struct nc_peer *p, unsigned i)
 	hdr_get(h, &magic, &kind, &stream, &len);
 	if (magic != NC_MAGIC)
 		goto bad;
+	if (p->skip_len && kind != NCK_CREDIT && kind != NCK_REFUSE) {
+		/* the next fragment of the message we refuse */
+		if (kind != NCK_MORE || stream != p->skip_stream || len != p->skip_len ||
+		    body == 0 || p->skip_got + body > len ||
+		    (p->skip_got + body < len && body != NC_FRAG))
+			goto bad;
+		if (p->skip_got + body == len) {
+			/* its last: REFUSE credits it with what came before */
+			uint64_t mx = htole64(c->max_message);
+			int rc = tx_post(c, p, NCK_REFUSE, 0, p->consumed + 1, &mx,
+					 sizeof(mx), 0, false);
+			if (rc)
+				return rc;   /* -EAGAIN: no send slot, taken again */
+			p->consumed = 0;
+			p->skip_len = 0;
+		} else {
+			p->skip_got += body;
+			p->consumed++;
+		}
+		r->state = RS_FREE;
+		return post_recv(c, p, i);
+	}
 	if (kind == NCK_WHOLE) {
 		if (len != body || p->asm_big)
 			goto bad;
@@ -234,17 +264,50 @@ static int rx_take(struct zbra_netcar *c, struct nc_peer *p, unsigned i)
 			p->consumed++;
 		return 0;   /* off the queue either way: held until released */
 	}
-	if (kind == NCK_CREDIT) {   /* len 0: a keepalive (the peer is there) */
-		if (body || len > NC_WIN || p->credits + len > NC_WIN)
+	if (kind == NCK_CREDIT || kind == NCK_REFUSE) {
+		/* CREDIT len 0: a keepalive (the peer is there). REFUSE: the
+		 * last message these credits complete was too large for the
+		 * peer, whose max_message is the body */
+		uint64_t max = 0;
+		if (kind == NCK_REFUSE) {
+			if (body != NC_REFUSE_BODY || len == 0)
+				goto bad;
+			memcpy(&max, h + NC_HDR, sizeof(max));
+			max = le64toh(max);
+			if (max == 0)
+				goto bad;
+		} else if (body) {
 			goto bad;
-		if (p->ua_tail - p->ua_head < len)
+		}
+		if (len > NC_WIN || p->credits + len > NC_WIN ||
+		    p->ua_tail - p->ua_head < len)
+			goto bad;
+		if (kind == NCK_REFUSE &&
+		    !p->ua[(p->ua_head + len - 1) & (NC_WIN - 1)].last)
 			goto bad;
 		p->credits += len;
 		for (uint32_t k = 0; k < len; k++) {
 			const struct nc_unacked *u = &p->ua[p->ua_head++ & (NC_WIN - 1)];
 			if (u->last)   /* consumed by the peer's lane: delivered */
-				zbra__send_done(c->lane, u->cookie, 0);
+				zbra__send_done(c->lane, u->cookie,
+						kind == NCK_REFUSE && k == len - 1 ? -EMSGSIZE : 0);
 		}
+		if (kind == NCK_REFUSE)
+			p->peer_max = max;
+		r->state = RS_FREE;
+		return post_recv(c, p, i);
+	}
+	if (kind == NCK_FIRST && len > c->max_message && !p->asm_big &&
+	    len > NC_FRAG && body == NC_FRAG) {
+		/* larger than we take: its fragments are skipped, then the
+		 * sender hears REFUSE (its send fails with -EMSGSIZE and it
+		 * learns our limit); the lane drops the header it holds */
+		p->skip_len = len;
+		p->skip_got = NC_FRAG;
+		p->skip_stream = stream;
+		p->consumed++;
+		c->st.refused++;
+		zbra__refused(c->lane, p->id, stream);
 		r->state = RS_FREE;
 		return post_recv(c, p, i);
 	}
@@ -294,7 +357,8 @@ bad:
 		big_put(c, p, p->asm_big);
 		p->asm_big = NULL;
 	}
-	if (kind != NCK_CREDIT)
+	p->skip_len = 0;
+	if (kind != NCK_CREDIT && kind != NCK_REFUSE)
 		p->consumed++;   /* it took one of the sender's credits */
 	r->state = RS_FREE;
 	return post_recv(c, p, i);
@@ -355,8 +419,8 @@ static int tx_post(struct zbra_netcar *c, struct nc_peer *p, uint8_t kind,
 		   uint16_t stream, uint32_t len, const void *body, size_t n,
 		   uint64_t cookie, bool last)
 {
-	if (p->sq_tail - p->sq_head == NC_SSLOTS ||
-	    (kind != NCK_CREDIT && p->credits == 0))
+	bool ctl = kind == NCK_CREDIT || kind == NCK_REFUSE;
+	if (p->sq_tail - p->sq_head == NC_SSLOTS || (!ctl && p->credits == 0))
 		return -EAGAIN;
 	struct nc_sslot *s = &p->ss[p->sq_tail & (NC_SSLOTS - 1)];
 	ZB_DASSERT(n <= NC_FRAG);
@@ -371,7 +435,7 @@ static int tx_post(struct zbra_netcar *c, struct nc_peer *p, uint8_t kind,
 			return rc;
 	}
 	p->sq_tail++;
-	if (kind == NCK_CREDIT) {
+	if (ctl) {
 		c->st.credits_out++;
 	} else {
 		ZB_DASSERT(p->ua_tail - p->ua_head < NC_WIN);
@@ -618,6 +682,8 @@ static unsigned conn_poll(struct zbra_netcar *c, struct nc_peer *p, uint64_t now
 	/* messages queued while connecting hold their credits already */
 	p->credits = NC_WIN - (p->ua_tail - p->ua_head);
 	p->consumed = 0;
+	p->peer_max = 0;   /* learnt again (its config may have changed) */
+	p->skip_len = 0;
 	p->wait_since = 0;
 	p->heard = p->ua_since = p->ka_sent = now;
 	c->st.connects++;
@@ -736,8 +802,19 @@ static unsigned nc_poll(void *car, uint64_t now)
 	return work;
 }
 
+/* The largest message the peer takes: ours until it refused one (REFUSE
+ * says its max_message), then the smaller of the two. */
+static size_t nc_max_to(void *car, uint16_t peer)
+{
+	struct zbra_netcar *c = car;
+	const struct nc_peer *p = peer < CFG_MAX_NODES ? c->peers[peer] : NULL;
+	if (!p)
+		return 0;
+	return p->peer_max && p->peer_max < c->max_message ? p->peer_max : c->max_message;
+}
+
 const struct zbra_car_ops zbra__net_car_ops = {
-	.send = nc_send, .release = nc_release, .poll = nc_poll,
+	.send = nc_send, .release = nc_release, .poll = nc_poll, .max_to = nc_max_to,
 };
 
 /* ---- create / destroy ----------------------------------------------------------- */

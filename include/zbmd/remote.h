@@ -170,10 +170,14 @@ struct zbra_stats {
 	uint64_t bad;           /* malformed messages (counted, dropped) */
 	uint64_t signals;       /* link/monitor signals received and applied */
 	uint64_t lost_notices;  /* EXIT/DOWN/DEMONITOR given on node loss */
+	uint64_t refused_in;    /* messages the carrier refused on arrival (over
+				 * this node's max_message; their senders heard
+				 * -EMSGSIZE): their headers dropped */
 	uint64_t rtab_full;     /* links/monitors refused: table full */
 	uint64_t rtab_live;     /* remote links/monitors recorded now */
 	/* a net carrier's own (docs/remote.md "Carriers"; 0 with the transport) */
 	uint64_t carrier_bad;   /* malformed carrier messages (counted, dropped) */
+	uint64_t carrier_refused; /* messages over max_message skipped, REFUSE sent */
 	uint64_t carrier_downs; /* peers lost (failed request, silence, never came) */
 	uint64_t carrier_silent;/* of which: silence */
 	uint64_t carrier_half_open; /* one comm of a pair held for peer_timeout_ms

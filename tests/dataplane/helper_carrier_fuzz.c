@@ -7,8 +7,10 @@
  * provider at [transport] tcp_port + ZBRA_NET_PORT_OFFSET (where N's carrier
  * listens and connects), one send and one recv comm, as N's carrier
  * expects. Once both are up it sends BAD_COUNT malformed carrier messages
- * (each of a different kind of wrong) and a well-formed first fragment
- * whose reassembly the last one breaks, waits for them to be written,
+ * (each of a different kind of wrong), a well-formed first fragment
+ * whose reassembly the next one breaks and a first fragment of a message
+ * larger than N takes (refused: skipped, not bad) whose skip the last one
+ * breaks, waits for them to be written,
  * prints "SENT bad=K" and exits 0 (1 when it could not connect within 20 s).
  * Node N must count BAD_COUNT bad carrier messages, drop them, and live. */
 #include "zbmd/common.h"
@@ -28,7 +30,8 @@
 #define FRAG (MSG - HDR)
 #define MAGIC 0xa7u
 #define TAG 0x7a6e6321u  /* the carrier's net tag */
-#define BAD_COUNT 9
+#define BAD_COUNT 12
+#define NMSG 14          /* the bad ones, a well-formed FIRST, a refused FIRST */
 
 static size_t put(uint8_t *p, uint8_t magic, uint8_t kind, uint16_t stream,
 		  uint32_t len, size_t body)
@@ -88,8 +91,8 @@ int main(int argc, char **argv)
 		o->fini(ctx);
 		return 1;
 	}
-	static uint8_t m[BAD_COUNT + 1][MSG];
-	size_t n[BAD_COUNT + 1];
+	static uint8_t m[NMSG][MSG];
+	size_t n[NMSG];
 	n[0] = 3;                                            /* shorter than a header */
 	memset(m[0], MAGIC, 3);
 	n[1] = put(m[1], 0x00, 1, 0, 0, 0);                  /* bad magic */
@@ -101,17 +104,22 @@ int main(int argc, char **argv)
 	n[7] = put(m[7], MAGIC, 4, 0, 1, 4);                 /* CREDIT with a body */
 	n[8] = put(m[8], MAGIC, 2, 1, 10000, FRAG);          /* FIRST, well formed ... */
 	n[9] = put(m[9], MAGIC, 1, 1, 4, 4);                 /* ... broken by a WHOLE */
-	void *req[BAD_COUNT + 1];
-	for (int i = 0; i <= BAD_COUNT; i++)
+	n[10] = put(m[10], MAGIC, 5, 0, 1, 0);               /* REFUSE without its limit */
+	n[11] = put(m[11], MAGIC, 5, 0, 1, 8);               /* REFUSE for nothing sent */
+	n[12] = put(m[12], MAGIC, 2, 1, 0xfff00000u, FRAG);  /* FIRST over max_message ... */
+	n[13] = put(m[13], MAGIC, 1, 1, 4, 4);               /* ... its skip broken by a WHOLE */
+	static_assert(NMSG == BAD_COUNT + 2, "two of the messages are well formed");
+	void *req[NMSG];
+	for (int i = 0; i < NMSG; i++)
 		if ((rc = o->isend(sc, m[i], n[i], TAG, NULL, &req[i])) != 0) {
 			fprintf(stderr, "helper_carrier_fuzz: isend %d: %s\n", i, zb_strerror(rc));
 			o->fini(ctx);
 			return 1;
 		}
-	int left = BAD_COUNT + 1;
+	int left = NMSG;
 	end = zb_now_ns() + 10000000000ull;
 	while (left && zb_now_ns() < end) {
-		for (int i = 0; i <= BAD_COUNT; i++) {
+		for (int i = 0; i < NMSG; i++) {
 			int done = 0;
 			if (req[i] && o->test(req[i], &done, NULL) == 0 && !done)
 				continue;
@@ -122,7 +130,7 @@ int main(int argc, char **argv)
 		usleep(1000);
 	}
 	usleep(300000);   /* the node reads them before the connection goes */
-	printf("SENT bad=%d written=%d\n", BAD_COUNT, BAD_COUNT + 1 - left);
+	printf("SENT bad=%d written=%d\n", BAD_COUNT, NMSG - left);
 	o->close_send(sc);
 	o->close_recv(rc_);
 	o->fini(ctx);

@@ -1029,7 +1029,7 @@ static void defects_size(const struct ids *id)
 	msleep(300);   /* a second report would come now */
 	uint32_t und = atomic_load(&p->und);
 	check(p->send_rc == 0 && und == 1 && p->und_reason[0] == -EMSGSIZE,
-	      "a 2 MiB buffer to node 2 (max_message_mb = 1, known) comes back as exactly one ACT_TAG_UNDELIVERED -EMSGSIZE (send %d, undelivered=%u, reason %d %s)",
+	      "a 2 MiB buffer to node 2 (max_message_mb = 1) comes back as exactly one ACT_TAG_UNDELIVERED -EMSGSIZE (send %d, undelivered=%u, reason %d %s)",
 	      p->send_rc, und, und ? p->und_reason[0] : 0,
 	      und ? zb_strerror(p->und_reason[0]) : "none");
 	/* then seq 1..3 on the same pair, one at a time: each is resolved
@@ -1066,6 +1066,22 @@ static void defects_size(const struct ids *id)
 	      got[1], rep[1], got[2], rep[2], got[3], rep[3], r1.malformed - r0.malformed);
 	check(in_order && nrecv <= 3,
 	      "and those received arrived once each, in order (received: [%s])", list);
+	/* c. node 1 knows the limit now: a second 2 MiB buffer is refused too
+	 * (by node 1, its header never sent), then seq 4 arrives */
+	uint32_t u0 = atomic_load(&p->und), n0 = atomic_load(&p->nrecv);
+	WAIT_UNTIL(!atomic_load(&p->big->busy), 2000);
+	probe_go(pid, 0);
+	WAIT_UNTIL(atomic_load(&p->und) > u0, 5000);
+	probe_go(pid, 4);
+	WAIT_UNTIL(atomic_load(&p->nrecv) > n0, 4000);
+	msleep(200);
+	uint32_t und2 = atomic_load(&p->und) - u0, n2 = atomic_load(&p->nrecv);
+	int why = und2 && u0 < 8 ? p->und_reason[u0] : 0;
+	check(p->send_rc == 0 && und2 == 1 && why == -EMSGSIZE && n2 == n0 + 1 &&
+		      n2 <= 16 && p->recv[n2 - 1] == 4,
+	      "a second 2 MiB buffer comes back as one ACT_TAG_UNDELIVERED -EMSGSIZE too, and seq 4 after it arrives (undelivered=%u reason %d %s, received +%u: last %d)",
+	      und2, why, zb_strerror(why), n2 - n0,
+	      n2 && n2 <= 16 ? (int)p->recv[n2 - 1] : -1);
 	printf("# node 1 lane 0 size_resets +%lu\n", (unsigned long)(size_resets() - sr0));
 	act_exit_signal(rt, pid, ACT_KILL);
 }
@@ -1722,10 +1738,11 @@ int main(int argc, char **argv)
 	zbra_detach();
 	dp_node_fini();
 	probe_free();
-	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu carrier_bad=%lu carrier_downs=%lu carrier_half_open=%lu\n",
+	printf("EXIT node=%u received=%lu deferred=%lu stale=%lu bad=%lu carrier_bad=%lu carrier_downs=%lu carrier_half_open=%lu carrier_refused=%lu refused_in=%lu\n",
 	       cfg.node.id, (unsigned long)zs.received, (unsigned long)zs.deferred,
 	       (unsigned long)zs.stale, (unsigned long)zs.bad,
 	       (unsigned long)zs.carrier_bad, (unsigned long)zs.carrier_downs,
-	       (unsigned long)zs.carrier_half_open);
+	       (unsigned long)zs.carrier_half_open, (unsigned long)zs.carrier_refused,
+	       (unsigned long)zs.refused_in);
 	return rc || failures ? 1 : 0;
 }

@@ -30,7 +30,7 @@ TAG=zbra$$
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
 trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; $CLS''b --dir $T/rb/cl down >/dev/null 2>&1; $CLS''size --dir $T/dsize/cl down >/dev/null 2>&1; $CLS''first --dir $T/dfirst/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 84
+plan 85
 
 # one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
 # stolen across two workers, pairs hashed to two transport instances)
@@ -111,8 +111,8 @@ defect_round() {
 	$cl down >/dev/null 2>&1
 }
 # ids read, echo elsewhere, first call, 2 dead-actor calls, -EMSGSIZE, the 3
-# after it, their order
-defect_round size 2000 8
+# after it, their order, a second -EMSGSIZE and seq 4
+defect_round size 2000 9
 # ids read, echo elsewhere, linked, -EMSGSIZE, the two sides agree
 defect_round first 60000 5
 done_testing

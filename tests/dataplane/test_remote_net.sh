@@ -19,7 +19,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 trap 'cleanup_lib' EXIT
-plan 38
+plan 51
 
 # a loopback pair of addresses and a port of our own (parallel test runs)
 A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
@@ -70,10 +70,12 @@ ok $? "both nodes carried remote messages over tcp (CARRIER tcp)"
 grep '^# stats' "$T/run/drive.log" | while IFS= read -r l; do diag "$l"; done
 
 # malformed carrier messages from the wire: a fresh node 2 serves; a fuzzer
-# posing as node 1 connects to its carrier and sends 9 kinds of wrong
+# posing as node 1 connects to its carrier and sends 12 kinds of wrong
 # (short, bad magic, unknown kind, length mismatch, fragment out of
 # sequence, short first fragment, credits for nothing and with a body, a
-# reassembly broken by a whole message): each counted, dropped, node alive
+# reassembly broken by a whole message, a refusal without its limit and
+# one for nothing, the skip of a refused message broken by a whole one):
+# each counted, dropped, node alive
 mkdir -p "$T/fz"
 "$H" -c "$T/node2.ini" --serve "$T/fz/ids" >"$T/fz/serve.log" 2>&1 &
 s=$!; PIDS+=($s)
@@ -84,6 +86,30 @@ kill -0 $s 2>/dev/null; alive=$?
 kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
 [ $alive -eq 0 ] && [ $rs -eq 0 ]
 ok $? "node 2 survived them and stopped cleanly (exit $rs)"
-grep -q '^EXIT node=2 .* carrier_bad=9 ' "$T/fz/serve.log"
-ok $? "node 2 counted the 9 malformed carrier messages ($(grep -o 'carrier_bad=[0-9]*' "$T/fz/serve.log"))"
+grep -q '^EXIT node=2 .* carrier_bad=12 .* carrier_refused=1 ' "$T/fz/serve.log"
+ok $? "node 2 counted the 12 malformed carrier messages and the one refused ($(grep -o 'carrier_bad=[0-9]*\|carrier_refused=[0-9]*' "$T/fz/serve.log" | tr '\n' ' '))"
+
+# a message larger than the receiver takes (node 2: max_message_mb = 1):
+# node 2's carrier skips the 2 MiB payload and answers REFUSE, so node 1's
+# sender hears -EMSGSIZE (it was told "sent" before) and node 2 drops the
+# header it held; node 1 learns the limit, so a second one is refused
+# before its header goes; the small messages around them arrive in order
+mkdir -p "$T/big"
+sed '/^\[transport\]/a max_message_mb = 1' "$T/node2.ini" >"$T/big/node2.ini"
+"$H" -c "$T/node1.ini" --drive "$T/big/ids" --defects size >"$T/big/drive.log" 2>&1 &
+d=$!; PIDS+=($d)
+wait_for "$T/big/drive.log" '^READY' 30
+"$H" -c "$T/big/node2.ini" --serve "$T/big/ids" --defects size >"$T/big/serve.log" 2>&1 &
+s=$!; PIDS+=($s)
+wait_for "$T/big/serve.log" '^READY' 30 && wait_for "$T/big/drive.log" '^READY' 1
+ok $? "[defects size, tcp] both nodes up" ||
+	{ diag "$(tail -5 "$T/big/drive.log")"; diag "$(tail -5 "$T/big/serve.log")"; }
+wait_exit $d 90 || kill -KILL $d 2>/dev/null
+wait $d; rd=$?
+kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+ok $([ $rs -eq 0 ]; echo $?) "[defects size, tcp] serving node stopped cleanly (exit $rs)"
+grep -h '^# ' "$T/big/drive.log" "$T/big/serve.log" | while IFS= read -r l; do diag "[defects size, tcp] $l"; done
+driver_checks "defects size, tcp" "$T/big/drive.log" 9 $rd
+grep -q '^EXIT node=2 .* carrier_refused=1 refused_in=1$' "$T/big/serve.log"
+ok $? "[defects size, tcp] node 2's carrier refused the one 2 MiB message that reached it ($(grep -o 'carrier_refused=[0-9]* refused_in=[0-9]*' "$T/big/serve.log"))"
 done_testing
