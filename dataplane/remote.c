@@ -244,6 +244,11 @@ static inline uint64_t pair_hash(act_id from, act_id to)
 	return mix64(from * 0x9e3779b97f4a7c15ull ^ to);
 }
 
+unsigned zbra_lane_of(act_id from, act_id to)
+{
+	return Z.nlanes ? (unsigned)(pair_hash(from, to) % Z.nlanes) : 0;
+}
+
 /* ---- remote links and monitors: the per-node table (any thread) ---------------- */
 
 /* Index of the entry, or -1. LINK: (local, remote); WATCH: (local, ref);

@@ -185,6 +185,11 @@ struct zbra_stats {
 };
 void zbra_get_stats(struct zbra_stats *out);
 
+/* The lane (its index) that carries messages, links and monitors from
+ * `from` to `to` on another node (by a hash of the pair; the peer's lane of
+ * the same index receives them); 0 before attach. */
+unsigned zbra_lane_of(act_id from, act_id to);
+
 /* Streams per peer the remote layer uses, and the first (0 before attach). */
 unsigned zbra_streams(unsigned *first);
 

@@ -33,7 +33,7 @@
  *       to echo; prints "RESULT actor_rate_Mmsgs=..." and "RESULT
  *       actor_rtt_p50_us=... actor_rtt_p99_us=..." (make bench-transport).
  *
- *   helper_remote -c NODE.ini --serve IDS_FILE --defects size|first
+ *   helper_remote -c NODE.ini --serve IDS_FILE --defects size|first|restart
  *         [--link-file FILE]
  *       also spawns tally (tells every T_DATA's sender what it got), linker
  *       (traps exits) and an actor that exits at once (its id: "dead"), and
@@ -51,6 +51,12 @@
  *       first): its linker links to a probe actor here (id written to F),
  *       whose first data to it is a 2 MiB buffer: UNDELIVERED -EMSGSIZE,
  *       and both sides agree about the link afterwards.
+ *   helper_remote -c NODE.ini --drive IDS_FILE --defects restart
+ *         --restart-flag F
+ *       two lanes: a message on each to the serving node, "PHASE restart",
+ *       then (F exists: the serving node was killed and started again) a
+ *       link to its new tally made over lane 0 after lane 0 and before
+ *       lane 1 saw the restart survives lane 1's report (defects_restart).
  */
 #include "zbmd/actors.h"
 #include "zbmd/common.h"
@@ -840,8 +846,9 @@ struct probe {
 	_Atomic uint32_t und, nrecv, exits, linked, peer_exits, sent;
 	int und_reason[8];
 	uint32_t recv[16];
-	int exit_reason, peer_exit_reason, send_rc;
+	int exit_reason, peer_exit_reason, send_rc, link_rc;
 };
+#define PROBE_LINK UINT32_MAX   /* T_GO op: link to `to` (link_rc) */
 
 static int probe_init(struct act_ctx *ctx, void *arg)
 {
@@ -858,6 +865,10 @@ static int probe_handle(struct act_ctx *ctx, struct act_msg *m)
 		uint32_t op = 0;
 		if (m->kind == ACT_PL_INLINE && m->len == sizeof(op))
 			memcpy(&op, m->u.bytes, sizeof(op));
+		if (op == PROBE_LINK) {
+			p->link_rc = act_link(ctx, p->to);
+			return 0;
+		}
 		struct act_msg *d = act_msg_alloc(r);
 		if (!d) {
 			p->send_rc = -ENOBUFS;
@@ -922,30 +933,34 @@ static const struct act_behaviour probe_beh = {
 	.init = probe_init, .handle = probe_handle,
 };
 
-/* The probe of this run: its actor holds it until the runtime is gone
- * (main frees it then, probe_free). */
-static struct probe *probe_live;
+/* The probes of this run: their actors hold them until the runtime is gone
+ * (main frees them then, probe_free). */
+#define PROBES_MAX 256
+static struct probe *probes_live[PROBES_MAX];
+static unsigned nprobes;
 
 static void probe_free(void)
 {
-	if (!probe_live)
-		return;
-	free(probe_live->big_data);
-	free(probe_live->big);
-	free(probe_live);
-	probe_live = NULL;
+	for (unsigned i = 0; i < nprobes; i++) {
+		free(probes_live[i]->big_data);
+		free(probes_live[i]->big);
+		free(probes_live[i]);
+	}
+	nprobes = 0;
 }
 
 /* A probe towards `to` (trapping exits), with its 2 MiB buffer; NULL on failure. */
-static struct probe *probe_start(act_id to, act_id *pid)
+static struct probe *probe_start(act_id to, act_id *pid, bool big)
 {
-	struct probe *p = calloc(1, sizeof(*p));
+	struct probe *p = nprobes < PROBES_MAX ? calloc(1, sizeof(*p)) : NULL;
 	if (!p)
 		return NULL;
-	probe_live = p;
-	if (!(p->big = calloc(1, sizeof(*p->big))) || !(p->big_data = malloc(BIG_BYTES)))
+	probes_live[nprobes++] = p;
+	if (!(p->big = calloc(1, sizeof(*p->big))) ||
+	    (big && !(p->big_data = malloc(BIG_BYTES))))
 		return NULL;
-	memset(p->big_data, 0xa5, BIG_BYTES);
+	if (big)
+		memset(p->big_data, 0xa5, BIG_BYTES);
 	p->to = to;
 	struct act_spawn_opts o = {.trap_exit = true};
 	if (act_spawn_opt(rt, &probe_beh, p, &o, pid) != 0)
@@ -1019,7 +1034,7 @@ static void defects_size(const struct ids *id)
 	call_report(id->sink, &r0);   /* node 2's malformed count before */
 	uint64_t sr0 = size_resets();
 	act_id pid;
-	struct probe *p = probe_start(id->tally, &pid);
+	struct probe *p = probe_start(id->tally, &pid, true);
 	if (!p || !id->tally) {
 		check(false, "probe actor started (tally 0x%016llx)", (unsigned long long)id->tally);
 		return;
@@ -1096,7 +1111,7 @@ static void defects_size(const struct ids *id)
 static void defects_first(const struct ids *id, const char *link_file)
 {
 	act_id pid;
-	struct probe *p = probe_start(id->sink, &pid);
+	struct probe *p = probe_start(id->sink, &pid, true);
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", link_file ? link_file : "");
 	FILE *f = link_file ? fopen(tmp, "w") : NULL;
@@ -1140,6 +1155,123 @@ static void defects_first(const struct ids *id, const char *link_file)
 	act_exit_signal(rt, pid, ACT_KILL);
 }
 
+/* A probe towards `to` whose messages to it go on lane `fwd` and, with
+ * back >= 0, whose replies from it come back on lane `back`; NULL when 64
+ * spawns found none (those that did not fit are killed). */
+static struct probe *probe_on_lane(act_id to, unsigned fwd, int back, act_id *pid)
+{
+	for (int t = 0; t < 64; t++) {
+		struct probe *p = probe_start(to, pid, false);
+		if (!p)
+			return NULL;
+		if (zbra_lane_of(*pid, to) == fwd &&
+		    (back < 0 || zbra_lane_of(to, *pid) == (unsigned)back))
+			return p;
+		act_exit_signal(rt, *pid, ACT_KILL);
+	}
+	return NULL;
+}
+
+/* The probe sends inline seq k to its tally until the tally reports it
+ * (a message failed by a restart's session reset, or refused, is sent
+ * again); true when reported within ms. */
+static bool probe_until_reported(struct probe *p, act_id pid, uint32_t k,
+				 unsigned ms, unsigned *tries)
+{
+	uint64_t end = zb_now_ns() + ms * 1000000ull;
+	*tries = 0;
+	while (zb_now_ns() < end && !stop) {
+		uint32_t u0 = atomic_load(&p->und), n0 = atomic_load(&p->nrecv);
+		probe_go(pid, k);
+		++*tries;
+		WAIT_UNTIL(atomic_load(&p->und) > u0 || atomic_load(&p->nrecv) > n0, 2000);
+		if (atomic_load(&p->nrecv) > n0)
+			return true;
+		msleep(50);
+	}
+	return false;
+}
+
+static uint64_t lane_restarts(unsigned lane)
+{
+	struct tp *t = dp_transport(lane);
+	return t ? tp_stats(t)->peer_restarts : 0;   /* racy: a counter */
+}
+
+/* --defects restart (two lanes; node 2 with link_down_ms = 0 and a long
+ * peer_timeout, so that no lane calls it down): node 2 is killed and
+ * started again. A lane's transport sees the new incarnation when
+ * something first travels on it, and the node's links with that peer are
+ * ended by the first lane's report only (zbra_peer_event). Here lane 0 sees
+ * the restart first, a probe links to the new tally over lane 0, and only
+ * then lane 1 sees the restart: the link must survive it (before 2026-11-28
+ * each lane's report ended the node's links, the new one too), and killing
+ * the tally must reach the probe as that link's EXIT. */
+static void defects_restart(const char *ids_path, const struct ids *id,
+			    const char *restart_flag)
+{
+	unsigned tries = 0;
+	act_id w0 = 0, w1 = 0;
+	check(dp_transport(1) != NULL && restart_flag,
+	      "two lanes, a restart flag (%s)", restart_flag ? restart_flag : "none");
+	if (!dp_transport(1) || !restart_flag)
+		return;
+	/* the old incarnation: a session on each lane */
+	struct probe *a = probe_on_lane(id->tally, 0, -1, &w0);
+	struct probe *b = probe_on_lane(id->tally, 1, -1, &w1);
+	bool warm = a && b && probe_until_reported(a, w0, 1, 10000, &tries) &&
+		    probe_until_reported(b, w1, 1, 10000, &tries);
+	check(warm, "both lanes carried a message to node 2 before its restart");
+	if (!warm)
+		return;
+	act_exit_signal(rt, w0, ACT_KILL);
+	act_exit_signal(rt, w1, ACT_KILL);
+	msleep(300);   /* acknowledged: nothing left to retransmit */
+	printf("PHASE restart\n");
+	fflush(stdout);
+	while (access(restart_flag, F_OK) != 0 && !stop)
+		msleep(20);
+	struct ids id2;
+	int rc = read_ids(ids_path, &id2, 60);
+	check(rc == 0 && id2.tally,
+	      "the restarted node's ids read (%s)", zb_strerror(rc));
+	if (rc || !id2.tally)
+		return;
+	uint64_t r0 = lane_restarts(0), r1 = lane_restarts(1);
+	act_id pa = 0, pb = 0;
+	struct probe *pl = probe_on_lane(id2.tally, 0, 0, &pa);
+	bool reached = pl && probe_until_reported(pl, pa, 1, 20000, &tries);
+	uint64_t d0 = lane_restarts(0) - r0, d1 = lane_restarts(1) - r1;
+	check(reached && d0 >= 1 && d1 == 0,
+	      "lane 0 reached the new incarnation (%u sends) and saw its restart (peer_restarts +%lu), lane 1 not yet (+%lu)",
+	      tries, (unsigned long)d0, (unsigned long)d1);
+	if (!reached)
+		return;
+	probe_go(pa, PROBE_LINK);
+	struct zbra_stats zs;
+	bool linked = probe_until_reported(pl, pa, 2, 5000, &tries) && pl->link_rc == 0;
+	zbra_get_stats(&zs);
+	check(linked && zs.rtab_live >= 1,
+	      "a probe linked to the new tally over lane 0 (act_link %d, rtab_live=%lu)",
+	      pl->link_rc, (unsigned long)zs.rtab_live);
+	struct probe *ql = probe_on_lane(id2.tally, 1, -1, &pb);
+	bool l1 = ql && probe_until_reported(ql, pb, 3, 20000, &tries);
+	d1 = lane_restarts(1) - r1;
+	msleep(500);
+	zbra_get_stats(&zs);
+	uint32_t ex = atomic_load(&pl->exits);
+	check(l1 && d1 >= 1 && ex == 0 && zs.rtab_live >= 1,
+	      "then lane 1 saw the same restart (%u sends, peer_restarts +%lu) and the link made since survived it (probe EXITs %u%s%s, rtab_live=%lu)",
+	      tries, (unsigned long)d1, ex, ex ? " reason " : "",
+	      ex ? act_reason_name(pl->exit_reason) : "", (unsigned long)zs.rtab_live);
+	act_exit_signal(rt, id2.tally, ACT_KILL);
+	WAIT_UNTIL(atomic_load(&pl->exits) > ex, 5000);
+	uint32_t ex2 = atomic_load(&pl->exits) - ex;
+	check(ex2 == 1 && pl->exit_reason == ACT_KILLED,
+	      "and the tally, killed, sent the probe that link's EXIT (EXITs %u, reason %s)",
+	      ex2, ex2 ? act_reason_name(pl->exit_reason) : "none");
+}
+
 static void drive(const char *ids_path, const char *down_flag,
 		  const char *restart_flag, uint16_t ghost, uint32_t k, uint32_t n,
 		  unsigned bench_s, uint32_t bench_pings, const char *defects,
@@ -1155,6 +1287,10 @@ static void drive(const char *ids_path, const char *down_flag,
 	if (defects && !strcmp(defects, "first")) {
 		/* nothing may go to node 2 before the scenario's message */
 		defects_first(&id, link_file);
+		return;
+	}
+	if (defects && !strcmp(defects, "restart")) {
+		defects_restart(ids_path, &id, restart_flag);
 		return;
 	}
 	/* wait for the session: the first calls may find the link not up yet */
@@ -1684,9 +1820,10 @@ int main(int argc, char **argv)
 	struct cfg_error cerr;
 	if (!path || !serve_ids == !drive_ids || k == 0 || k > 24 || n == 0 ||
 	    (bench_pings && (k > MAX_SENDERS - FIXED_FROM || bench_pings > RTT_MAX)) ||
-	    (defects && strcmp(defects, "size") && strcmp(defects, "first")) ||
+	    (defects && strcmp(defects, "size") && strcmp(defects, "first") &&
+	     strcmp(defects, "restart")) ||
 	    cfg_load_file(&cfg, path, &cerr) != 0) {
-		fprintf(stderr, "usage: helper_remote -c NODE.ini --serve IDS | --drive IDS [--down-flag F] [--senders K<=24] [--count N] [--bench S] [--bench-only PINGS] [--defects size|first [--link-file F]]%s%s\n",
+		fprintf(stderr, "usage: helper_remote -c NODE.ini --serve IDS | --drive IDS [--down-flag F] [--senders K<=24] [--count N] [--bench S] [--bench-only PINGS] [--defects size|first|restart [--link-file F]]%s%s\n",
 			path ? ": " : "", path ? cerr.msg : "");
 		return 2;
 	}

@@ -29,8 +29,8 @@
 TAG=zbra$$
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
-trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; $CLS''b --dir $T/rb/cl down >/dev/null 2>&1; $CLS''size --dir $T/dsize/cl down >/dev/null 2>&1; $CLS''first --dir $T/dfirst/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 85
+trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; $CLS''b --dir $T/rb/cl down >/dev/null 2>&1; $CLS''size --dir $T/dsize/cl down >/dev/null 2>&1; $CLS''first --dir $T/dfirst/cl down >/dev/null 2>&1; $CLS''rs --dir $T/rs/cl down >/dev/null 2>&1; cleanup_lib' EXIT
+plan 98
 
 # one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
 # stolen across two workers, pairs hashed to two transport instances)
@@ -115,4 +115,37 @@ defect_round() {
 defect_round size 2000 9
 # ids read, echo elsewhere, linked, -EMSGSIZE, the two sides agree
 defect_round first 60000 5
+
+# a restart seen by two lanes at different times (helper_remote --defects
+# restart): two memif nodes with two lanes each, no lane calls node 2 down
+# (link_down_ms = 0, peer_timeout_ms 60 s); node 2 is killed (-9) and
+# started again; node 1's lane 0 sees the new incarnation, a link to it is
+# made over lane 0, then lane 1 sees it: the link survives (9 driver checks)
+R=$T/rs; CLR="$CLS""rs --dir $R/cl"
+mkdir -p "$R"
+ZBN_LCORES=0-2 $CLR up 2 >/dev/null
+ok $? "[restart, 2 lanes] memif cluster configs written"
+sed -i '/^\[transport\]/a peer_timeout_ms = 60000\nlink_down_ms = 0' "$R/cl/node1.ini" "$R/cl/node2.ini"
+"$H" -c "$R/cl/node1.ini" --drive "$R/ids" --defects restart --restart-flag "$R/restarted" >"$R/drive.log" 2>&1 &
+d=$!; PIDS+=($d)
+wait_for "$R/drive.log" '^READY' 30
+"$H" -c "$R/cl/node2.ini" --serve "$R/ids" --defects restart >"$R/serve.log" 2>&1 &
+s=$!; PIDS+=($s)
+wait_for "$R/serve.log" '^READY' 30 && grep -q '^READY node=1 lanes=2 ' "$R/drive.log"
+ok $? "[restart, 2 lanes] both nodes up, node 1 with two lanes" ||
+	{ diag "$(tail -5 "$R/drive.log")"; diag "$(tail -5 "$R/serve.log")"; }
+wait_for "$R/drive.log" '^(PHASE restart|DONE)' 60 || diag "driver did not reach the restart: $(tail -3 "$R/drive.log")"
+kill -KILL $s 2>/dev/null; wait $s 2>/dev/null
+rm -f "$R/ids"
+"$H" -c "$R/cl/node2.ini" --serve "$R/ids" --defects restart >"$R/serve2.log" 2>&1 &
+s=$!; PIDS+=($s)
+wait_for "$R/serve2.log" '^READY' 30 || diag "restarted node: $(tail -3 "$R/serve2.log")"
+touch "$R/restarted"
+wait_exit $d 120 || kill -KILL $d 2>/dev/null
+wait $d; rd=$?
+kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
+ok $([ $rs -eq 0 ]; echo $?) "[restart, 2 lanes] restarted node stopped cleanly (exit $rs)" ||
+	diag "$(grep -v '^EAL\|^memif' "$R/serve2.log" | tail -5)"
+driver_checks "restart, 2 lanes" "$R/drive.log" 9 $rd
+$CLR down >/dev/null 2>&1
 done_testing
