@@ -191,16 +191,21 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 			o->blocking = (int)v;
 			break;
 		case 'd':
+			/* the last -d wins, `all` or not */
 			if (strcmp(optarg, "all") == 0)
 				o->dt_all = true;
 			else if (zb_dtype_parse(optarg, &o->dt) < 0)
 				goto bad;
+			else
+				o->dt_all = false;
 			break;
 		case 'o':
 			if (strcmp(optarg, "all") == 0)
 				o->op_all = true;
 			else if (zb_redop_parse(optarg, &o->op) < 0)
 				goto bad;
+			else
+				o->op_all = false;
 			break;
 		case 'N': {
 			char *s = optarg, *end;
