@@ -13,6 +13,7 @@
 #include "zbmd/net.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -112,8 +113,12 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 
 static int bench_sizes(const struct bench_opts *o, size_t esize, size_t *out,
 		       int max);
+static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
+			   size_t *maxbytes);
 
-static int bench_parse(int argc, char **argv, struct bench_opts *o)
+/* LOCAL: the command zbmd local runs on every node (it gives each node its
+ * config: none is needed here, and -c FILE is refused). */
+static int bench_parse(int argc, char **argv, struct bench_opts *o, bool local)
 {
 	enum { O_JSON = 256, O_PLOT, O_CHECK, O_CHANNELS, O_CHUNK, O_TMO, O_PROV };
 	static const struct option lo[] = {
@@ -144,16 +149,23 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 				 .factor = 2, .stepb = 1u << 20, .iters = 20,
 				 .warmup = 5, .check = 1, .dt = ZB_F32, .op = ZB_SUM};
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:b:e:f:i:n:w:z:d:o:N:h", lo, NULL)) != -1) {
+	opterr = 0;   /* getopt's own messages name only argv[0] */
+	while ((c = getopt_long(argc, argv, ":c:b:e:f:i:n:w:z:d:o:N:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			/* nccl-tests' -c is "check"; ours is also the config. */
 			if (strcmp(optarg, "0") == 0 || strcmp(optarg, "1") == 0)
 				o->check = optarg[0] - '0';
-			else if (optarg[0])
-				o->config = optarg;
-			else
+			else if (!optarg[0])
 				goto bad;
+			else if (local) {
+				fprintf(stderr, "zbmd local: -c/--config %s in the command: "
+					"zbmd local writes every node's config itself (-c takes "
+					"0 or 1 there, the check; use --set SECTION.KEY=VALUE "
+					"for config keys)\n", optarg);
+				return -EINVAL;
+			} else
+				o->config = optarg;
 			break;
 		case O_CHECK:
 			if (parse_long(optarg, 0, 1, &v) < 0)
@@ -225,8 +237,15 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 			}
 			break;
 		}
-		case O_JSON: o->json = optarg; break;
-		case O_PLOT: o->plot = optarg; break;
+		case O_JSON:
+		case O_PLOT:
+			if (!optarg[0]) {
+				fprintf(stderr, "zbmd bench allreduce: --%s is empty (expected "
+					"a file name)\n", c == O_JSON ? "json" : "plot");
+				return -EINVAL;
+			}
+			*(c == O_JSON ? &o->json : &o->plot) = optarg;
+			break;
 		case O_PROV: o->provider = optarg; break;
 		case O_CHANNELS:
 			if (parse_long(optarg, 1, 64, &v) < 0)
@@ -246,7 +265,22 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case 'h':
 			bench_usage(stdout);
 			return 1;
+		case ':':
+			if (optopt > 0 && optopt < 256)
+				fprintf(stderr, "zbmd bench allreduce: -%c needs a value\n",
+					optopt);
+			else
+				fprintf(stderr, "zbmd bench allreduce: %s needs a value\n",
+					argv[optind - 1]);
+			bench_usage(stderr);
+			return -EINVAL;
 		default:
+			if (optopt > 0 && optopt < 256)
+				fprintf(stderr, "zbmd bench allreduce: unknown option -%c\n",
+					optopt);
+			else
+				fprintf(stderr, "zbmd bench allreduce: unknown option '%s'\n",
+					argv[optind - 1]);
 			bench_usage(stderr);
 			return -EINVAL;
 		}
@@ -256,7 +290,7 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o)
 			argv[optind]);
 		return -EINVAL;
 	}
-	if (!o->config) {
+	if (!o->config && !local) {
 		fprintf(stderr, "zbmd bench allreduce: a node config is required "
 			"(-c node.ini)\n");
 		return -EINVAL;
@@ -975,13 +1009,22 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 }
 
 /* Before the sweep: an output file the run could not write at its end is an
- * error now (exit 2), not after the whole sweep ran. The file must be a
- * regular file we may write, or not exist yet in a directory we may write. */
+ * error now (exit 2), not after the whole sweep ran. An existing file must be
+ * a regular file that opens for writing (it is not truncated now); a file is
+ * created in its directory and removed again (what access() cannot tell: a
+ * file system that takes no new files, /proc; a name too long for it;
+ * root's W_OK is always true). --json writes NAME.tmp-PID beside the file
+ * and renames it over: that name must fit too. */
 static int bench_output_ok(const char *flag, const char *path)
 {
 	struct stat st;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], probe[PATH_MAX + 32];
 
+	if (!path[0]) {
+		fprintf(stderr, "zbmd bench allreduce: %s is empty (expected a file "
+			"name)\n", flag);
+		return -1;
+	}
 	for (const char *c = path; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f) {
 			fprintf(stderr, "zbmd bench allreduce: %s: the path holds a control "
@@ -995,27 +1038,19 @@ static int bench_output_ok(const char *flag, const char *path)
 			"would run a command (write ./%s for such a file)\n", flag, path, path);
 		return -1;
 	}
-
-	if (stat(path, &st) == 0) {
-		if (!S_ISREG(st.st_mode)) {
-			fprintf(stderr, "zbmd bench allreduce: %s %s: not a regular file\n",
-				flag, path);
-			return -1;
-		}
-		if (access(path, W_OK) != 0) {
-			fprintf(stderr, "zbmd bench allreduce: %s %s: cannot write it: %s\n",
-				flag, path, strerror(errno));
-			return -1;
-		}
-		/* --json replaces it through a new file in its directory */
-		if (strcmp(flag, "--json") != 0)
-			return 0;
-	}
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
-		fprintf(stderr, "zbmd bench allreduce: %s: path too long\n", flag);
+	bool json = strcmp(flag, "--json") == 0;
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir) - 24) {
+		fprintf(stderr, "zbmd bench allreduce: %s: the path is longer than %d "
+			"characters\n", flag, PATH_MAX - 24);
 		return -1;
 	}
 	char *slash = strrchr(dir, '/');
+	const char *base = slash ? path + (slash - dir) + 1 : path;
+	if (!*base) {
+		fprintf(stderr, "zbmd bench allreduce: %s %s: names a directory (expected "
+			"a file name)\n", flag, path);
+		return -1;
+	}
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
 	else if (slash == dir)
@@ -1027,14 +1062,170 @@ static int bench_output_ok(const char *flag, const char *path)
 		why = strerror(errno);
 	else if (!S_ISDIR(st.st_mode))
 		why = "not a directory";
-	else if (access(dir, W_OK | X_OK) != 0)
-		why = strerror(errno);
 	if (why) {
 		fprintf(stderr, "zbmd bench allreduce: %s %s: cannot create it in %s: %s\n",
 			flag, path, dir, why);
 		return -1;
 	}
+	long name_max = pathconf(dir, _PC_NAME_MAX);
+	if (name_max <= 0)
+		name_max = NAME_MAX;
+	/* --json's temporary name: base + ".tmp-" + a pid */
+	size_t extra = json ? strlen(".tmp-") + 10 : 0;
+	if (strlen(base) + extra > (size_t)name_max) {
+		fprintf(stderr, "zbmd bench allreduce: %s %s: the file name is %zu "
+			"characters, at most %ld here%s\n", flag, path, strlen(base),
+			name_max - (long)extra, json ? " (--json writes NAME.tmp-PID "
+			"beside it first)" : "");
+		return -1;
+	}
+	if (stat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode)) {
+			fprintf(stderr, "zbmd bench allreduce: %s %s: not a regular file\n",
+				flag, path);
+			return -1;
+		}
+		int fd = open(path, O_WRONLY | O_CLOEXEC);   /* no O_TRUNC: kept */
+		if (fd < 0) {
+			fprintf(stderr, "zbmd bench allreduce: %s %s: cannot write it: %s\n",
+				flag, path, strerror(errno));
+			return -1;
+		}
+		close(fd);
+	}
+	/* a new file in the directory, removed again */
+	snprintf(probe, sizeof(probe), "%s/.zbmd-bench-probe-%d", dir, (int)getpid());
+	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "zbmd bench allreduce: %s %s: cannot create a file in "
+			"%s: %s\n", flag, path, dir, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	unlink(probe);
 	return 0;
+}
+
+/* --json and --plot naming one file: the PNG would overwrite the JSON */
+static bool bench_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+
+	if (strcmp(a, b) == 0)
+		return true;
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	/* not both there yet: the same directory and the same name */
+	const char *ba = strrchr(a, '/'), *bb = strrchr(b, '/');
+	snprintf(da, sizeof(da), "%.*s", ba ? (int)(ba - a) + 1 : 1, ba ? a : ".");
+	snprintf(db, sizeof(db), "%.*s", bb ? (int)(bb - b) + 1 : 1, bb ? b : ".");
+	ba = ba ? ba + 1 : a;
+	bb = bb ? bb + 1 : b;
+	return strcmp(ba, bb) == 0 && realpath(da, ra) && realpath(db, rb) &&
+	       strcmp(ra, rb) == 0;
+}
+
+/* Memory the sweep's buffers need, per node: the send and the receive
+ * buffer at the largest size, with their guards, written at start-up. */
+static uint64_t bench_mem_need(const struct bench_opts *o)
+{
+	struct bench_row *rows = calloc(BENCH_MAX_ROWS, sizeof(*rows));
+	size_t maxbytes = 0;
+	if (rows)
+		bench_plan_rows(o, rows, &maxbytes);
+	free(rows);
+	return 2 * ((uint64_t)maxbytes + 2 * BENCH_GUARD);
+}
+
+static bool bench_read_u64(const char *path, const char *key, uint64_t *out)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+		if (!key) {   /* a cgroup file: one number, or "max" */
+			found = sscanf(line, "%llu", &v) == 1;
+		} else if (strncmp(line, key, strlen(key)) == 0 &&
+			   sscanf(line + strlen(key), " %llu kB", &v) == 1) {
+			found = true;
+			v *= 1024;
+		}
+		if (found)
+			*out = v;
+	}
+	fclose(f);
+	return found;
+}
+
+/* What this machine can give: MemAvailable, and what the cgroup's
+ * memory.max leaves above memory.current, whichever is less; what it is
+ * in *what. UINT64_MAX where neither says. */
+static uint64_t bench_mem_avail(const char **what)
+{
+	uint64_t avail = UINT64_MAX, v, max, cur;
+	char path[PATH_MAX], rel[PATH_MAX] = "";
+
+	*what = "";
+	if (bench_read_u64("/proc/meminfo", "MemAvailable:", &v)) {
+		avail = v;
+		*what = "MemAvailable";
+	}
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	if (f) {
+		char line[PATH_MAX];
+		while (fgets(line, sizeof(line), f))
+			if (strncmp(line, "0::", 3) == 0) {
+				snprintf(rel, sizeof(rel), "%s", line + 3);
+				rel[strcspn(rel, "\n")] = 0;
+			}
+		fclose(f);
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *dir = k == 0 ? rel : "";
+		if (k == 0 && (!rel[0] || strcmp(rel, "/") == 0))
+			continue;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", dir);
+		if (!bench_read_u64(path, NULL, &max))
+			continue;   /* none, or "max" */
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.current", dir);
+		if (!bench_read_u64(path, NULL, &cur))
+			cur = 0;
+		v = max > cur ? max - cur : 0;
+		if (v < avail) {
+			avail = v;
+			*what = "the cgroup's memory.max less its memory.current";
+		}
+		break;
+	}
+	return avail;
+}
+
+/* NODES nodes on this machine each allocate the buffers: refused (exit 2)
+ * where they cannot fit, before anything starts (a node's write of them
+ * would be met by the OOM killer). */
+static int bench_mem_ok(const struct bench_opts *o, unsigned nodes)
+{
+	const char *what;
+	uint64_t need = bench_mem_need(o), avail = bench_mem_avail(&what);
+	uint64_t all = need * nodes;
+
+	if (avail == UINT64_MAX || all <= avail)
+		return 0;
+	char each[96] = "";
+	if (nodes > 1)
+		snprintf(each, sizeof(each), ", %u nodes on this machine: %.1f MiB",
+			 nodes, (double)all / (1 << 20));
+	fprintf(stderr, "zbmd bench allreduce: the sizes need %.1f MiB per node (a "
+		"send and a receive buffer of %.1f MiB, the largest size)%s, but this "
+		"machine has %.1f MiB available (%s): take a smaller -e or -N\n",
+		(double)need / (1 << 20), (double)(need / 2) / (1 << 20), each,
+		(double)avail / (1 << 20), what);
+	return -1;
 }
 
 /* gnuplot on PATH, for --plot */
@@ -1220,12 +1411,90 @@ static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
 	struct cfg_error cerr;
 	int rc = cfg_load_file(cfg, o->config, &cerr);
 
-	if (rc == ZB_ERR_CONFIG)
-		fprintf(stderr, "zbmd bench allreduce: %s\n", cerr.msg);
+	if (rc == ZB_ERR_CONFIG) {
+		/* every diagnostic ("FILE:LINE: ..." a line), as zbmd run */
+		const char *l = cerr.list[0] ? cerr.list : cerr.msg;
+		while (*l) {
+			size_t n = strcspn(l, "\n");
+			fprintf(stderr, "zbmd bench allreduce: %.*s\n", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
+	} else if (rc == -ENOENT)
+		/* nccl-tests' -c N is a check count: ours takes 0 or 1 */
+		fprintf(stderr, "zbmd bench allreduce: -c/--config %s: no such config "
+			"file (-c takes 0 or 1 for the check, or a node config file)\n",
+			o->config);
 	else if (rc < 0)
 		fprintf(stderr, "zbmd bench allreduce: %s: %s\n", o->config,
 			zb_strerror(rc));
 	return rc;
+}
+
+/* The channels a provider can take: the dpdk provider maps channel c to
+ * transport stream c of the lane, streams 0..NET_DPDK_MAX_CHANNELS-1 (its init
+ * refused more with a bare "Invalid argument"). */
+static int bench_channels_ok(const struct bench_opts *o, const char *pname,
+			     uint32_t cfg_channels)
+{
+	uint32_t ch = o->channels ? o->channels : cfg_channels;
+
+	if (strcmp(pname, "dpdk") != 0 || ch <= NET_DPDK_MAX_CHANNELS)
+		return 0;
+	if (o->channels)
+		fprintf(stderr, "zbmd bench allreduce: bad value '%u' for --channels: "
+			"the dpdk provider takes 1..%d (a lane's transport streams)\n",
+			ch, NET_DPDK_MAX_CHANNELS);
+	else
+		fprintf(stderr, "zbmd bench allreduce: [coll] channels = %u: the dpdk "
+			"provider takes 1..%d (a lane's transport streams)\n", ch,
+			NET_DPDK_MAX_CHANNELS);
+	return -1;
+}
+
+/* The up-front checks of what the flags alone say: outputs the run could
+ * not write, gnuplot for --plot, buffers that do not fit in NODES nodes. */
+static int bench_precheck(const struct bench_opts *o, unsigned nodes)
+{
+	if ((o->json && bench_output_ok("--json", o->json) < 0) ||
+	    (o->plot && bench_output_ok("--plot", o->plot) < 0))
+		return -1;
+	if (o->json && o->plot && bench_same_file(o->json, o->plot)) {
+		fprintf(stderr, "zbmd bench allreduce: --json %s and --plot %s name one "
+			"file (the plot would overwrite the figures)\n", o->json, o->plot);
+		return -1;
+	}
+	if (o->plot && !bench_have_gnuplot()) {
+		fprintf(stderr, "zbmd bench allreduce: --plot needs gnuplot, which is not "
+			"on PATH (Debian: apt-get install gnuplot-nox; make deps installs it)\n");
+		return -1;
+	}
+	return bench_mem_ok(o, nodes);
+}
+
+int coll_bench_local_check(int argc, char **argv, unsigned nodes,
+			   const char *link, const char *provider)
+{
+	struct bench_opts o;
+	char **a = calloc((size_t)argc + 1, sizeof(*a));
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	memcpy(a, argv, (size_t)argc * sizeof(*a));   /* getopt permutes it */
+	a[0] = (char *)"zbmd bench allreduce";
+	rc = bench_parse(argc, a, &o, true);
+	free(a);
+	if (rc != 0)
+		return rc > 0 ? 0 : rc;   /* --help: the nodes print it */
+	if (o.provider && strcmp(o.provider, provider) != 0) {
+		fprintf(stderr, "zbmd local: --provider %s: the nodes of --link %s run "
+			"the %s provider (--link tcp for tcp; memif or veth for dpdk)\n",
+			o.provider, link, provider);
+		return -EINVAL;
+	}
+	if (bench_channels_ok(&o, provider, 0) < 0 || bench_precheck(&o, nodes) < 0)
+		return -EINVAL;
+	return 0;
 }
 
 static const char *bench_provider(const struct bench_opts *o,
@@ -1300,18 +1569,11 @@ int coll_bench_allreduce_main(int argc, char **argv)
 
 	if (!cfg || !rows)
 		goto out;
-	if ((rc = bench_parse(argc, argv, &o)) != 0) {
+	if ((rc = bench_parse(argc, argv, &o, false)) != 0) {
 		status = rc > 0 ? 0 : 2;
 		goto out;
 	}
-	if ((o.json && bench_output_ok("--json", o.json) < 0) ||
-	    (o.plot && bench_output_ok("--plot", o.plot) < 0)) {
-		status = 2;
-		goto out;
-	}
-	if (o.plot && !bench_have_gnuplot()) {
-		fprintf(stderr, "zbmd bench allreduce: --plot needs gnuplot, which is not "
-			"on PATH (Debian: apt-get install gnuplot-nox; make deps installs it)\n");
+	if (bench_precheck(&o, 1) < 0) {
 		status = 2;
 		goto out;
 	}
@@ -1331,6 +1593,10 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		/* the user's flag or config, before any set-up: a usage error */
 		fprintf(stderr, "zbmd bench allreduce: node %u: no net provider '%s' in "
 			"this build (expected tcp, dpdk or rdma)\n", cfg->node.id, pname);
+		status = 2;
+		goto out;
+	}
+	if (bench_channels_ok(&o, pname, cfg->coll.channels) < 0) {
 		status = 2;
 		goto out;
 	}

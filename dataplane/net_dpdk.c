@@ -567,6 +567,15 @@ static int nd_progress(void *ctx)
 	return n;
 }
 
+/* The last init failure's words on this thread (net_ops.last_error), for
+ * the caller's message: "init: Invalid argument" alone named no limit. */
+static _Thread_local char nd_err[160];
+
+static const char *nd_last_error(void) { return nd_err; }
+
+_Static_assert(DP_NET_CHANNELS == NET_DPDK_MAX_CHANNELS,
+	       "zbmd/net.h's NET_DPDK_MAX_CHANNELS is the provider's channels");
+
 static int nd_init(const struct net_init_args *args, void **out)
 {
 	ZB_ASSERT(args != NULL && out != NULL);
@@ -575,8 +584,13 @@ static int nd_init(const struct net_init_args *args, void **out)
 	struct tp *tp = dp_transport(lane);
 	if (!tp)
 		return ZB_ERR_UNAVAILABLE;   /* no node, or no port with an IP */
-	if (args->channels > DP_NET_CHANNELS)
+	nd_err[0] = '\0';
+	if (args->channels > DP_NET_CHANNELS) {
+		snprintf(nd_err, sizeof(nd_err), "%u channels: the dpdk provider "
+			 "takes at most %d, one per transport stream of the lane",
+			 (unsigned)args->channels, DP_NET_CHANNELS);
 		return -EINVAL;
+	}
 	if (lanes[lane])
 		return -EBUSY;
 	struct nd_ctx *c = rte_zmalloc("zbmd_net_dpdk", sizeof(*c),
@@ -636,4 +650,5 @@ const struct net_ops dp_net_dpdk_ops = {
 	.test = nd_test,
 	.close_send = nd_close,
 	.close_recv = nd_close,
+	.last_error = nd_last_error,
 };

@@ -475,5 +475,9 @@ void coll_actor_node_close(struct coll_actor_node *n);
 /* ---- commands (cli/main.c) ------------------------------------------------ */
 int coll_bench_allreduce_main(int argc, char **argv);   /* zbmd bench allreduce */
 int coll_local_main(int argc, char **argv);             /* zbmd local */
+/* zbmd local's look at `bench allreduce ARGS` before it starts the nodes:
+ * refused flags say why on stderr (-EINVAL); 0 where the nodes may run it. */
+int coll_bench_local_check(int argc, char **argv, unsigned nodes,
+			   const char *link, const char *provider);
 
 #endif /* ZBMD_COLL_H */

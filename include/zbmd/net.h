@@ -172,6 +172,10 @@ const struct net_ops *net_provider(unsigned i);
  * the provider has any. For callers' messages after init or connect failed. */
 void net_add_reason(const struct net_ops *ops, char *err, size_t errlen);
 
+/* The channels the "dpdk" provider takes (channel c of a peer is transport
+ * stream c of the lane, streams 0..7; dataplane/net_dpdk.c). */
+#define NET_DPDK_MAX_CHANNELS 8
+
 /* Built-in providers of the coll module. */
 extern const struct net_ops net_tcp_ops;
 
