@@ -40,10 +40,16 @@ static const struct zb_cmd bench_commands[] = {
 
 static int cmd_bench(int argc, char **argv)
 {
+	static char name[64];
+
 	if (argc >= 2)
 		for (size_t i = 0; bench_commands[i].name; i++)
-			if (strcmp(argv[1], bench_commands[i].name) == 0)
+			if (strcmp(argv[1], bench_commands[i].name) == 0) {
+				/* getopt's messages begin with argv[0] */
+				snprintf(name, sizeof(name), "zbmd bench %s", argv[1]);
+				argv[1] = name;
 				return bench_commands[i].fn(argc - 1, argv + 1);
+			}
 	bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
 				  strcmp(argv[1], "-h") == 0 ||
 				  strcmp(argv[1], "help") == 0);
@@ -145,9 +151,17 @@ int main(int argc, char **argv)
 		return out_checked(cmd_help(0, NULL));
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
 		return out_checked(cmd_version(1, argv + 1));
+	static char name[64];
 	for (size_t i = 0; i < ZB_ARRAY_LEN(commands); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			/* a command's argv[0] is what getopt's messages begin
+			 * with ("status: unrecognized option"): its full name */
+			if (commands[i].fn != cmd_bench) {
+				snprintf(name, sizeof(name), "zbmd %s", argv[1]);
+				argv[1] = name;
+			}
 			return out_checked(commands[i].fn(argc - 1, argv + 1));
+		}
 	fprintf(stderr, "zbmd: unknown command '%s' (try `zbmd help`)\n",
 		argv[1]);
 	return ZB_EXIT_USAGE;

@@ -204,10 +204,13 @@ int dp_cmd_run(int argc, char **argv)
 		return st;
 	int rc = cfg_load_file(&cfg, path, &cerr);
 	if (rc == ZB_ERR_CONFIG) {
-		/* every diagnostic, one "FILE:LINE: ..." line each */
-		fputs(cerr.list[0] ? cerr.list : cerr.msg, stderr);
-		if (!cerr.list[0])
-			fputc('\n', stderr);
+		/* every diagnostic, one "zbmd run: FILE:LINE: ..." line each */
+		const char *l = cerr.list[0] ? cerr.list : cerr.msg;
+		while (*l) {
+			size_t n = strcspn(l, "\n");
+			fprintf(stderr, "zbmd run: %.*s\n", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
 		return ZB_EXIT_USAGE;
 	}
 	if (rc) {
