@@ -46,6 +46,7 @@
  */
 #include "zbmd/coll.h"
 #include "zbmd/config.h"
+#include "zbmd/net.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -381,6 +382,96 @@ static int local_spread(struct local_opts *o)
 	return 0;
 }
 
+/* The zbmd commands zbmd local runs on every node, each given its node's
+ * config (local_spawn puts --config FILE after the command's words); the
+ * first three start the node's dataplane. */
+static const char *const local_cfg_cmds[] = {"bench allreduce", "train", "run",
+					     "control", "status"};
+
+/* The command after --: a program (a path), or a zbmd command that takes
+ * --config. Refused here (exit 2, before anything starts) what the nodes
+ * would refuse or misread: a command without a config (the error named a
+ * --config the user never typed), a second --, -c FILE (every node's
+ * generated config replaced), a provider the links do not carry, and for
+ * bench allreduce what its flags alone say (coll_bench_local_check). */
+static int local_cmd_ok(const struct local_opts *o)
+{
+	const char *c0 = o->cmd[0];
+	char name[64];
+	int words = 1;
+
+	if (strchr(c0, '/'))
+		return 0;   /* a program of the user's: its flags are its own */
+	if (!strcmp(c0, "--")) {
+		fprintf(stderr, "zbmd local: a second '--' (the command follows the "
+			"first: zbmd local --nodes 2 -- bench allreduce ...)\n");
+		return -1;
+	}
+	if (c0[0] == '-') {
+		fprintf(stderr, "zbmd local: '%s' where the command should be (zbmd "
+			"local's flags go before --)\n", c0);
+		return -1;
+	}
+	if (!strcmp(c0, "bench") && o->ncmd >= 2 && o->cmd[1][0] != '-')
+		words = 2;
+	snprintf(name, sizeof(name), "%s%s%s", c0, words == 2 ? " " : "",
+		 words == 2 ? o->cmd[1] : "");
+	size_t k = 0;
+	while (k < ZB_ARRAY_LEN(local_cfg_cmds) && strcmp(name, local_cfg_cmds[k]))
+		k++;
+	if (k == ZB_ARRAY_LEN(local_cfg_cmds)) {
+		static const char *const known[] = {"help", "bench", "gpu-info",
+			"local", "version", "check-config", "config-doc", "rdma-info"};
+		bool zbmd = false;
+		for (size_t i = 0; i < ZB_ARRAY_LEN(known); i++)
+			zbmd |= !strcmp(c0, known[i]);
+		if (zbmd)
+			fprintf(stderr, "zbmd local: zbmd local runs bench allreduce, "
+				"train, run, control or status on every node, each "
+				"given its node's config; '%s' takes no --config\n", name);
+		else
+			fprintf(stderr, "zbmd local: '%s' is not a zbmd command (zbmd "
+				"local runs bench allreduce, train, run, control or status, "
+				"or a program named by its path: ./prog)\n", c0);
+		return -1;
+	}
+	bool bench = k == 0, dataplane = k <= 2;
+	const char *prov = o->dpdk ? "dpdk" : "tcp";
+	if (dataplane && !strcmp(o->link, "memif") && o->nodes < 2) {
+		fprintf(stderr, "zbmd local: --link memif needs at least 2 nodes for "
+			"'%s' (a memif link joins two nodes; one node alone: --link veth "
+			"or tcp)\n", name);
+		return -1;
+	}
+	if (o->dpdk) {   /* the dpdk provider's channels: transport streams */
+		int i = local_kv_find(o->dkv, o->ndkv, "coll", "channels");
+		long ch = i >= 0 ? strtol(o->dkv[i].val, NULL, 10) : 0;
+		if (ch > NET_DPDK_MAX_CHANNELS) {
+			fprintf(stderr, "zbmd local: --set coll.channels=%s: the dpdk "
+				"provider (--link %s) takes 1..%d channels\n",
+				o->dkv[i].val, o->link, NET_DPDK_MAX_CHANNELS);
+			return -1;
+		}
+	}
+	if (bench)
+		return coll_bench_local_check(o->ncmd - 1, o->cmd + 1,
+					      (unsigned)o->nodes, o->link, prov) < 0 ? -1 : 0;
+	/* the others: -c/--config FILE would replace the node's config */
+	for (int i = words; i < o->ncmd && strcmp(o->cmd[i], "--"); i++) {
+		const char *a = o->cmd[i];
+		if (!strcmp(a, "-c") || !strcmp(a, "--config") ||
+		    !strncmp(a, "--config=", 9) || (!strncmp(a, "-c", 2) && a[2])) {
+			bool sep = !strcmp(a, "-c") || !strcmp(a, "--config");
+			fprintf(stderr, "zbmd local: %s%s%s in the command: zbmd local "
+				"writes every node's config itself (use --set "
+				"SECTION.KEY=VALUE for config keys)\n", a, sep ? " " : "",
+				sep && i + 1 < o->ncmd ? o->cmd[i + 1] : "");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int local_parse(int argc, char **argv, struct local_opts *o)
 {
 	static const struct option lo[] = {
@@ -416,15 +507,16 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		if (!strcmp(o->kv[i].key, "tcp_port"))
 			snprintf(o->kv[i].val, sizeof(o->kv[i].val), "%s", port);
 	optind = 1;
+	opterr = 0;   /* getopt's own messages name only argv[0] */
 	/* '+': stop at the first non-option (the command after --). */
-	while ((c = getopt_long(argc, argv, "+n:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:n:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > LOCAL_MAX_NODES) {
-				fprintf(stderr, "zbmd local: --nodes must be 1..%d\n",
-					LOCAL_MAX_NODES);
+			if (end == optarg || *end || v < 1 || v > LOCAL_MAX_NODES) {
+				fprintf(stderr, "zbmd local: bad --nodes '%s' (expected "
+					"1..%d)\n", optarg, LOCAL_MAX_NODES);
 				return -EINVAL;
 			}
 			o->nodes = (int)v;
@@ -443,6 +535,11 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			break;
 		case 'N': o->ns = true; break;
 		case 'F':
+			if (strspn(optarg, " \t") == strlen(optarg)) {
+				fprintf(stderr, "zbmd local: --fault is empty (want e.g. "
+					"\"drop=0.02,reorder=0.05,dup=0.01,seed=7\")\n");
+				return -EINVAL;
+			}
 			o->fault = optarg;
 			if (local_fault(o, optarg) < 0) {
 				fprintf(stderr, "zbmd local: bad --fault '%s' (want e.g. "
@@ -480,6 +577,13 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		}
 		case 'k':
 		case 'd':
+			/* one fault of each kind: a second one was kept, the
+			 * first dropped without a word */
+			if ((c == 'k' ? o->kill_node : o->linkdown_node) >= 0) {
+				fprintf(stderr, "zbmd local: one --%s per run ('%s' is a "
+					"second)\n", c == 'k' ? "kill" : "linkdown", optarg);
+				return -EINVAL;
+			}
 			if (local_at(optarg, c == 'k' ? &o->kill_node : &o->linkdown_node,
 				     c == 'k' ? &o->kill_ms : &o->linkdown_ms,
 				     c == 'k' ? &o->kill_base : &o->linkdown_base) < 0) {
@@ -492,7 +596,16 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		case 'h':
 			local_usage(stdout);
 			return 1;
+		case ':':
+			fprintf(stderr, "zbmd local: %s needs a value\n", argv[optind - 1]);
+			local_usage(stderr);
+			return -EINVAL;
 		default:
+			if (optopt > 0 && optopt < 256)
+				fprintf(stderr, "zbmd local: unknown option -%c\n", optopt);
+			else
+				fprintf(stderr, "zbmd local: unknown option '%s'\n",
+					argv[optind - 1]);
 			local_usage(stderr);
 			return -EINVAL;
 		}
@@ -553,6 +666,8 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			o->kill_node >= o->nodes ? o->kill_node : o->linkdown_node, o->nodes - 1);
 		return -EINVAL;
 	}
+	if (local_cmd_ok(o) < 0)
+		return -EINVAL;
 	if (local_spread(o) < 0)
 		return -EINVAL;
 	/* The nodes share this machine's CPUs: each node's BLAS (the cpu GPU
