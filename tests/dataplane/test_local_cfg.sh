@@ -9,7 +9,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 28
+plan 42
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
@@ -144,3 +144,51 @@ ok $? "--kill 0@started+300: node 0 killed 300 ms after the last node was launch
 perl -e '$SIG{CHLD}="IGNORE"; exec @ARGV' "$ZBMD" local --nodes 2 --link tcp -- /bin/sh -c "exit 3" \
 	>/dev/null 2>"$T/err"
 [ $? -ne 0 ]; ok $? "nodes that fail fail zbmd local, with SIGCHLD inherited ignored"; rm_kept
+
+# the last -d / -o wins, `all` or not (a later one could not undo `all`: 30
+# rows); -c 1 (the check) still passes through to the nodes
+"$ZBMD" local --nodes 2 -- bench allreduce -b 1K -e 1K -n 1 -w 0 -c 1 -d all -d int32 \
+	-o all -o max >"$T/out" 2>"$T/err"; rc=$?
+rows=$(awk '!/^#/ && NF == 12 {print $3, $4}' "$T/out")
+[ $rc -eq 0 ] && [ "$rows" = "int32 max" ]
+ok $? "-d all -d int32 -o all -o max: one row, int32 max (exit $rc)" ||
+	diag "$(echo "$rows" | head -3 | tr '\n' ' '; head -2 "$T/err")"; rm_kept
+
+# refused up front by zbmd local (exit 2, nothing started, no logs kept):
+# each case its own flags, the words expected on stderr
+refused() {  # WHAT EXPECT ARGS...
+	local what=$1 want=$2; shift 2
+	"$ZBMD" local "$@" >/dev/null 2>"$T/err"; local rc=$?
+	if [ $rc -eq 2 ] && grep -qF -- "$want" "$T/err" && ! grep -q "kept in" "$T/err"; then
+		ok 0 "$what: exit 2"
+	else
+		ok 1 "$what: exit 2"; diag "exit $rc: $(grep -v '^ ' "$T/err" | head -3)"
+	fi
+	rm_kept
+}
+refused "a second --kill (the first was dropped)" "one --kill per run ('0@500' is a second)" \
+	--nodes 2 --kill 1@500 --kill 0@500 -- /bin/true
+refused "a second --linkdown" "one --linkdown per run" \
+	--nodes 2 --linkdown 1@500 --linkdown 0@500 -- /bin/true
+refused "--fault '' (it ran with no faults)" "--fault is empty" \
+	--nodes 2 --link memif --fault '' -- /bin/true
+refused "--nodes 1 --link memif -- bench allreduce (no transport)" "--link memif needs at least 2 nodes" \
+	--nodes 1 --link memif -- bench allreduce -b 1K -e 1K -n 1
+refused "-- version (it said: unexpected argument '--config')" "'version' takes no --config" \
+	--nodes 2 -- version
+refused "-- -- bench allreduce (unknown command '--config')" "a second '--'" \
+	--nodes 2 -- -- bench allreduce
+refused "-- bench allreduce -c FILE (every node's config replaced)" "-c/--config $T/x.ini in the command" \
+	--nodes 2 -- bench allreduce -c "$T/x.ini"
+refused "--link memif with --provider tcp (30 s, then 'not up')" "--provider tcp: the nodes of --link memif run the dpdk provider" \
+	--nodes 2 --link memif -- bench allreduce --provider tcp -b 1K -e 1K -n 1
+refused "--link tcp with --provider dpdk (left /var/run/dpdk behind)" "--provider dpdk: the nodes of --link tcp run the tcp provider" \
+	--nodes 2 --link tcp -- bench allreduce --provider dpdk -b 1K -e 1K -n 1
+refused "--channels 9 on memif (net provider 'dpdk' init: Invalid argument)" "bad value '9' for --channels: the dpdk provider takes 1..8" \
+	--nodes 2 --link memif -- bench allreduce --channels 9 -b 1K -e 1K -n 1
+refused "--set coll.channels=16 on memif" "--set coll.channels=16: the dpdk provider (--link memif) takes 1..8 channels" \
+	--nodes 2 --link memif --set coll.channels=16 -- bench allreduce -b 1K -e 1K -n 1
+refused "--json /proc/x.json (the sweep ran, the figures were lost)" "--json /proc/zbl.json: cannot create a file in /proc" \
+	--nodes 2 -- bench allreduce -b 1K -e 1K -n 1 --json /proc/zbl.json
+refused "-b 64G -e 64G on 2 nodes (each allocates its buffers)" "2 nodes on this machine: 262144.0 MiB" \
+	--nodes 2 -- bench allreduce -b 64G -e 64G -n 1
