@@ -1488,7 +1488,10 @@ int coll_bench_local_check(int argc, char **argv, unsigned nodes,
 	free(a);
 	if (rc != 0)
 		return rc > 0 ? 0 : rc;   /* --help: the nodes print it */
-	if (o.provider && strcmp(o.provider, provider) != 0) {
+	/* tcp and dpdk are the links' own: the other one cannot run on them
+	 * (rdma needs a device of its own: the nodes find out) */
+	if (o.provider && strcmp(o.provider, provider) != 0 &&
+	    (!strcmp(o.provider, "tcp") || !strcmp(o.provider, "dpdk"))) {
 		fprintf(stderr, "zbmd local: --provider %s: the nodes of --link %s run "
 			"the %s provider (--link tcp for tcp; memif or veth for dpdk)\n",
 			o.provider, link, provider);
