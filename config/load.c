@@ -25,10 +25,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_INSTANCES CFG_MAX_NODES /* the largest indexed section */
 #define LIST_RESERVE 160            /* room kept for the "left out" line */
@@ -873,6 +876,42 @@ int cfg_load_stream(struct zb_config *cfg, FILE *in, const char *name,
 	return load(cfg, in, name, err);
 }
 
+/* path opened for reading, or NULL with *rc = -errno, or -EINVAL for a
+ * FIFO, socket or block device. O_NONBLOCK: a FIFO's open() waits for a
+ * writer (check-config hung on one); what else open() accepts stays
+ * accepted (a directory fails at the first read and says so; /dev/null is
+ * an empty file). */
+static FILE *open_config(const char *path, int *rc)
+{
+	struct stat st;
+	FILE *f;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	ZB_ASSERT(path != NULL && rc != NULL);
+	if (fd < 0) {
+		*rc = -errno;
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0) {
+		*rc = -errno;
+		close(fd);
+		return NULL;
+	}
+	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode)) {
+		*rc = -EINVAL;
+		close(fd);
+		return NULL;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+	    (f = fdopen(fd, "r")) == NULL) {
+		*rc = -errno;
+		close(fd);
+		return NULL;
+	}
+	*rc = 0;
+	return f;
+}
+
 int cfg_load_file(struct zb_config *cfg, const char *path,
 		  struct cfg_error *err)
 {
@@ -884,15 +923,15 @@ int cfg_load_file(struct zb_config *cfg, const char *path,
 	error_reset(err);
 	cfg_set_defaults(cfg);
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
-	f = fopen(path, "r");
+	f = open_config(path, &rc);
 	if (f == NULL) {
-		rc = -errno;
 		/* a path too long for the message keeps its end, so that
 		 * the reason still shows */
-		snprintf(err->msg, sizeof(err->msg), "%s%s: cannot open: %s "
+		snprintf(err->msg, sizeof(err->msg), "%s%s: %s%s "
 			 "(expected a readable INI file)",
 			 plen > 320 ? "..." : "", path + (plen > 320 ? plen - 320 : 0),
-			 strerror(-rc));
+			 rc == -EINVAL ? "" : "cannot open: ",
+			 rc == -EINVAL ? "not a regular file" : strerror(-rc));
 		err->count = 1;
 		snprintf(err->list, sizeof(err->list), "%s\n", err->msg);
 		return rc;

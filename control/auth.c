@@ -60,7 +60,9 @@ int ctl_auth_load_key(const char *path, uint8_t key[CTL_KEY_BYTES],
 		snprintf(err, errlen, "libsodium failed to initialise");
 		return -ENOSYS;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO's open() would wait for a writer; it is refused
+	 * below as every file that is not a regular one */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "psk_file %s: %s", path, strerror(errno));
@@ -73,7 +75,13 @@ int ctl_auth_load_key(const char *path, uint8_t key[CTL_KEY_BYTES],
 	}
 	if (!S_ISREG(st.st_mode)) {
 		rc = -EINVAL;
-		snprintf(err, errlen, "psk_file %s: not a regular file", path);
+		snprintf(err, errlen, "psk_file %s: not a regular file (expected "
+			 "a readable key file)", path);
+		goto out;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "psk_file %s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {

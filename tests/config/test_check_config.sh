@@ -76,6 +76,17 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "^$TMP:0: cannot read: Is a directory" "$TMP/err"
 ok $? "a directory: exit 2 and 'cannot read'"
 
+# A FIFO: refused at once, not read (opening it waited for a writer)
+mkfifo "$TMP/fifo"
+timeout 10 "$ZBMD" check-config "$TMP/fifo" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$TMP/err")" = "$TMP/fifo: not a regular file (expected a readable INI file)" ]
+ok $? "a FIFO: exit 2 and 'not a regular file', without waiting for a writer"
+[ $rc -eq 2 ] || diag "exit $rc: $(cat "$TMP/err")"
+"$ZBMD" check-config -q /dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "^/dev/null:0: missing section \[node\]" "$TMP/err"
+ok $? "/dev/null: read as an empty file (the missing required keys)"
+
 # -q: exit status only; "-": the config from stdin, named <stdin>.
 out=$("$ZBMD" check-config -q config/examples/baremetal.ini 2>&1); rc=$?
 [ $rc -eq 0 ] && [ -z "$out" ]

@@ -6,6 +6,7 @@
 #include "tap.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,11 @@ static int open_msg(struct ctl_auth *a, const uint8_t *m, size_t n)
 {
 	why = CTL_AUTH_NREASONS;
 	return ctl_auth_open(a, m, n, &type, &sender, &pl, &plen, &why);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
 }
 
 static void write_file(const char *path, const char *s, mode_t mode)
@@ -36,7 +42,7 @@ int main(void)
 	char err[256], dir[] = "/tmp/zbctl-authXXXXXX", path[300];
 	struct ctl_auth tx, rx, rx_wrong_key, rx_other_cluster;
 
-	tap_plan(31);
+	tap_plan(33);
 	ZB_ASSERT(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/psk", dir);
 	write_file(path, "correct horse battery staple 0123\n", 0600);
@@ -120,6 +126,19 @@ int main(void)
 	memset(junk, 0xab, sizeof(junk));
 	is_int(open_msg(&rx, junk, sizeof(junk)) == ZB_ERR_AUTH && why == CTL_AUTH_MALFORMED, 1,
 	       "garbage rejected as malformed");
+	/* A FIFO as the key file: refused at once (open() used to wait for a
+	 * writer; the alarm turns that wait into EINTR, a failed check) */
+	char fifo[320];
+	struct sigaction sa = {.sa_handler = on_alarm};
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	ZB_ASSERT(mkfifo(fifo, 0600) == 0);
+	sigaction(SIGALRM, &sa, NULL); /* no SA_RESTART */
+	alarm(5);
+	is_int(ctl_auth_load_key(fifo, k3, err, sizeof(err)), -EINVAL,
+	       "a FIFO as psk_file refused without waiting for a writer");
+	alarm(0);
+	ok(strstr(err, "not a regular file (expected") != NULL, "... it says so: %s", err);
+	unlink(fifo);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/psk", dir);
 	unlink(path);
