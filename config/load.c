@@ -660,6 +660,47 @@ static void check_ports(struct ctx *c)
 	}
 }
 
+/* Streams of a transport lane the dpdk net provider maps channels onto
+ * (DP_NET_CHANNELS in dataplane/net_dpdk.c: nd_init refuses more with
+ * -EINVAL), and the lanes a collective host spreads them over
+ * (COLL_HOST_MAX_LANES, dataplane/coll_dpdk.c). */
+#define DPDK_CHANNELS_PER_LANE 8u
+#define COLL_LANES_MAX 16u
+
+/* What depends on the number of dataplane lanes: one per [eal] lcores core
+ * after the first (the main lcore), or the one main lcore alone
+ * (dataplane/node.c node_lcores). */
+static void check_lanes(struct ctx *c)
+{
+	const struct zb_config *cfg = c->cfg;
+	unsigned lanes = cfg->eal.lcore_count > 1 ? cfg->eal.lcore_count - 1u : 1u;
+	unsigned cl = lanes < COLL_LANES_MAX ? lanes : COLL_LANES_MAX;
+	unsigned ch = cfg->coll.channels, per;
+
+	/* lane L's transport listens on udp_port + L (transport.c
+	 * check_params), on a node whose [port.0] has an ip */
+	if (cfg->port_count > 0 && cfg->ports[0].ip != 0 &&
+	    (uint32_t)cfg->dp.udp_port + lanes - 1 > 65535)
+		add_error(c, blame(c, key_index(S_DATAPLANE, "udp_port"), 0),
+			  "dataplane.udp_port: %u with %u dataplane lanes ([eal] "
+			  "lcores = %s) passes 65535 (expected udp_port at most "
+			  "%u: lane L uses udp_port + L)", cfg->dp.udp_port, lanes,
+			  cfg->eal.lcores, 65536 - lanes);
+	/* a collective host gives each lane channels / lanes of them (at
+	 * least 1; all of them with one lane: coll_dpdk.c) */
+	per = cl == 1 ? ch : (ch / cl ? ch / cl : 1);
+	if (cfg->transport.kind == CFG_TRANSPORT_DPDK && per > DPDK_CHANNELS_PER_LANE)
+		add_error(c, blame(c, key_index(S_COLL, "channels"), 0),
+			  "coll.channels: %u gives %u per dataplane lane with %u "
+			  "lane%s ([eal] lcores = %s), more than the %u the dpdk "
+			  "provider carries (expected channels at most %u here, or "
+			  "[transport] kind = tcp or rdma)", ch, per, cl,
+			  cl == 1 ? "" : "s", cfg->eal.lcores,
+			  DPDK_CHANNELS_PER_LANE,
+			  cl == 1 ? DPDK_CHANNELS_PER_LANE
+				  : (DPDK_CHANNELS_PER_LANE + 1) * cl - 1);
+}
+
 /* Checks between keys of plain sections: the later key gets the blame. */
 static void check_pairs(struct ctx *c)
 {
@@ -692,6 +733,7 @@ static void check_pairs(struct ctx *c)
 		add_error(c, blame(c, key_index(S_ACTORS, "carrier"), 0),
 			  "actors.carrier = rdma but [rdma] is not enabled "
 			  "(expected enabled = true in [rdma])");
+	check_lanes(c);
 	/* EAL flags zbmd sets from other keys: given again in extra_args
 	 * they fight them (the node lock follows file_prefix, not a
 	 * --file-prefix here) */

@@ -204,8 +204,9 @@ const struct cfg__key cfg__keys[] = {
 	KEY(S_TRANSPORT, "tcp_congestion", CFG__STRING, 0, 0, "cubic",
 	    transport.tcp_congestion, CFG__EMPTY_OK,
 	    "TCP congestion control of the tcp provider's sockets (TCP_CONGESTION), e.g. cubic, reno, dctcp; one the kernel refuses (absent, or not in net.ipv4.tcp_allowed_congestion_control for an unprivileged process) falls back to reno, said once on stderr. \"\": the system's default. Not BBR by default: its pacing spaces out a collective's bursts, and once a connection has carried large messages it paces smaller ones too (4 nodes on loopback, 1 MiB all-reduce: busbw 0.88 - 0.97 GB/s under BBR, 1.38 - 1.51 under reno or cubic)."),
-	UINT(S_TRANSPORT, "window", 1, 65536, "256", transport.window,
-	     "Frames in flight per peer (credits)."),
+	KEY(S_TRANSPORT, "window", CFG__UINT, 64, 16384, "256",
+	    transport.window, CFG__POW2,
+	    "Frames in flight per peer (credits), a power of two."),
 	UINT(S_TRANSPORT, "rto_us_min", 10, 60000000, "1000",
 	     transport.rto_us_min, "Retransmission timeout floor, us."),
 	UINT(S_TRANSPORT, "rto_us_max", 10, 60000000, "200000",
@@ -244,7 +245,9 @@ const struct cfg__key cfg__keys[] = {
 
 	/* [coll] */
 	UINT(S_COLL, "channels", 1, 64, "1", coll.channels,
-	     "Parallel rings per collective."),
+	     "Parallel rings per collective, split among the dataplane lanes "
+	     "(one per [eal] lcores core after the first); the dpdk provider "
+	     "carries at most 8 per lane."),
 	UINT(S_COLL, "chunk_kb", 1, 65536, "256", coll.chunk_kb,
 	     "Pipeline chunk size, KiB."),
 	UINT(S_COLL, "timeout_ms", 1, 3600000, "5000", coll.timeout_ms,
@@ -313,7 +316,7 @@ const struct cfg__key cfg__keys[] = {
 	    control.phi_threshold, 0,
 	    "Suspect a peer when its phi (accrual failure detector) exceeds "
 	    "this."),
-	UINT(S_CONTROL, "phi_window", 1, 100000, "200", control.phi_window,
+	UINT(S_CONTROL, "phi_window", 2, 1024, "200", control.phi_window,
 	     "Heartbeat intervals remembered per peer."),
 	UINT(S_CONTROL, "phi_min_std_ms", 1, 60000, "50",
 	     control.phi_min_std_ms,

@@ -122,6 +122,7 @@ void ctl_phi_params_from_config(const struct zb_config *cfg,
 	p->acceptable_pause_ms = cfg->control.acceptable_pause_ms;
 	p->first_interval_ms = cfg->control.heartbeat_ms;
 	p->threshold = cfg->control.phi_threshold;
-	if (p->window > CTL_PHI_WINDOW_MAX)
-		p->window = CTL_PHI_WINDOW_MAX;
+	/* no clamp: the schema bounds phi_window to 2..CTL_PHI_WINDOW_MAX,
+	 * so a window the loader let through is used as written, and one
+	 * set by code is refused by ctl_phi_init, not silently shortened */
 }
