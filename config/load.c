@@ -701,6 +701,75 @@ static void check_lanes(struct ctx *c)
 				  : (DPDK_CHANNELS_PER_LANE + 1) * cl - 1);
 }
 
+/* tok, a form of flag (exact: flag itself), is in [eal] extra_args. */
+static void own_flag(struct ctx *c, unsigned line, const char *tok, bool exact,
+		     const char *flag, const char *how, const char *key)
+{
+	if (exact)
+		add_error(c, line, "eal.extra_args: %s is zbmd's to set "
+			  "(expected %s instead)", flag, key);
+	else
+		add_error(c, line, "eal.extra_args: %s is %s%s, zbmd's to set "
+			  "(expected %s instead)", tok, flag, how, key);
+}
+
+/* EAL flags zbmd sets from other keys: given again in [eal] extra_args
+ * they fight them (the node lock follows file_prefix, not a --file-prefix
+ * there). DPDK reads its arguments with getopt_long, which takes any
+ * unambiguous beginning of a long option ("--file-p=x") and a short
+ * option's value attached ("-m512", "-l0-1"), after flags without one
+ * ("-v"): all of those forms are refused. A beginning shared by other
+ * options is ambiguous and DPDK refuses it anyway. */
+static void check_extra_args(struct ctx *c)
+{
+	static const struct { const char *flag, *key; } own[] = {
+		{"--file-prefix", "[eal] file_prefix"}, {"--lcores", "[eal] lcores"},
+		{"--socket-mem", "[eal] memory_mb"},
+		{"--no-huge", "[eal] hugepages = false"},
+		{"-l", "[eal] lcores"}, {"-c", "[eal] lcores"},
+		{"-m", "[eal] memory_mb"},
+	};
+	const struct zb_config *cfg = c->cfg;
+	unsigned line = blame(c, key_index(S_EAL, "extra_args"), 0);
+	char args[sizeof(cfg->eal.extra_args)], *save = NULL, tok[48];
+
+	snprintf(args, sizeof(args), "%s", cfg->eal.extra_args);
+	for (char *t = strtok_r(args, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+		size_t tl = strcspn(t, "=");
+
+		snprintf(tok, sizeof(tok), "%.*s%s", (int)(tl < 40 ? tl : 40), t,
+			 tl > 40 ? "..." : "");
+		if (t[0] != '-' || tl < 2)
+			continue;
+		if (t[1] == '-') {
+			/* "--" alone ends the options: no prefix of anything */
+			if (tl > 2 && tl <= strlen("--in-memory") &&
+			    !strncmp(t, "--in-memory", tl)) {
+				add_error(c, line, "eal.extra_args: %s%s cannot go "
+					  "with the --legacy-mem zbmd passes: DPDK refuses "
+					  "the two (expected extra_args without it)", tok,
+					  tl == strlen("--in-memory") ? "" : " (--in-memory)");
+				continue;
+			}
+			for (unsigned k = 0; k < 4 && tl > 2; k++)
+				if (tl <= strlen(own[k].flag) && !strncmp(t, own[k].flag, tl))
+					own_flag(c, line, tok, tl == strlen(own[k].flag),
+						 own[k].flag, "", own[k].key);
+			continue;
+		}
+		/* short options: skip the flags that take no value (-h, -v),
+		 * then the first one decides */
+		const char *p = t + 1;
+		while (*p == 'h' || *p == 'v')
+			p++;
+		for (unsigned k = 4; k < ZB_ARRAY_LEN(own); k++)
+			if (*p == own[k].flag[1])
+				own_flag(c, line, tok, p == t + 1 && p[1] == '\0',
+					 own[k].flag, p[1] ? " with its value" : "",
+					 own[k].key);
+	}
+}
+
 /* Checks between keys of plain sections: the later key gets the blame. */
 static void check_pairs(struct ctx *c)
 {
@@ -734,26 +803,7 @@ static void check_pairs(struct ctx *c)
 			  "actors.carrier = rdma but [rdma] is not enabled "
 			  "(expected enabled = true in [rdma])");
 	check_lanes(c);
-	/* EAL flags zbmd sets from other keys: given again in extra_args
-	 * they fight them (the node lock follows file_prefix, not a
-	 * --file-prefix here) */
-	static const struct { const char *flag, *key; } own[] = {
-		{"--file-prefix", "[eal] file_prefix"}, {"-l", "[eal] lcores"},
-		{"--lcores", "[eal] lcores"}, {"-c", "[eal] lcores"},
-		{"-m", "[eal] memory_mb"}, {"--socket-mem", "[eal] memory_mb"},
-		{"--no-huge", "[eal] hugepages = false"},
-		{"--in-memory", "nothing: zbmd passes --legacy-mem, which it refuses"},
-	};
-	char args[sizeof(cfg->eal.extra_args)], *save = NULL;
-	snprintf(args, sizeof(args), "%s", cfg->eal.extra_args);
-	for (char *t = strtok_r(args, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
-		size_t tl = strcspn(t, "=");
-		for (unsigned k = 0; k < ZB_ARRAY_LEN(own); k++)
-			if (tl == strlen(own[k].flag) && !strncmp(t, own[k].flag, tl))
-				add_error(c, blame(c, key_index(S_EAL, "extra_args"), 0),
-					  "eal.extra_args: %s is zbmd's to set (expected "
-					  "%s instead)", own[k].flag, own[k].key);
-	}
+	check_extra_args(c);
 	/* what the control plane refuses at its start (control/node.c),
 	 * told here already; never where it does not start */
 	if (cfg->control.enabled != CFG_CONTROL_OFF) {

@@ -102,7 +102,8 @@ const struct cfg__key cfg__keys[] = {
 	KEY(S_EAL, "extra_args", CFG__STRING, 0, 0, "", eal.extra_args,
 	    CFG__EMPTY_OK, "More EAL arguments, split at spaces, appended last. "
 	    "Not the ones zbmd sets from other keys (--file-prefix, -l/--lcores/-c, "
-	    "-m/--socket-mem, --no-huge) nor --in-memory (zbmd passes --legacy-mem)."),
+	    "-m/--socket-mem, --no-huge, nor their abbreviations or attached values "
+	    "such as --file-p=x or -m512) nor --in-memory (zbmd passes --legacy-mem)."),
 	UINT(S_EAL, "log_level", 1, 8, "6", eal.log_level,
 	     "EAL log level (rte_log: 1 emergency .. 8 debug)."),
 
