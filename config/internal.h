@@ -43,6 +43,8 @@ enum cfg__type {
 #define CFG__HAS_AUX    0x08u  /* aux is meaningful */
 #define CFG__NAME_CHARS 0x10u  /* string: only [A-Za-z0-9_.-] */
 #define CFG__AUTO       0x20u  /* uint (4 bytes): `auto` too, stored as CFG_AUTO */
+#define CFG__HOST       0x40u  /* ipv4: a host's, not 0.0.0.0 nor 255.255.255.255
+				* (checked by the loader: the default may be 0) */
 
 /* Section indices, in the order they are dumped and documented. */
 enum {

@@ -480,6 +480,25 @@ static void unknown_key(struct ctx *c, const char *name, const char *nm)
 		  name, nm, hint, all);
 }
 
+/* A CFG__HOST row stored an address no host has (0.0.0.0: none, which
+ * the default may be; 255.255.255.255: everyone): why says so. */
+static bool not_host(const struct cfg__key *k, const void *base,
+		     const char *value, char *why, size_t wl)
+{
+	uint32_t ip;
+	char expect[160];
+
+	if (k->type != CFG__IPV4 || !(k->flags & CFG__HOST))
+		return false;
+	memcpy(&ip, (const char *)base + k->offset, sizeof(ip));
+	if (ip != 0 && ip != UINT32_MAX)
+		return false;
+	cfg__expect(k, expect, sizeof(expect));
+	snprintf(why, wl, "'%s' is no host's address (expected %s)", value,
+		 expect);
+	return true;
+}
+
 static int handler(void *user, const char *section, const char *name,
 		   const char *value)
 {
@@ -522,7 +541,9 @@ static int handler(void *user, const char *section, const char *name,
 	}
 	c->key_line[k][c->idx] = c->line;
 	if (cfg__store(&cfg__keys[k], cfg__base(c->cfg, &cfg__keys[k], c->idx),
-		       value, why, sizeof(why)) != 0) {
+		       value, why, sizeof(why)) != 0 ||
+	    not_host(&cfg__keys[k], cfg__base(c->cfg, &cfg__keys[k], c->idx),
+		     value, why, sizeof(why))) {
 		add_error(c, c->line, "%s.%s: %s", nm, name, why);
 		if (c->sec == S_PORT && (cfg__keys[k].type == CFG__PCI ||
 					 cfg__keys[k].type == CFG__VDEV))
@@ -651,6 +672,19 @@ static void check_ports(struct ctx *c)
 			add_error(c, blame(c, kport, i), "[peer.%u] port = %u "
 				  "but there is no [port.%u] (expected 0..%u)",
 				  i, p->port, p->port, n - 1);
+		/* the dataplane asks for a peer's MAC (ARP) only from a port
+		 * with an ip (arp.c dp__arp_tick), and answers there only
+		 * for that ip: without one and without the peer's mac, the
+		 * transport that runs once [port.0] has an ip never reaches
+		 * the peer */
+		else if (n > 0 && cfg->ports[0].ip != 0 && i != cfg->node.id &&
+			 !c->dev_bad[p->port] && cfg->ports[p->port].ip == 0 &&
+			 memcmp(p->mac, "\0\0\0\0\0\0", 6) == 0)
+			add_error(c, blame(c, kport, i), "[peer.%u] is reached "
+				  "through [port.%u], which has no ip, so its MAC is "
+				  "never resolved (expected [port.%u] ip, or the "
+				  "peer's address in [peer.%u] mac)", i, p->port,
+				  p->port, i);
 		for (unsigned j = 0; j < i; j++)
 			if (cfg->peers[j].present && p->ip != 0 &&
 			    cfg->peers[j].ip == p->ip)

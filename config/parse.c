@@ -515,7 +515,8 @@ void cfg__expect(const struct cfg__key *k, char *out, size_t len)
 		snprintf(out, len, "%stext of at most %zu characters%s",
 			 k->flags & CFG__EMPTY_OK ? "" : "non-empty ",
 			 k->size - 1,
-			 k->flags & CFG__NAME_CHARS ? " from A-Z a-z 0-9 _ . -"
+			 k->flags & CFG__NAME_CHARS ? " from A-Z a-z 0-9 _ . -, "
+						      "not . or .."
 						    : "");
 		break;
 	case CFG__ENUM: {
@@ -527,10 +528,11 @@ void cfg__expect(const struct cfg__key *k, char *out, size_t len)
 		break;
 	}
 	case CFG__MAC:
-		snprintf(out, len, "a MAC address like 02:00:00:00:00:01");
+		snprintf(out, len, "a unicast MAC address like 02:00:00:00:00:01");
 		break;
 	case CFG__IPV4:
-		snprintf(out, len, "an IPv4 address like 10.0.0.1%s",
+		snprintf(out, len, "an IPv4 %saddress like 10.0.0.1%s",
+			 k->flags & CFG__HOST ? "host " : "",
 			 k->flags & CFG__HAS_AUX ? " or 10.0.0.1/24" : "");
 		break;
 	case CFG__PCI:
@@ -651,6 +653,12 @@ static int st_string(const struct store_args *a)
 {
 	if ((a->k->flags & CFG__NAME_CHARS) && !name_chars_ok(a->v))
 		return bad(a, "has characters not allowed");
+	/* a name becomes a path component ([eal] file_prefix: DPDK's
+	 * /var/run/dpdk/<prefix>): "." or ".." would name the directory
+	 * itself or its parent */
+	if ((a->k->flags & CFG__NAME_CHARS) &&
+	    (!strcmp(a->v, ".") || !strcmp(a->v, "..")))
+		return bad(a, "names a directory, not a name of its own");
 	return store_text(a, a->v);
 }
 
@@ -673,6 +681,10 @@ static int st_mac(const struct store_args *a)
 
 	if (cfg_parse_mac(a->v, mac) != 0)
 		return bad(a, "is not a MAC address");
+	/* the low bit of the first octet: a group address (multicast,
+	 * broadcast), which no port can take as its own nor a peer have */
+	if (mac[0] & 1)
+		return bad(a, "is a multicast or broadcast address");
 	memcpy(a->field, mac, 6);
 	if (a->k->flags & CFG__HAS_AUX) /* the "was set" flag */
 		*(bool *)((char *)a->base + a->k->aux) =

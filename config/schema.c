@@ -162,7 +162,8 @@ const struct cfg__key cfg__keys[] = {
 
 	/* [peer.N] */
 	EKEY(S_PEER, struct cfg_peer, "ip", CFG__IPV4, 0, 0, "0.0.0.0", ip,
-	     CFG__REQUIRED, "The peer's dataplane IPv4 address (required)."),
+	     CFG__REQUIRED | CFG__HOST,
+	     "The peer's dataplane IPv4 address (required)."),
 	EKEY(S_PEER, struct cfg_peer, "mac", CFG__MAC, 0, 0,
 	     "00:00:00:00:00:00", mac, 0,
 	     "The peer's dataplane MAC; 00:00:00:00:00:00 = resolve by ARP."),

@@ -55,19 +55,19 @@ static void test_values(void)
 		      "[port.0]\nvdev = net_null0\nip = 10.0.0.7/24\n"
 		      "mac = 02:00:00:00:00:07\n"
 		      "[port.1]\npci = 3b:00.0\n"
-		      "[peer.9]\nip = 10.0.0.9\nport = 1\n"
+		      "[peer.9]\nip = 10.0.0.9\nport = 1\nmac = 02:00:00:00:00:09\n"
 		      "[peer.0]\nip = 10.0.0.10\ncontrol = 10.1.0.10:7400\n"
 		      "[cluster.x]\n");
 
 	ok(rc == ZB_ERR_CONFIG && err.count == 1 &&
-		   strstr(err.msg, "t.ini:19: unknown section [cluster.x]") == err.msg,
+		   strstr(err.msg, "t.ini:20: unknown section [cluster.x]") == err.msg,
 	   "one bad section among good ones: only it is reported");
 	rc = load(REQUIRED
 		  "[eal]\nlcores = 2-3,0\n"
 		  "[port.0]\nvdev = net_null0\nip = 10.0.0.7/24\n"
 		  "mac = 02:00:00:00:00:07\n"
 		  "[port.1]\npci = 3b:00.0\n"
-		  "[peer.9]\nip = 10.0.0.9\nport = 1\n"
+		  "[peer.9]\nip = 10.0.0.9\nport = 1\nmac = 02:00:00:00:00:09\n"
 		  "[peer.0]\nip = 10.0.0.10\ncontrol = 10.1.0.10:7400\n");
 	is_int(rc, 0, "a full file loads");
 	ok(a.node.id == 1 && a.cluster.id == 2 && strcmp(a.path, "t.ini") == 0,
@@ -128,6 +128,18 @@ static void test_values(void)
 		   a.control.phi_threshold == 0.1,
 	   "hex integers and bounds of doubles inclusive");
 	ok(cfg_round_trips(&a, "doubles"), "doubles round trip exactly");
+	/* a peer behind a port without an ip: fine for this node's own
+	 * [peer.N] and where no transport runs ([port.0] without an ip) */
+	rc = load(REQUIRED "[port.0]\nvdev = net_null0\nip = 10.0.0.1/24\n"
+		  "[port.1]\nvdev = net_null1\n[peer.1]\nip = 10.0.0.1\nport = 1\n");
+	is_int(rc, 0, "own [peer.N] behind a port without an ip: loads");
+	rc = load(REQUIRED "[port.0]\nvdev = net_null0\n[peer.3]\nip = 10.0.0.3\n");
+	is_int(rc, 0, "no transport ([port.0] without an ip): a peer without mac loads");
+	rc = load(REQUIRED "[port.0]\nvdev = net_null0\nip = 10.0.0.1/24\n"
+		  "[port.1]\nvdev = net_null1\n[peer.3]\nip = 10.0.0.3\nport = 1\n");
+	ok(rc == ZB_ERR_CONFIG && strstr(err.msg, "t.ini:12: [peer.3] is reached "
+					 "through [port.1], which has no ip"),
+	   "a peer behind a port without an ip and without its mac: refused at its port line");
 }
 
 static void test_syntax(void)
@@ -357,7 +369,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(63);
+	tap_plan(66);
 	test_defaults();
 	test_values();
 	test_syntax();
