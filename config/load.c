@@ -804,6 +804,83 @@ static void check_extra_args(struct ctx *c)
 	}
 }
 
+/* "a.b.c.d:port" (a hostport row's value, IPv4 only there) split. */
+static bool ip_port(const char *s, uint32_t *ip, uint16_t *port)
+{
+	char host[CFG_STR];
+
+	return s[0] && cfg_parse_hostport(s, host, sizeof(host), port) == 0 &&
+	       cfg_parse_ipv4(host, ip, NULL) == 0;
+}
+
+/* The control plane's sockets: [control] listen (UDP and TCP), admin_listen
+ * and [metrics] listen (TCP): two on one port where the addresses are
+ * equal or one is the wildcard fail at start with "Address already in use".
+ * And the address it advertises (control/node.c check_config): [control]
+ * listen, or [peer.<id>] control when listen is 0.0.0.0, with a concrete
+ * ip and listen's port. */
+static void check_listen(struct ctx *c)
+{
+	const struct zb_config *cfg = c->cfg;
+	static const struct { int sec; const char *key, *name, *text; } row[] = {
+		{S_CONTROL, "listen", "control.listen", "[control] listen"},
+		{S_CONTROL, "admin_listen", "control.admin_listen",
+		 "[control] admin_listen"},
+		{S_METRICS, "listen", "metrics.listen", "[metrics] listen"},
+	};
+	const char *addr[3] = {cfg->control.listen, cfg->control.admin_listen,
+			       cfg->metrics.listen};
+	uint32_t ip[3], sip;
+	uint16_t port[3], sport;
+	bool set[3];
+
+	for (unsigned i = 0; i < 3; i++)
+		set[i] = ip_port(addr[i], &ip[i], &port[i]);
+	for (unsigned i = 1; i < 3; i++)
+		for (unsigned j = 0; j < i; j++) {
+			if (!set[i] || !set[j] || port[i] != port[j] ||
+			    (ip[i] != ip[j] && ip[i] != 0 && ip[j] != 0))
+				continue;
+			/* the later row: [metrics] after [control] */
+			unsigned line = blame(c, key_index((unsigned)row[i].sec,
+							   row[i].key), 0);
+			if (i == 2 && j == 1 && !strcmp(addr[1], addr[2]))
+				/* as it always read */
+				add_error(c, blame(c, key_index(S_CONTROL,
+								"admin_listen"), 0),
+					  "control.admin_listen: %s is [metrics] listen "
+					  "too (expected two addresses)", addr[1]);
+			else
+				add_error(c, line, "%s: %s takes the port of %s = %s "
+					  "(expected another port, or two addresses "
+					  "neither of them 0.0.0.0)", row[i].name,
+					  addr[i], row[j].text, addr[j]);
+		}
+
+	const struct cfg_peer *self = &cfg->peers[cfg->node.id];
+	bool peer_ctl = self->present && self->control[0];
+	if (!set[0] || ip[0] != 0)
+		return;
+	/* dataplane/run_ctl.c dp__run_ctl_wanted: `auto` starts the control
+	 * plane only with an address of this node's own */
+	if (cfg->control.enabled != CFG_CONTROL_ON && !peer_ctl)
+		return;
+	if (!peer_ctl)
+		add_error(c, blame(c, key_index(S_CONTROL, "enabled"), 0),
+			  "control.enabled = on but [control] listen %s is the "
+			  "wildcard and there is no [peer.%u] control (expected "
+			  "[control] listen = this node's ip:%u, or [peer.%u] "
+			  "control = this node's ip:%u)", addr[0], cfg->node.id,
+			  port[0], cfg->node.id, port[0]);
+	else if (!ip_port(self->control, &sip, &sport) || sip == 0 ||
+		 sport != port[0])
+		add_error(c, blame(c, key_index(S_PEER, "control"), cfg->node.id),
+			  "peer.%u.control: %s is what this node advertises, "
+			  "[control] listen being the wildcard %s (expected "
+			  "this node's own ip with port %u)", cfg->node.id,
+			  self->control, addr[0], port[0]);
+}
+
 /* Checks between keys of plain sections: the later key gets the blame. */
 static void check_pairs(struct ctx *c)
 {
@@ -846,13 +923,7 @@ static void check_pairs(struct ctx *c)
 				  "cluster.seeds lists nodes but there is no "
 				  "psk_file (expected [cluster] psk_file: control "
 				  "messages are authenticated)");
-		if (cfg->control.admin_listen[0] &&
-		    !strcmp(cfg->control.admin_listen, cfg->metrics.listen))
-			add_error(c, blame(c, key_index(S_CONTROL,
-							"admin_listen"), 0),
-				  "control.admin_listen: %s is [metrics] listen "
-				  "too (expected two addresses)",
-				  cfg->control.admin_listen);
+		check_listen(c);
 	}
 }
 
