@@ -21,9 +21,14 @@ bool cfg_value_needs_quotes(const char *v)
 	ZB_ASSERT(v != NULL);
 	size_t n = strlen(v);
 
-	return n == 0 || v[0] == ';' || v[0] == '#' ||
-	       isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]) ||
-	       (n >= 2 && v[0] == '"' && v[n - 1] == '"');
+	if (n == 0 || v[0] == ';' || v[0] == '#' || v[0] == '"' ||
+	    isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1]))
+		return true;
+	/* " ;" and " #" start a comment outside quotes */
+	for (const char *p = v + 1; *p; p++)
+		if ((*p == ';' || *p == '#') && isspace((unsigned char)p[-1]))
+			return true;
+	return false;
 }
 
 const char *cfg_value_unwritable(const char *v)
@@ -33,9 +38,17 @@ const char *cfg_value_unwritable(const char *v)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return "a value cannot hold control characters (a line "
 			       "break would start another line of the file)";
-		if ((*p == ';' || *p == '#') && p > v && isspace((unsigned char)p[-1]))
-			return "' ;' and ' #' start a comment in a config file, "
-			       "so a value cannot hold them";
+	}
+	/* in quotes, a '"' then blanks and ';' or '#' would close the value
+	 * there and start a comment */
+	for (const char *p = strchr(v, '"'); p; p = strchr(p + 1, '"')) {
+		const char *r = p + 1;
+
+		while (isspace((unsigned char)*r))
+			r++;
+		if (r > p + 1 && (*r == ';' || *r == '#'))
+			return "a value cannot hold '\" ;' or '\" #' (in quotes, "
+			       "the value would end and a comment start there)";
 	}
 	return NULL;
 }

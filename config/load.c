@@ -12,8 +12,9 @@
  *
  * inih's options are process globals (Debian builds them as variables); we
  * set them on every load: no multi-line continuation (an indented line is a
- * line of its own, never a continuation of the previous value), inline
- * comments start at ';' or '#' preceded by whitespace. A mutex serialises
+ * line of its own, never a continuation of the previous value), no inline
+ * comments: the reader cuts those (';' or '#' preceded by whitespace, but
+ * not inside a value in double quotes). A mutex serialises
  * loads, so threads may load configs concurrently (tests do).
  */
 #include "internal.h"
@@ -399,6 +400,74 @@ static ssize_t next_line(struct ctx *c)
 	return (ssize_t)n;
 }
 
+/* In a value that opens with '"': the quote that closes it, one followed by
+ * nothing, or by blanks and a comment; NULL when there is none. */
+static const char *closing_quote(const char *v)
+{
+	ZB_ASSERT(v[0] == '"');
+	for (const char *q = strchr(v + 1, '"'); q; q = strchr(q + 1, '"')) {
+		const char *r = q + 1;
+
+		while (isspace((unsigned char)*r))
+			r++;
+		if (*r == '\0' || (r > q + 1 && (*r == ';' || *r == '#')))
+			return q;
+	}
+	return NULL;
+}
+
+/* Inline comments, cut here rather than by inih, which cut a quoted value
+ * at its first " ;" and lost the rest: "/etc/my ;key" read as `"/etc/my`.
+ * As inih did, ';' or '#' after a blank starts a comment in the key and in
+ * a bare value (not as the value's first character); a value that opens
+ * with '"' runs to the quote that closes it, and one that is never closed
+ * is an error. s: a key line of len characters; returns the length kept. */
+static size_t cut_comment(struct ctx *c, char *s, size_t len)
+{
+	char *p = s, *v, *key;
+	size_t kl;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	key = p;
+	for (char *k = p; *k; k++) {
+		if (k > p && comment_at(p, k)) {
+			*k = '\0'; /* a key without its '=': inih reports it */
+			return (size_t)(k - s);
+		}
+		if (*k == '=' || *k == ':') {
+			p = k + 1;
+			break;
+		}
+	}
+	if (p == s || (p[-1] != '=' && p[-1] != ':'))
+		return len; /* no delimiter: inih reports the line */
+	v = p;
+	while (isspace((unsigned char)*v))
+		v++;
+	if (*v == '"') {
+		const char *q = closing_quote(v);
+
+		if (q == NULL) {
+			kl = (size_t)(p - 1 - key);
+			while (kl > 0 && isspace((unsigned char)key[kl - 1]))
+				kl--;
+			add_error(c, c->line, "the value of '%.*s' opens with \" "
+				  "and has no closing \" (expected \"text\", then "
+				  "nothing or a comment)", kl > 60 ? 60 : (int)kl, key);
+			return len;
+		}
+		s[q + 1 - s] = '\0';
+		return (size_t)(q + 1 - s);
+	}
+	for (char *k = v; *k; k++)
+		if (k > v && comment_at(v, k)) {
+			*k = '\0';
+			return (size_t)(k - s);
+		}
+	return len;
+}
+
 /* inih's reader: one line per call, counting lines. */
 static char *reader(char *str, int num, void *stream)
 {
@@ -437,6 +506,8 @@ static char *reader(char *str, int num, void *stream)
 		s[len] = '\0';
 	}
 	classify(c, s);
+	if (c->kind == L_OTHER)
+		len = cut_comment(c, s, len);
 	memcpy(str, s, len);
 	str[len] = '\n';
 	str[len + 1] = '\0';
@@ -954,7 +1025,7 @@ static int load(struct zb_config *cfg, FILE *in, const char *name,
 
 	pthread_mutex_lock(&ini_lock);
 	ini_allow_multiline = false;
-	ini_allow_inline_comments = true;
+	ini_allow_inline_comments = false; /* the reader cuts them */
 	ini_inline_comment_prefixes = (char *)";#";
 	ini_start_comment_prefixes = (char *)";#";
 	ini_allow_no_value = false;

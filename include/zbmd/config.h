@@ -236,10 +236,12 @@ int cfg_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port
 
 /* Writing a value into an INI file that this loader reads back as it was:
  * cfg_value_unwritable() says why no way of writing v reads back as v (a
- * control character: a line break would start another line; " ;" or " #":
- * a comment starts there), or NULL; cfg_value_needs_quotes() is true when
- * v must be written in double quotes (empty, a leading ';' or '#', blanks at
- * either end, quotes of its own: the loader removes exactly one pair). */
+ * control character: a line break would start another line; '"' followed
+ * by blanks and ';' or '#': in quotes the value would end there), or NULL;
+ * cfg_value_needs_quotes() is true when v must be written in double quotes
+ * (empty, a leading ';', '#' or '"', blanks at either end, " ;" or " #"
+ * inside: outside quotes a comment starts there; the loader removes
+ * exactly one pair). */
 const char *cfg_value_unwritable(const char *v);
 bool cfg_value_needs_quotes(const char *v);
 

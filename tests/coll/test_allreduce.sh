@@ -127,11 +127,11 @@ out=$("$Z" local --nodes 2 --set 'control.raft_dir=#zb-raft' --set 'eal.extra_ar
 	echo "$out" | grep -qx 'extra_args = " --no-telemetry"'
 ok $? "--set values with a leading '#' or blank reach the nodes intact (exit $rc)"
 bad=0
-for a in 'eal.extra_args=--a ;b' "eal.extra_args=$(printf 'a\nb')" "$(printf 'eal\n.x=1')" 'eal.extra args=1'; do
+for a in 'eal.extra_args=--a" ;b' "eal.extra_args=$(printf 'a\nb')" "$(printf 'eal\n.x=1')" 'eal.extra args=1'; do
 	"$Z" local --nodes 2 --set "$a" -- $show >/dev/null 2>/tmp/zbcoll-err.$$
 	rc=$?; [ $rc -eq 2 ] && grep -q "bad --set" /tmp/zbcoll-err.$$ || { bad=1; diag "--set '$a': exit $rc"; }
 done
-ok $bad "--set values a config file cannot hold (' ;', a line break) and names with blanks: exit 2, said why"
+ok $bad "--set values a config file cannot hold ('\" ;', a line break) and names with blanks: exit 2, said why"
 bad=0
 for a in 'node.id=5:writes \[node\] for each node' 'node.name=x:writes \[node\]' \
 	 "gpu.backend=$(printf 'x%.0s' $(seq 200)):longer than zbmd local takes"; do

@@ -305,13 +305,35 @@ static void test_errors(void)
 	ok(cfg_value_needs_quotes("") && cfg_value_needs_quotes("#x") &&
 		   cfg_value_needs_quotes(";x") && cfg_value_needs_quotes(" x") &&
 		   cfg_value_needs_quotes("x\t") && cfg_value_needs_quotes("\"x\"") &&
-		   !cfg_value_needs_quotes("a;b#c") && !cfg_value_needs_quotes("\"x") &&
-		   !cfg_value_needs_quotes("a b") &&
-		   cfg_value_unwritable("a ;b") && cfg_value_unwritable("a\t#b") &&
+		   !cfg_value_needs_quotes("a;b#c") && cfg_value_needs_quotes("\"x") &&
+		   !cfg_value_needs_quotes("a b") && !cfg_value_needs_quotes("a\"b") &&
+		   cfg_value_needs_quotes("a ;b") && cfg_value_needs_quotes("a\t#b") &&
+		   !cfg_value_unwritable("a ;b") && !cfg_value_unwritable("a #b") &&
+		   cfg_value_unwritable("a\" ;b") && cfg_value_unwritable("\"\t#") &&
 		   cfg_value_unwritable("a\nb") && cfg_value_unwritable("\x7f") &&
-		   !cfg_value_unwritable("a;b#c") && cfg_value_unwritable(" #x") &&
+		   !cfg_value_unwritable("a;b#c") && !cfg_value_unwritable(" #x") &&
+		   !cfg_value_unwritable("a\";b") &&
 		   !cfg_value_unwritable("#x") && !cfg_value_unwritable("\xc3\xa9"),
 	   "which values need quotes, and which no quoting can hold");
+	/* a quoted value keeps its " ;" and " #" (it was cut at the first,
+	 * `"/etc/my` kept with its stray quote), a comment may follow it, and
+	 * a quote never closed is an error at its line */
+	rc = load("[node]\nid = 1\n[cluster]\nid = 2\npsk_file = \"/etc/my ;key\"\n"
+		  "[control]\nraft_dir = \"/var/a #b\"  ; a comment \"x\"\n"
+		  "[eal]\nextra_args = --no-pci ; bare: a comment\n");
+	ok(rc == 0 && strcmp(a.cluster.psk_file, "/etc/my ;key") == 0 &&
+		   strcmp(a.control.raft_dir, "/var/a #b") == 0 &&
+		   strcmp(a.eal.extra_args, "--no-pci") == 0 &&
+		   cfg_round_trips(&a, "quoted comment characters"),
+	   "a quoted value keeps ' ;' and ' #', a comment after it is one, and "
+	   "the dump writes it back (rc %d: %s)", rc, rc ? err.msg : "");
+	rc = load("[node]\nid = 1\n[cluster]\nid = 2\npsk_file = \"/etc/my key\n"
+		  "[eal]\nfile_prefix = \"a\" b ; c\n");
+	ok(rc == ZB_ERR_CONFIG && err.count == 2 &&
+		   strstr(err.list, "t.ini:5: the value of 'psk_file' opens with \" and "
+				    "has no closing \" (expected") == err.list &&
+		   strstr(err.list, "\nt.ini:7: the value of 'file_prefix' opens with"),
+	   "an opening quote never closed: an error at its line (%s)", err.list);
 	snprintf(text, sizeof(text), "%s[control]\nraft_dir = \"\"q\"\"\n", REQUIRED);
 	rc = load(text);
 	ok(rc == 0 && strcmp(a.control.raft_dir, "\"q\"") == 0 &&
@@ -369,7 +391,7 @@ static void test_files(void)
 
 int main(void)
 {
-	tap_plan(66);
+	tap_plan(68);
 	test_defaults();
 	test_values();
 	test_syntax();
