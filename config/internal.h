@@ -109,9 +109,20 @@ void cfg__format(const struct cfg__key *k, const void *base, char *out,
 /* "an integer 1..65535", "one of poll, adaptive", ... for messages and docs. */
 void cfg__expect(const struct cfg__key *k, char *out, size_t len);
 
+/* A value or name quoted in a diagnostic: s (n bytes) itself when it is
+ * short, else its first CFG__ELIDE_KEEP characters and "...", so that the
+ * reason and the expectation after it always fit the message. Returns buf
+ * (CFG__ELIDE_BUF bytes). */
+#define CFG__ELIDE_KEEP 40
+#define CFG__ELIDE_MAX  64
+#define CFG__ELIDE_BUF  (CFG__ELIDE_MAX + 4)
+const char *cfg__elide(const char *s, size_t n, char *buf);
+
 /* Lower-level parsers with a reason on failure. */
 int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 		      uint16_t *count, char *why, size_t whylen);
+/* Decimal or 0x hex digits only: 0, -EINVAL (not such digits), -ERANGE
+ * (past 2^64 - 1). */
 int cfg__parse_u64(const char *s, uint64_t *v);
 
 #endif /* ZBMD_CONFIG_INTERNAL_H */

@@ -54,6 +54,7 @@ struct ctx {
 
 	unsigned line;          /* line last handed to inih */
 	enum line_kind kind;    /* its kind */
+	enum line_kind prev;    /* kind of the last line before it with content */
 	unsigned handled;       /* last line the handler ran for */
 	bool reported;          /* ctx->line already has an error */
 	bool indented;          /* ctx->line starts with whitespace */
@@ -236,7 +237,7 @@ static void unknown_section(struct ctx *c, const char *text, size_t len,
 {
 	const char *best = NULL;
 	unsigned bd = 99;
-	char hint[96], all[512];
+	char hint[96], all[512], eb[CFG__ELIDE_BUF];
 
 	ZB_ASSERT(c != NULL && text != NULL);
 	ZB_ASSERT(base <= len);
@@ -250,8 +251,8 @@ static void unknown_section(struct ctx *c, const char *text, size_t len,
 	}
 	suggest(base, "[%s]", best, bd, hint, sizeof(hint));
 	section_list(all, sizeof(all));
-	add_error(c, c->line, "unknown section [%.*s] (%sexpected one of %s)",
-		  (int)len, text, hint, all);
+	add_error(c, c->line, "unknown section [%s] (%sexpected one of %s)",
+		  cfg__elide(text, len, eb), hint, all);
 }
 
 /* A section header "[text]" (text without the brackets) on ctx->line. */
@@ -283,8 +284,10 @@ static void begin_section(struct ctx *c, const char *text, size_t len)
 		if (digits)
 			idx = strtoul(p, NULL, 10);
 		if (!digits || idx >= s->count) {
-			add_error(c, c->line, "bad section [%.*s] (expected "
-				  "[%s.0] .. [%s.%u])", (int)len, text,
+			char eb[CFG__ELIDE_BUF];
+
+			add_error(c, c->line, "bad section [%s] (expected "
+				  "[%s.0] .. [%s.%u])", cfg__elide(text, len, eb),
 				  s->name, s->name, s->count - 1);
 			return;
 		}
@@ -336,10 +339,12 @@ static void classify(struct ctx *c, const char *s)
 			const char *q = p + 1;
 			while (isspace((unsigned char)*q))
 				q++;
+			char eb[CFG__ELIDE_BUF];
+
 			if (*q && !comment_at(p + 1, q))
-				add_error(c, c->line, "text after section header '%.*s' "
+				add_error(c, c->line, "text after section header '%s' "
 					  "(expected [name] alone on its line, or a comment)",
-					  (int)(p - s + 1), s);
+					  cfg__elide(s, (size_t)(p - s + 1), eb));
 			return;
 		}
 	}
@@ -479,6 +484,8 @@ static char *reader(char *str, int num, void *stream)
 	ZB_ASSERT(c != NULL && str != NULL);
 	ZB_ASSERT(num >= 8 && num <= CFG__LINE_MAX + 2);
 	finish_line(c);
+	if (c->kind == L_SECTION || c->kind == L_OTHER)
+		c->prev = c->kind;
 	n = next_line(c);
 	if (n < 0) {
 		c->kind = L_NONE;
@@ -525,30 +532,40 @@ static void key_list(unsigned sec, char *out, size_t len)
 					      o ? ", " : "", cfg__keys[i].key);
 }
 
-/* name is no key of the current section (nm: its printed name). */
-static void unknown_key(struct ctx *c, const char *name, const char *nm)
+/* The key of section sec nearest to name, and its distance. */
+static const char *nearest_key(unsigned sec, const char *name, unsigned *dist)
 {
 	const char *best = NULL;
-	unsigned bd = 99;
-	char hint[96], all[400];
 
-	ZB_ASSERT(c != NULL && c->sec >= 0);
-	ZB_ASSERT(name != NULL && nm != NULL);
+	*dist = 99;
 	for (unsigned i = 0; i < cfg__nkeys; i++) {
 		unsigned d;
 
-		if (cfg__keys[i].section != (unsigned)c->sec)
+		if (cfg__keys[i].section != sec)
 			continue;
 		d = distance(name, strlen(name), cfg__keys[i].key);
-		if (d < bd) {
-			bd = d;
+		if (d < *dist) {
+			*dist = d;
 			best = cfg__keys[i].key;
 		}
 	}
+	return best;
+}
+
+/* name is no key of the current section (nm: its printed name). */
+static void unknown_key(struct ctx *c, const char *name, const char *nm)
+{
+	const char *best;
+	unsigned bd;
+	char hint[96], all[400], eb[CFG__ELIDE_BUF];
+
+	ZB_ASSERT(c != NULL && c->sec >= 0);
+	ZB_ASSERT(name != NULL && nm != NULL);
+	best = nearest_key((unsigned)c->sec, name, &bd);
 	suggest(strlen(name), "'%s'", best, bd, hint, sizeof(hint));
 	key_list((unsigned)c->sec, all, sizeof(all));
 	add_error(c, c->line, "unknown key '%s' in [%s] (%sexpected one of %s)",
-		  name, nm, hint, all);
+		  cfg__elide(name, strlen(name), eb), nm, hint, all);
 }
 
 /* A CFG__HOST row stored an address no host has (0.0.0.0: none, which
@@ -574,7 +591,7 @@ static int handler(void *user, const char *section, const char *name,
 		   const char *value)
 {
 	struct ctx *c = user;
-	char nm[80], why[400];
+	char nm[80], why[400], eb[CFG__ELIDE_BUF];
 	int k;
 
 	ZB_ASSERT(c != NULL && section != NULL);
@@ -585,7 +602,8 @@ static int handler(void *user, const char *section, const char *name,
 		return 1;
 	if (!c->in_section) {
 		add_error(c, c->line, "key '%s' outside any section (expected "
-			  "a [section] header above it)", name);
+			  "a [section] header above it)",
+			  cfg__elide(name, strlen(name), eb));
 		return 1;
 	}
 	if (c->sec < 0)
@@ -596,9 +614,19 @@ static int handler(void *user, const char *section, const char *name,
 		return 1;
 	}
 	k = cfg__key_find((unsigned)c->sec, name);
-	if (k < 0 && c->indented) {
-		add_error(c, c->line, NOT_CONTINUATION);
-		return 1;
+	/* an indented line that names no key reads as a continuation of the
+	 * value above it, unless there is no value above it (it follows the
+	 * section header) or it is a near miss of a key (a typo) */
+	if (k < 0 && c->indented && c->prev == L_OTHER) {
+		char hint[96];
+		unsigned bd;
+		const char *best = nearest_key((unsigned)c->sec, name, &bd);
+
+		suggest(strlen(name), "'%s'", best, bd, hint, sizeof(hint));
+		if (hint[0] == '\0') {
+			add_error(c, c->line, NOT_CONTINUATION);
+			return 1;
+		}
 	}
 	if (k < 0) {
 		unknown_key(c, name, nm);

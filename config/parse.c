@@ -30,6 +30,27 @@ static void why_set(char *why, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+const char *cfg__elide(const char *s, size_t n, char *buf)
+{
+	size_t keep = CFG__ELIDE_KEEP;
+
+	ZB_ASSERT(s != NULL && buf != NULL);
+	if (n <= CFG__ELIDE_MAX) {
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+		return buf;
+	}
+	/* not inside a UTF-8 sequence */
+	while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
+		keep--;
+	memcpy(buf, s, keep);
+	memcpy(buf + keep, "...", 4);
+	return buf;
+}
+
+/* cfg__elide of a whole string, into a compound literal's buffer */
+#define ELIDE(s) cfg__elide((s), strlen(s), (char[CFG__ELIDE_BUF]){0})
+
 int cfg__parse_u64(const char *s, uint64_t *v)
 {
 	int base = 10;
@@ -49,8 +70,10 @@ int cfg__parse_u64(const char *s, uint64_t *v)
 		return -EINVAL;   /* strtoull would take "0x0x10" as 16 */
 	errno = 0;
 	x = strtoull(s, &end, base);
-	if (errno != 0 || *end != '\0')
+	if (*end != '\0' || (errno != 0 && errno != ERANGE))
 		return -EINVAL;
+	if (errno == ERANGE)
+		return -ERANGE; /* digits only, past 2^64 - 1 */
 	*v = x;
 	return 0;
 }
@@ -169,7 +192,7 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 					"at the end");
 			else
 				why_set(why, whylen, "'%s' is not a core id",
-					p);
+					ELIDE(p));
 			return -EINVAL;
 		}
 		hi = lo;
@@ -182,7 +205,7 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 			if (parse_dec(&p, 99999, 5, &hi) != 0) {
 				if (*p >= '0' && *p <= '9')
 					why_set(why, whylen, "'%s' is not a "
-						"core id", p);
+						"core id", ELIDE(p));
 				else
 					why_set(why, whylen, "a range has no "
 						"end after %u-", lo);
@@ -218,7 +241,7 @@ int cfg__parse_lcores(const char *s, uint16_t *list, uint16_t max,
 		if (*p == '\0')
 			break;
 		if (*p != ',') {
-			why_set(why, whylen, "unexpected \"%s\"", p);
+			why_set(why, whylen, "unexpected \"%s\"", ELIDE(p));
 			return -EINVAL;
 		}
 		p++;
@@ -384,8 +407,11 @@ static int parse_double(const char *s, double *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || !isfinite(v))
-		return -EINVAL;
+	if (*end != '\0' || end == s || isnan(v) ||
+	    (!isfinite(v) && errno != ERANGE))
+		return -EINVAL;   /* junk, "nan", "inf" */
+	if (errno == ERANGE)
+		return -ERANGE;   /* 1e400, 1e-400: past a double's range */
 	*out = v;
 	return 0;
 }
@@ -471,7 +497,7 @@ static int store_seeds(void *base, const char *text, char *why, size_t wl)
 		}
 		if (parse_ip_port(item) != 0) {
 			why_set(why, wl, "seed '%s' is not ip:port "
-				"(expected e.g. 10.0.0.1:7400)", item);
+				"(expected e.g. 10.0.0.1:7400)", ELIDE(item));
 			return -EINVAL;
 		}
 		memset(seeds[n], 0, CFG_STR);
@@ -585,7 +611,8 @@ typedef int (*store_fn)(const struct store_args *a);
 
 static int bad(const struct store_args *a, const char *what)
 {
-	why_set(a->why, a->wl, "'%s' %s (expected %s)", a->v, what, a->expect);
+	why_set(a->why, a->wl, "'%s' %s (expected %s)", ELIDE(a->v), what,
+		a->expect);
 	return -EINVAL;
 }
 
@@ -602,22 +629,25 @@ static int store_text(const struct store_args *a, const char *text)
 static int st_uint(const struct store_args *a)
 {
 	uint64_t x;
+	int rc;
 
-	if ((a->k->flags & CFG__AUTO) && strcmp(a->v, "auto") == 0) {
+	/* `auto` in any case, as enum values are */
+	if ((a->k->flags & CFG__AUTO) && strcasecmp(a->v, "auto") == 0) {
 		ZB_ASSERT(a->k->size == sizeof(uint32_t) && a->k->max < CFG_AUTO);
 		store_uint(a->field, a->k->size, CFG_AUTO);
 		return 0;
 	}
-	if (cfg__parse_u64(a->v, &x) != 0)
+	rc = cfg__parse_u64(a->v, &x);
+	if (rc == -EINVAL)
 		return bad(a, "is not an unsigned integer");
-	if ((double)x < a->k->min || (double)x > a->k->max) {
-		why_set(a->why, a->wl, "%s is out of range (expected %s)", a->v,
-			a->expect);
+	if (rc == -ERANGE || (double)x < a->k->min || (double)x > a->k->max) {
+		why_set(a->why, a->wl, "%s is out of range (expected %s)",
+			ELIDE(a->v), a->expect);
 		return -EINVAL;
 	}
 	if ((a->k->flags & CFG__POW2) && (x & (x - 1)) != 0) {
 		why_set(a->why, a->wl, "%s is not a power of two (expected %s)",
-			a->v, a->expect);
+			ELIDE(a->v), a->expect);
 		return -EINVAL;
 	}
 	store_uint(a->field, a->k->size, x);
@@ -628,11 +658,13 @@ static int st_double(const struct store_args *a)
 {
 	double x;
 
-	if (parse_double(a->v, &x) != 0)
+	int rc = parse_double(a->v, &x);
+
+	if (rc == -EINVAL)
 		return bad(a, "is not a number");
-	if (x < a->k->min || x > a->k->max) {
-		why_set(a->why, a->wl, "%s is out of range (expected %s)", a->v,
-			a->expect);
+	if (rc == -ERANGE || x < a->k->min || x > a->k->max) {
+		why_set(a->why, a->wl, "%s is out of range (expected %s)",
+			ELIDE(a->v), a->expect);
 		return -EINVAL;
 	}
 	*(double *)a->field = x;
@@ -728,7 +760,7 @@ static int st_lcores(const struct store_args *a)
 	if (cfg__parse_lcores(a->v, list, CFG_MAX_LCORES, &n, reason,
 			      sizeof(reason)) != 0) {
 		why_set(a->why, a->wl, "'%s' is not a valid lcore list: %s "
-			"(expected %s)", a->v, reason, a->expect);
+			"(expected %s)", ELIDE(a->v), reason, a->expect);
 		return -EINVAL;
 	}
 	if (store_text(a, a->v) != 0)
