@@ -439,8 +439,14 @@ int dp_cmd_train(int argc, char **argv)
 	cfg = calloc(1, sizeof(*cfg));
 	if (!cfg)
 		return ZB_EXIT_FAIL;
-	if (cfg_load_file(cfg, T.o.cfg, &cerr) < 0) {
-		fprintf(stderr, "zbmd train: %s\n", cerr.msg);
+	rc = cfg_load_file(cfg, T.o.cfg, &cerr);
+	if (rc < 0) {
+		/* every diagnostic, one "FILE:LINE: ..." line each, as zbmd
+		 * run and check-config print them (only the first was) */
+		if (rc == ZB_ERR_CONFIG && cerr.list[0])
+			fputs(cerr.list, stderr);
+		else
+			fprintf(stderr, "zbmd train: %s\n", cerr.msg);
 		free(cfg);
 		return ZB_EXIT_USAGE;
 	}

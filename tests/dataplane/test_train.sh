@@ -15,7 +15,7 @@ Z=$ZBMD_BUILD/bin/zbmd
 T=$(mktemp -d /tmp/zbtrain.XXXXXX)
 . "$ZBMD_ROOT/tests/common/local.sh"
 trap 'drop_kept "$T"/*.out; rm -rf "$T"' EXIT
-plan 12
+plan 13
 
 # trained NAME NODES ARGS...: zbmd local --nodes NODES ARGS -- train ...
 trained() {
@@ -100,6 +100,10 @@ ok $? "--help: exit 0, usage on stdout"
 "$Z" train -c /nonexistent.ini >/dev/null 2>"$T/e"; rc=$?
 [ $rc = 2 ] && grep -q 'nonexistent.ini' "$T/e"
 ok $? "a config that does not load: exit 2, the file named ($rc)"
+printf '[node]\nid = 0\n[cluster]\nid = 1\n[eal]\nmemory_mb = 1\n[coll]\nchannels = 0\n' >"$T/two.ini"
+"$Z" train -c "$T/two.ini" >/dev/null 2>"$T/e"; rc=$?
+[ $rc = 2 ] && grep -q "^$T/two.ini:6: eal.memory_mb: " "$T/e" && grep -q "^$T/two.ini:8: coll.channels: " "$T/e"
+ok $? "a config with two errors: exit 2 and both, each at its line, as zbmd run prints them ($rc)"
 
 # CUDA: a clear failure where there is none, a real run where there is
 "$Z" local --nodes 2 -- train --steps 10 --backend cuda >"$T/cu.out" 2>&1
