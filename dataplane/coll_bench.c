@@ -72,7 +72,7 @@ static void bench_usage(FILE *f)
 "                       last -d wins, as the last -o does)\n"
 "  -o, --op OP          sum prod min max avg, or all\n"
 "  -N, --counts LIST    element counts (comma list) instead of -b/-e/-f\n"
-"      --channels N     override [coll] channels (1..64; dpdk: 1..8);\n"
+"      --channels N     override [coll] channels (1..64; dpdk: 8 a lane);\n"
 "                       --chunk-kb N, --timeout-ms N\n"
 "      --provider NAME  net provider (default: [transport] kind): tcp; dpdk\n"
 "                       (starts this node's dataplane in-process from the config:\n"
@@ -1432,24 +1432,34 @@ static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
 	return rc;
 }
 
+unsigned coll_bench_dpdk_channels_max(unsigned lanes)
+{
+	return lanes <= 1 ? NET_DPDK_MAX_CHANNELS : (NET_DPDK_MAX_CHANNELS + 1) * lanes - 1;
+}
+
 /* The channels a provider can take: the dpdk provider maps channel c to
  * transport stream c of the lane, streams 0..NET_DPDK_MAX_CHANNELS-1 (its init
- * refused more with a bare "Invalid argument"). */
+ * refused more with a bare "Invalid argument"), and the collective host
+ * gives each of LANES lanes channels / lanes of them (coll_dpdk.c). LANES
+ * 0: not known here (the node checks with its config). */
 static int bench_channels_ok(const struct bench_opts *o, const char *pname,
-			     uint32_t cfg_channels)
+			     uint32_t cfg_channels, unsigned lanes)
 {
 	uint32_t ch = o->channels ? o->channels : cfg_channels;
+	unsigned max = coll_bench_dpdk_channels_max(lanes);
 
-	if (strcmp(pname, "dpdk") != 0 || ch <= NET_DPDK_MAX_CHANNELS)
+	if (strcmp(pname, "dpdk") != 0 || lanes == 0 || ch <= max)
 		return 0;
 	if (o->channels)
 		fprintf(stderr, "zbmd bench allreduce: bad value '%u' for --channels: "
-			"the dpdk provider takes 1..%d (a lane's transport streams)\n",
-			ch, NET_DPDK_MAX_CHANNELS);
+			"the dpdk provider takes 1..%u here (at most %d per dataplane "
+			"lane, %u lane%s)\n", ch, max, NET_DPDK_MAX_CHANNELS, lanes,
+			lanes == 1 ? "" : "s");
 	else
 		fprintf(stderr, "zbmd bench allreduce: [coll] channels = %u: the dpdk "
-			"provider takes 1..%d (a lane's transport streams)\n", ch,
-			NET_DPDK_MAX_CHANNELS);
+			"provider takes 1..%u here (at most %d per dataplane lane, %u "
+			"lane%s)\n", ch, max, NET_DPDK_MAX_CHANNELS, lanes,
+			lanes == 1 ? "" : "s");
 	return -1;
 }
 
@@ -1474,7 +1484,7 @@ static int bench_precheck(const struct bench_opts *o, unsigned nodes)
 }
 
 int coll_bench_local_check(int argc, char **argv, unsigned nodes,
-			   const char *link, const char *provider)
+			   const char *link, const char *provider, unsigned lanes)
 {
 	struct bench_opts o;
 	char **a = calloc((size_t)argc + 1, sizeof(*a));
@@ -1497,7 +1507,7 @@ int coll_bench_local_check(int argc, char **argv, unsigned nodes,
 			o.provider, link, provider);
 		return -EINVAL;
 	}
-	if (bench_channels_ok(&o, provider, 0) < 0 || bench_precheck(&o, nodes) < 0)
+	if (bench_channels_ok(&o, provider, 0, lanes) < 0 || bench_precheck(&o, nodes) < 0)
 		return -EINVAL;
 	return 0;
 }
@@ -1601,7 +1611,8 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	if (bench_channels_ok(&o, pname, cfg->coll.channels) < 0) {
+	unsigned lanes = cfg->eal.lcore_count > 1 ? cfg->eal.lcore_count - 1u : 1u;
+	if (bench_channels_ok(&o, pname, cfg->coll.channels, lanes < 16 ? lanes : 16) < 0) {
 		status = 2;
 		goto out;
 	}

@@ -446,19 +446,26 @@ static int local_cmd_ok(const struct local_opts *o)
 			"or tcp)\n", name);
 		return -1;
 	}
-	if (o->dpdk) {   /* the dpdk provider's channels: transport streams */
+	/* each node's dataplane lanes: one per lcore after the first; not
+	 * known here where the user places the lcores (the nodes check) */
+	unsigned lanes = local_kv_find(o->dkv, o->ndkv, "eal", "lcores") >= 0 ||
+			 getenv("ZBN_LCORES") ? 0 : o->spread > 2 ? (unsigned)o->spread - 1 : 1;
+	if (o->dpdk && lanes) {   /* the dpdk provider's channels: transport streams */
 		int i = local_kv_find(o->dkv, o->ndkv, "coll", "channels");
 		long ch = i >= 0 ? strtol(o->dkv[i].val, NULL, 10) : 0;
-		if (ch > NET_DPDK_MAX_CHANNELS) {
+		unsigned max = coll_bench_dpdk_channels_max(lanes);
+		if (ch > (long)max) {
 			fprintf(stderr, "zbmd local: --set coll.channels=%s: the dpdk "
-				"provider (--link %s) takes 1..%d channels\n",
-				o->dkv[i].val, o->link, NET_DPDK_MAX_CHANNELS);
+				"provider (--link %s) takes 1..%u channels (at most %d "
+				"per dataplane lane, %u lane%s)\n", o->dkv[i].val, o->link,
+				max, NET_DPDK_MAX_CHANNELS, lanes, lanes == 1 ? "" : "s");
 			return -1;
 		}
 	}
 	if (bench)
 		return coll_bench_local_check(o->ncmd - 1, o->cmd + 1,
-					      (unsigned)o->nodes, o->link, prov) < 0 ? -1 : 0;
+					      (unsigned)o->nodes, o->link, prov,
+					      o->dpdk ? lanes : 1) < 0 ? -1 : 0;
 	/* the others: -c/--config FILE would replace the node's config */
 	for (int i = words; i < o->ncmd && strcmp(o->cmd[i], "--"); i++) {
 		const char *a = o->cmd[i];
@@ -669,9 +676,9 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			o->kill_node >= o->nodes ? o->kill_node : o->linkdown_node, o->nodes - 1);
 		return -EINVAL;
 	}
-	if (local_cmd_ok(o) < 0)
-		return -EINVAL;
 	if (local_spread(o) < 0)
+		return -EINVAL;
+	if (local_cmd_ok(o) < 0)   /* after local_spread: the lanes per node */
 		return -EINVAL;
 	/* The nodes share this machine's CPUs: each node's BLAS (the cpu GPU
 	 * backend, zbmd train) gets its share of them instead of one thread

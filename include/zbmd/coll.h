@@ -476,8 +476,12 @@ void coll_actor_node_close(struct coll_actor_node *n);
 int coll_bench_allreduce_main(int argc, char **argv);   /* zbmd bench allreduce */
 int coll_local_main(int argc, char **argv);             /* zbmd local */
 /* zbmd local's look at `bench allreduce ARGS` before it starts the nodes:
- * refused flags say why on stderr (-EINVAL); 0 where the nodes may run it. */
+ * refused flags say why on stderr (-EINVAL); 0 where the nodes may run it.
+ * LANES: each node's dataplane lanes (0: not known, the nodes check). */
 int coll_bench_local_check(int argc, char **argv, unsigned nodes,
-			   const char *link, const char *provider);
+			   const char *link, const char *provider, unsigned lanes);
+/* The most [coll] channels the dpdk provider takes on a node of LANES
+ * dataplane lanes (8 per lane, channels / lanes each: coll_dpdk.c). */
+unsigned coll_bench_dpdk_channels_max(unsigned lanes);
 
 #endif /* ZBMD_COLL_H */

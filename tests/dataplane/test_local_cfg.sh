@@ -9,7 +9,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 42
+plan 44
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
@@ -188,6 +188,17 @@ refused "--channels 9 on memif (net provider 'dpdk' init: Invalid argument)" "ba
 	--nodes 2 --link memif -- bench allreduce --channels 9 -b 1K -e 1K -n 1
 refused "--set coll.channels=16 on memif" "--set coll.channels=16: the dpdk provider (--link memif) takes 1..8 channels" \
 	--nodes 2 --link memif --set coll.channels=16 -- bench allreduce -b 1K -e 1K -n 1
+# two lanes a node carry 8 channels each: --channels 16 runs (channels /
+# lanes per lane, coll_dpdk.c), 18 is refused by the nodes (9 a lane)
+ZBN_LCORES=0-2 "$ZBMD" local --nodes 2 --link memif -- bench allreduce --channels 16 \
+	-b 1K -e 1K -n 1 >/dev/null 2>"$T/err"
+ok $? "--channels 16 on nodes of two lanes runs (8 a lane)" || diag "$(grep -v '^ ' "$T/err" | head -3)"
+rm_kept
+ZBN_LCORES=0-2 "$ZBMD" local --nodes 2 --link memif -- bench allreduce --channels 18 \
+	-b 1K -e 1K -n 1 >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -qF "takes 1..17 here (at most 8 per dataplane lane, 2 lanes)" "$T/err"
+ok $? "--channels 18 on nodes of two lanes: exit 2, the limit named" || diag "$(grep -v '^ ' "$T/err" | head -3)"
+rm_kept
 refused "--json /proc/x.json (the sweep ran, the figures were lost)" "--json /proc/zbl.json: cannot create a file in /proc" \
 	--nodes 2 -- bench allreduce -b 1K -e 1K -n 1 --json /proc/zbl.json
 if [ "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)" -lt $((250 * 1024 * 1024)) ]; then
