@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
@@ -255,7 +256,33 @@ int dp__lock_prefix(const char *prefix, struct dp_err *err)
 		/* the lock holds even without the pid: only the message loses it */
 	}
 	dp__node.lock_fd = fd;
+	snprintf(dp__node.lock_dir, sizeof(dp__node.lock_dir), "%s", dir);
 	return 0;
+}
+
+/* The runtime dir's files of DPDK's primary (its config, memory layout
+ * arrays, hugepage info, multi-process and telemetry sockets) and our lock: DPDK 22.11
+ * leaves them after rte_eal_cleanup, so every stopped node left its
+ * /var/run/dpdk/PREFIX behind. Removed while the lock is still held (a
+ * node starting with the prefix now waits for it or finds it gone); a
+ * file of anyone else's keeps the directory. */
+static void remove_runtime_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		const char *f = e->d_name;
+		if (!strcmp(f, "config") || !strcmp(f, "hugepage_info") ||
+		    !strncmp(f, "fbarray_", 8) || !strncmp(f, "mp_socket", 9) ||
+		    !strncmp(f, "dpdk_telemetry", 14) ||
+		    !strcmp(f, "zbmd.lock"))
+			(void)unlinkat(dirfd(d), f, 0);
+	}
+	closedir(d);
+	(void)rmdir(dir);
 }
 
 void dp__unlock_prefix(void)
@@ -264,6 +291,7 @@ void dp__unlock_prefix(void)
 		if (ftruncate(dp__node.lock_fd, 0) != 0) {
 			/* stale pid is harmless: the flock is what counts */
 		}
+		remove_runtime_dir(dp__node.lock_dir);
 		close(dp__node.lock_fd);  /* releases the flock */
 		dp__node.lock_fd = -1;
 	}

@@ -116,6 +116,7 @@ struct dp_node {
 	volatile int quit;           /* set by dp_node_request_stop */
 	_Atomic int leaving;         /* set by dp_node_leaving */
 	int lock_fd;
+	char lock_dir[512];          /* the runtime dir it is in (removed at the end) */
 	uint64_t memif_absorbed_seen; /* memif_guard faults reported (interrupt thread) */
 	unsigned main_lcore;
 	bool main_is_dp;             /* one EAL lcore: main runs the loop */

@@ -4,7 +4,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
-plan 26
+plan 27
 
 PFX=zbmd-node-t$$
 PREFIXES+=("$PFX")
@@ -55,6 +55,8 @@ kill -0 $P; ok $? "first node still running"
 t0=$SECONDS; kill -TERM $P; wait $P; rc=$?
 [ $rc -eq 0 ] && [ $((SECONDS - t0)) -le 15 ]; ok $? "SIGTERM: exit 0 within 15 s (rc $rc, $((SECONDS - t0)) s)"
 grep -q '^zbmd: stopped cleanly' "$T/out"; ok $? "log says stopped cleanly"
+RT0=/var/run/dpdk/$PFX; [ "$(id -u)" -eq 0 ] || RT0=${XDG_RUNTIME_DIR:-/tmp}/dpdk/$PFX
+[ ! -e "$RT0" ]; ok $? "and left no DPDK runtime directory ($RT0: $(ls "$RT0" 2>/dev/null | tr '\n' ' '))"
 
 # a DPDK primary that is not zbmd (holds DPDK's own fcntl lock) is named too
 RT=/var/run/dpdk/$PFX; [ "$(id -u)" -eq 0 ] || RT=${XDG_RUNTIME_DIR:-/tmp}/dpdk/$PFX
