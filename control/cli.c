@@ -8,8 +8,10 @@
 #include "../cli/cli.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -160,33 +162,79 @@ static void dp_scan(char *m, struct dp_facts *df)
 	}
 }
 
-/* The most a status reply may hold. */
+/* The most a status reply may hold, and the time the whole exchange
+ * (connect, request, reply) may take. */
 #define STATUS_REPLY_MAX (16u << 20)
+#define STATUS_WAIT_MS 3000
+
+/* Milliseconds left until deadline (CLOCK_MONOTONIC ns), 0 when passed. */
+static int ms_left(uint64_t deadline)
+{
+	uint64_t now = zb_now_ns();
+	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* Waits for ev on fd until deadline: 1 ready, 0 timed out, -1 error. */
+static int wait_fd(int fd, short ev, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd pf = {.fd = fd, .events = ev};
+		int ms = ms_left(deadline);
+		if (ms == 0)
+			return 0;
+		int n = poll(&pf, 1, ms);
+		if (n > 0)
+			return 1;
+		if (n == 0)
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+}
 
 /* GET path from ip:port; the body into a malloc'd string, NULL on error
- * (reason printed). */
+ * (reason printed). The whole exchange has STATUS_WAIT_MS: a server that
+ * trickles its reply is cut off there as one that says nothing. */
 static char *http_get(const char *addr, const char *path)
 {
 	char req[256];
 	struct sockaddr_in sa;
+	uint64_t deadline = zb_now_ns() + STATUS_WAIT_MS * 1000000ull;
 
 	if (ctl__parse_ip4(addr, &sa) != 0) {
 		fprintf(stderr, "zbmd status: '%s' is not ip:port\n", addr);
 		return NULL;
 	}
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = {.tv_sec = 3};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		fprintf(stderr, "zbmd status: socket: %s\n", strerror(errno));
+		return NULL;
+	}
+	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa)), err = 0;
+	if (rc != 0 && errno == EINPROGRESS) {
+		socklen_t el = sizeof(err);
+		rc = wait_fd(fd, POLLOUT, deadline);
+		if (rc == 0) {
+			fprintf(stderr, "zbmd status: cannot reach the admin endpoint %s: "
+				"no answer within %d s (connect timed out)\n", addr,
+				STATUS_WAIT_MS / 1000);
+			close(fd);
+			return NULL;
+		}
+		if (rc > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0)
+			rc = err ? -1 : 0;
+		else
+			err = errno;
+		errno = err;
+	}
+	if (rc != 0) {
 		fprintf(stderr, "zbmd status: cannot reach the admin endpoint %s: %s\n",
 			addr, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return NULL;
 	}
 	int k = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr);
-	if (write(fd, req, (size_t)k) != k) {
+	if (wait_fd(fd, POLLOUT, deadline) <= 0 || write(fd, req, (size_t)k) != k) {
 		fprintf(stderr, "zbmd status: write to %s failed\n", addr);
 		close(fd);
 		return NULL;
@@ -194,7 +242,22 @@ static char *http_get(const char *addr, const char *path)
 	size_t cap = 65536, len = 0;
 	char *buf = malloc(cap + 1);
 	ssize_t r = 0;
-	while (buf && (r = read(fd, buf + len, cap - len)) > 0) {
+	const char *why = NULL;
+	while (buf) {
+		int w = wait_fd(fd, POLLIN, deadline);
+		if (w <= 0) {
+			why = w == 0 ? "timed out" : strerror(errno);
+			r = -1;
+			break;
+		}
+		r = read(fd, buf + len, cap - len);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (r <= 0) {
+			if (r < 0)
+				why = strerror(errno);
+			break;
+		}
 		len += (size_t)r;
 		if (len == cap) {
 			char *nb = cap < STATUS_REPLY_MAX ? realloc(buf, 2 * cap + 1) : NULL;
@@ -210,22 +273,31 @@ static char *http_get(const char *addr, const char *path)
 			cap *= 2;
 		}
 	}
-	int rerr = errno;
 	close(fd);
 	if (!buf)
 		return NULL;
 	if (r < 0) {
-		fprintf(stderr, "zbmd status: %s from %s: %s\n",
-			rerr == EAGAIN || rerr == EWOULDBLOCK ? "no whole reply within 3 s"
-							       : "reading the reply",
-			addr, strerror(rerr));
+		fprintf(stderr, "zbmd status: no whole reply from %s within %d s (%zu "
+			"bytes came: %s)\n", addr, STATUS_WAIT_MS / 1000, len, why);
 		free(buf);
 		return NULL;
 	}
 	buf[len] = '\0';
 	char *body = strstr(buf, "\r\n\r\n");
-	if (strncmp(buf, "HTTP/1.", 7) != 0 || !body || atoi(buf + 9) != 200) {
-		fprintf(stderr, "zbmd status: bad reply from %s\n", addr);
+	if (strncmp(buf, "HTTP/1.", 7) != 0 || !body) {
+		fprintf(stderr, "zbmd status: bad reply from %s (%zu bytes, not an "
+			"HTTP reply: expected a zbmd admin endpoint)\n", addr, len);
+		free(buf);
+		return NULL;
+	}
+	int code = atoi(buf + 9);
+	if (code != 200) {
+		/* the server's own words: the first line of its body */
+		const char *b = body + 4;
+		int bl = (int)strcspn(b, "\r\n");
+		fprintf(stderr, "zbmd status: %s answered %d to GET %s%s%.*s%s\n", addr,
+			code, path, bl ? " (\"" : "", bl > 200 ? 200 : bl, b,
+			bl ? "\")" : "");
 		free(buf);
 		return NULL;
 	}
@@ -236,6 +308,12 @@ static char *http_get(const char *addr, const char *path)
 	if (want != blen) {
 		fprintf(stderr, "zbmd status: bad reply from %s: %zu bytes of a body "
 			"of %llu\n", addr, blen, want);
+		free(buf);
+		return NULL;
+	}
+	if (blen == 0) {
+		fprintf(stderr, "zbmd status: %s answered GET %s with an empty body "
+			"(expected a node's status)\n", addr, path);
 		free(buf);
 		return NULL;
 	}

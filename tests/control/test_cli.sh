@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 25
+plan 26
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -64,6 +64,43 @@ $Z status --admin 127.0.0.1:17612 >"$D/out" 2>"$D/err"; rc=$?
 kill $FAKE 2>/dev/null; wait $FAKE 2>/dev/null
 [ $rc -eq 1 ] && grep -q "7 bytes of a body of 500" "$D/err"
 ok $? "status: /metrics cut short after a good /status is an error too (exit $rc)"
+# servers that answer wrongly: a reply trickled a byte every 0.4 s (each
+# read came within the 3 s a read had, so status waited for ever), a 404
+# (it said "bad reply" and no more), a 200 with no body (exit 0, nothing)
+cat >"$D/odd.py" <<'PY'
+import socket, sys, time
+port, mode, ready = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port)); s.listen(4); s.settimeout(20)
+open(ready, "w").close()
+c, _ = s.accept(); c.recv(4096)
+if mode == "trickle":
+    r = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 100
+    try:
+        for b in r:
+            c.send(bytes([b])); time.sleep(0.4)
+    except OSError: pass
+elif mode == "404":
+    c.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 31\r\n\r\nthe status is on the admin port")
+else:
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+c.close()
+PY
+bad=0
+for m in "trickle:17613:no whole reply from 127.0.0.1:17613 within 3 s" \
+	 "404:17614:127.0.0.1:17614 answered 404 to GET /status (\"the status is on the admin port\")" \
+	 "empty:17615:127.0.0.1:17615 answered GET /status with an empty body"; do
+	mode=${m%%:*}; rest=${m#*:}; port=${rest%%:*}; want=${rest#*:}
+	timeout 30 python3 "$D/odd.py" "$port" "$mode" "$D/odd-$mode" & op=$!
+	for _ in $(seq 100); do [ -e "$D/odd-$mode" ] && break; sleep 0.1; done
+	t0=$(date +%s%N)
+	timeout 20 $Z status --admin "127.0.0.1:$port" >"$D/out" 2>"$D/err"; rc=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	kill $op 2>/dev/null; wait $op 2>/dev/null
+	[ $rc -eq 1 ] && grep -qF -- "$want" "$D/err" && [ $ms -lt 6000 ] ||
+		{ bad=1; diag "$mode: exit $rc after $ms ms: $(head -1 "$D/err")"; }
+done
+ok $bad "status against a trickling server (out within 3 s), a 404 (the code and its words) and an empty 200: exit 1, said why"
 sed 's/^admin_listen = .*/admin_listen = ""/' "$D/n.ini" >"$D/noadmin.ini"
 $Z status -c "$D/noadmin.ini" 2>"$D/err"; [ $? -eq 1 ] && grep -q "admin API is off" "$D/err"
 ok $? "status -c on a config without an admin endpoint: says so, exit 1"
