@@ -76,6 +76,7 @@ static MHD_RESULT reply(struct MHD_Connection *c, unsigned code, char *body,
 #define HTTP_LOCAL_RESERVE 16
 #define HTTP_REQUEST_MS    4000
 #define HTTP_JANITOR_MS    250
+#define HTTP_OVER          64   /* libmicrohttpd's limit is HTTP_CONNS + this */
 
 struct http_conn {
 	bool used;
@@ -276,7 +277,10 @@ int ctl__http_start(struct ctl_node *n, const char *listen, bool admin, void **o
 		MHD_USE_INTERNAL_POLLING_THREAD, ntohs(sa.sin_port), http_accept, h,
 		handler, h, MHD_OPTION_SOCK_ADDR, &sa,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)2,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
+		/* libmicrohttpd's own limit is above ours: it refuses past
+		 * its limit before http_accept runs, so those refusals went
+		 * uncounted (dropped{why="limit"} stayed 0 under a flood) */
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)(HTTP_CONNS + HTTP_OVER),
 		MHD_OPTION_NOTIFY_CONNECTION, http_notify, h,
 		MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, NULL, MHD_OPTION_END);
 	if (!h->d) {

@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 26
+plan 27
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -227,6 +227,22 @@ cut=$(timeout 10 python3 -c 'import urllib.request as u; print(u.urlopen("http:/
 	awk '/^zbmd_control_http_dropped_total\{node="0",why="slow"\}/ {print $2}')
 [ $slow_bad -eq 0 ] && [ $slow_ok -eq 10 ] && [ "${cut:-0}" -ge 40 ]
 ok $? "40 clients trickling a byte a second: status answered $slow_ok of 10 times during it, $cut slow connections shut down"
+# 300 connections held open from loopback: the 44 past the 256 are refused
+# and counted (libmicrohttpd refused them itself, before the accept policy
+# counted anything: dropped{why="limit"} stayed 0)
+lim0=$(timeout 10 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:17601/metrics").read().decode())' |
+	awk '/^zbmd_control_http_dropped_total\{node="0",why="limit"\}/ {print $2}')
+timeout 20 python3 -c '
+import socket, time
+ss = []
+for _ in range(300):
+    try: ss.append(socket.create_connection(("127.0.0.1", 17601), timeout=2))
+    except OSError: pass
+time.sleep(1.5)' 2>/dev/null
+lim=$(timeout 10 python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:17601/metrics").read().decode())' |
+	awk '/^zbmd_control_http_dropped_total\{node="0",why="limit"\}/ {print $2}')
+[ -n "$lim" ] && [ "$(( ${lim%.*} - ${lim0%.*} ))" -ge 30 ]
+ok $? "300 connections held from loopback: those past the limit counted as dropped (limit ${lim0:-none} -> ${lim:-none})"
 codes=$(timeout 10 python3 -c '
 import urllib.request as u, urllib.error as e
 for p in ("/metrics", "/status", "/status.json"):
