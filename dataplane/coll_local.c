@@ -922,6 +922,10 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 	}
 	if (nd->ready[0])
 		setenv("ZBMD_READY_FILE", nd->ready, 1);
+	/* the nodes that share this machine's memory (zbmd train's check) */
+	char nn[16];
+	snprintf(nn, sizeof(nn), "%d", o->nodes);
+	setenv("ZBMD_LOCAL_NODES", nn, 1);
 	if (i != 0) {
 		int fd = open(nd->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd >= 0) {

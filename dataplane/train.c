@@ -202,11 +202,21 @@ static int tr_parse(int argc, char **argv, struct tr_opts *o)
 	 * on the cpu backend): twice the shard at the peak */
 	double shard = (double)o->m * o->d * sizeof(float);
 	double mem = (double)zb_phys_mem_bytes();
-	if (mem > 0 && 2 * shard > mem / 2) {
+	/* under zbmd local every node of the machine makes its shard */
+	const char *ln = getenv("ZBMD_LOCAL_NODES");
+	long nodes = ln ? strtol(ln, NULL, 10) : 1;
+	if (nodes < 1 || nodes > 64)
+		nodes = 1;
+	if (mem > 0 && 2 * shard * (double)nodes > mem / 2) {
+		char all[96] = "";
+		if (nodes > 1)
+			snprintf(all, sizeof(all), ", %.1f GiB for the %ld nodes on this "
+				 "machine", 2 * shard * (double)nodes / (1 << 30), nodes);
 		fprintf(stderr, "zbmd train: --samples %u x --features %u is %.1f GiB of data "
-			"per node, %.1f GiB with the backend's copy of it: more than half of "
+			"per node, %.1f GiB with the backend's copy of it%s: more than half of "
 			"this machine's %.1f GiB (take fewer)\n",
-			o->m, o->d, shard / (1 << 30), 2 * shard / (1 << 30), mem / (1 << 30));
+			o->m, o->d, shard / (1 << 30), 2 * shard / (1 << 30), all,
+			mem / (1 << 30));
 		return -1;
 	}
 	return 0;

@@ -15,7 +15,7 @@ Z=$ZBMD_BUILD/bin/zbmd
 T=$(mktemp -d /tmp/zbtrain.XXXXXX)
 . "$ZBMD_ROOT/tests/common/local.sh"
 trap 'drop_kept "$T"/*.out; rm -rf "$T"' EXIT
-plan 13
+plan 14
 
 # trained NAME NODES ARGS...: zbmd local --nodes NODES ARGS -- train ...
 trained() {
@@ -91,6 +91,17 @@ ok $? "66000 x 1024 floats a node train (exit $rc; the pool refused them), --lr 
 "$Z" train -c /nonexistent.ini --features 1048576 --samples 1048576 >/dev/null 2>"$T/e"; rc=$?
 [ $rc = 2 ] && grep -q 'is 4096.0 GiB of data per node, 8192.0 GiB with the backend.s copy of it: more than half of this machine' "$T/e"
 ok $? "--features and --samples each in range, their product past the memory: exit 2 before any node starts ($rc; it ran and failed to allocate)"
+# the nodes of zbmd local share the machine's memory (ZBMD_LOCAL_NODES):
+# a shard that fits one node (an eighth of the memory with its copy) is
+# refused for 64 of them (it passed each node's check: 4 nodes of 8 GiB
+# each ran into the OOM killer on this 23 GiB machine)
+s=$(awk '/^MemTotal:/ {printf "%d", $2 * 1024 / 16 / 4096}' /proc/meminfo)
+ZBMD_LOCAL_NODES=64 "$Z" train -c /nonexistent.ini --features 1024 --samples $s >/dev/null 2>"$T/e"; rc=$?
+"$Z" train -c /nonexistent.ini --features 1024 --samples $s >/dev/null 2>"$T/e1"; rc1=$?
+"$Z" local --nodes 3 -- /bin/sh -c 'echo ZBMD_LOCAL_NODES=$ZBMD_LOCAL_NODES' >"$T/env" 2>&1
+[ $rc = 2 ] && grep -q 'GiB for the 64 nodes on this machine: more than half' "$T/e" &&
+	[ $rc1 = 2 ] && ! grep -q 'more than half' "$T/e1" && grep -qx 'ZBMD_LOCAL_NODES=3' "$T/env"
+ok $? "--samples $s x --features 1024 fits one node, not the 64 of zbmd local (exit $rc: $(head -c 160 "$T/e")); zbmd local tells its nodes how many share the machine"
 "$Z" train --steps 3 >/dev/null 2>"$T/e"; rc=$?
 [ $rc = 2 ] && grep -q 'config FILE is required' "$T/e"
 ok $? "no -c: exit 2 saying so ($rc)"
