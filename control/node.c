@@ -38,6 +38,8 @@ struct peer {
 	struct ctl_phi phi;
 	uint64_t heartbeats;          /* real ones since the detector reset */
 	uint64_t incarnation;
+	uint64_t restart_log_ns;      /* its last "restarted" line */
+	uint32_t restarts_unlogged;   /* restarts since then, not logged */
 	uint64_t left_incarnation;    /* LEAVE seen for this incarnation */
 	bool left;
 	uint64_t gone_incarnation;    /* GONE seen for this incarnation */
@@ -326,8 +328,23 @@ static void on_heartbeat(struct ctl_node *n, uint16_t from, const uint8_t *p,
 	 * so the silent gap does not inflate its mean and deviation. */
 	if (inc != pe->incarnation || pe->suspected ||
 	    (pe->phi.last_ns && ctl_phi_convicted(&pe->phi, now))) {
-		if (pe->incarnation && inc != pe->incarnation)
-			logf_(n, CTL_LOG_INFO, "node %u restarted", from);
+		/* one line a second per node: a peer (holding the key)
+		 * that sends ever new incarnations must not flood the log */
+		if (pe->incarnation && inc != pe->incarnation) {
+			if (!pe->restart_log_ns ||
+			    now - pe->restart_log_ns >= 1000000000ull) {
+				if (pe->restarts_unlogged)
+					logf_(n, CTL_LOG_INFO, "node %u restarted (and %u "
+					      "times more in the last second, not logged)",
+					      from, pe->restarts_unlogged);
+				else
+					logf_(n, CTL_LOG_INFO, "node %u restarted", from);
+				pe->restart_log_ns = now;
+				pe->restarts_unlogged = 0;
+			} else {
+				pe->restarts_unlogged++;
+			}
+		}
 		pe->incarnation = inc;
 		peer_reset_detector(n, pe);
 	}
