@@ -1219,6 +1219,13 @@ int cfg_load_file(struct zb_config *cfg, const char *path,
 	error_reset(err);
 	cfg_set_defaults(cfg);
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
+	if (!path[0]) {
+		snprintf(err->msg, sizeof(err->msg), "the config path is empty "
+			 "(expected a readable INI file)");
+		err->count = 1;
+		snprintf(err->list, sizeof(err->list), "%s\n", err->msg);
+		return -ENOENT;
+	}
 	f = open_config(path, &rc);
 	if (f == NULL) {
 		/* a path too long for the message keeps its end, so that

@@ -71,6 +71,13 @@ ids=$(for n in 1 2 3 4; do "$ZBMD" check-config config/examples/local-4node/node
 rc=$?
 [ $rc -eq 2 ] && [ "$(cat "$TMP/err")" = "$TMP/nonexistent.ini: cannot open: No such file or directory (expected a readable INI file)" ]
 ok $? "missing file: exit 2 and 'cannot open'"
+bad=0
+for c in "check-config" "run -c" "train -c" "control -c"; do
+	timeout 10 "$ZBMD" $c '' >"$TMP/out" 2>"$TMP/err"; rc=$?
+	[ $rc -eq 2 ] && grep -q "the config path is empty (expected a readable INI file)" "$TMP/err" ||
+		{ bad=1; diag "zbmd $c '': exit $rc: $(head -1 "$TMP/err")"; }
+done
+ok $bad "an empty config path: said so, exit 2 (it printed ': cannot open')"
 "$ZBMD" check-config "$TMP" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q "^$TMP:0: cannot read: Is a directory" "$TMP/err"
