@@ -1208,6 +1208,17 @@ static FILE *open_config(const char *path, int *rc)
 	return f;
 }
 
+void cfg_error_print(FILE *f, const char *prefix, const struct cfg_error *err)
+{
+	ZB_ASSERT(f != NULL && prefix != NULL && err != NULL);
+	const char *l = err->list[0] ? err->list : err->msg;
+	while (*l) {
+		size_t n = strcspn(l, "\n");
+		fprintf(f, "%s: %.*s\n", prefix, (int)n, l);
+		l += n + (l[n] == '\n');
+	}
+}
+
 int cfg_load_file(struct zb_config *cfg, const char *path,
 		  struct cfg_error *err)
 {

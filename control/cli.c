@@ -38,10 +38,10 @@ static int load_cfg(const char *cmd, const char *path, struct zb_config *cfg)
 	memset(&e, 0, sizeof(e));
 	int rc = cfg_load_file(cfg, path, &e);
 	if (rc != 0) {
-		if (rc == ZB_ERR_CONFIG && e.list[0])
-			fputs(e.list, stderr);
-		else if (rc == ZB_ERR_CONFIG || e.msg[0])
-			fprintf(stderr, "zbmd %s: %s\n", cmd, e.msg);
+		char pre[48];
+		snprintf(pre, sizeof(pre), "zbmd %s", cmd);
+		if (rc == ZB_ERR_CONFIG || e.msg[0])
+			cfg_error_print(stderr, pre, &e);
 		else
 			fprintf(stderr, "zbmd %s: %s: %s\n", cmd, path, zb_strerror(rc));
 		return -1;

@@ -205,12 +205,7 @@ int dp_cmd_run(int argc, char **argv)
 	int rc = cfg_load_file(&cfg, path, &cerr);
 	if (rc == ZB_ERR_CONFIG) {
 		/* every diagnostic, one "zbmd run: FILE:LINE: ..." line each */
-		const char *l = cerr.list[0] ? cerr.list : cerr.msg;
-		while (*l) {
-			size_t n = strcspn(l, "\n");
-			fprintf(stderr, "zbmd run: %.*s\n", (int)n, l);
-			l += n + (l[n] == '\n');
-		}
+		cfg_error_print(stderr, "zbmd run", &cerr);
 		return ZB_EXIT_USAGE;
 	}
 	if (rc) {

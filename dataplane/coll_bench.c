@@ -268,23 +268,21 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o, bool local)
 			bench_usage(stdout);
 			return 1;
 		case ':':
-			if (optopt > 0 && optopt < 256)
-				fprintf(stderr, "zbmd bench allreduce: -%c needs a value\n",
-					optopt);
+		default: {
+			/* our words: getopt's named only argv[0] */
+			bool shrt = optopt > 0 && optopt < 256;
+			char opt[80];
+			if (shrt)
+				snprintf(opt, sizeof(opt), "-%c", optopt);
 			else
-				fprintf(stderr, "zbmd bench allreduce: %s needs a value\n",
-					argv[optind - 1]);
+				snprintf(opt, sizeof(opt), "%s%s%s", c == ':' ? "" : "'",
+					 argv[optind - 1], c == ':' ? "" : "'");
+			fprintf(stderr, "zbmd bench allreduce: %s%s%s\n",
+				c == ':' ? opt : "unknown option ", c == ':' ? "" : opt,
+				c == ':' ? " needs a value" : "");
 			bench_usage(stderr);
 			return -EINVAL;
-		default:
-			if (optopt > 0 && optopt < 256)
-				fprintf(stderr, "zbmd bench allreduce: unknown option -%c\n",
-					optopt);
-			else
-				fprintf(stderr, "zbmd bench allreduce: unknown option '%s'\n",
-					argv[optind - 1]);
-			bench_usage(stderr);
-			return -EINVAL;
+		}
 		}
 	}
 	if (optind < argc) {
@@ -1415,12 +1413,7 @@ static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
 
 	if (rc == ZB_ERR_CONFIG) {
 		/* every diagnostic ("FILE:LINE: ..." a line), as zbmd run */
-		const char *l = cerr.list[0] ? cerr.list : cerr.msg;
-		while (*l) {
-			size_t n = strcspn(l, "\n");
-			fprintf(stderr, "zbmd bench allreduce: %.*s\n", (int)n, l);
-			l += n + (l[n] == '\n');
-		}
+		cfg_error_print(stderr, "zbmd bench allreduce", &cerr);
 	} else if (rc == -ENOENT)
 		/* nccl-tests' -c N is a check count: ours takes 0 or 1 */
 		fprintf(stderr, "zbmd bench allreduce: -c/--config %s: no such config "

@@ -453,10 +453,7 @@ int dp_cmd_train(int argc, char **argv)
 	if (rc < 0) {
 		/* every diagnostic, one "FILE:LINE: ..." line each, as zbmd
 		 * run and check-config print them (only the first was) */
-		if (rc == ZB_ERR_CONFIG && cerr.list[0])
-			fputs(cerr.list, stderr);
-		else
-			fprintf(stderr, "zbmd train: %s\n", cerr.msg);
+		cfg_error_print(stderr, "zbmd train", &cerr);
 		free(cfg);
 		return ZB_EXIT_USAGE;
 	}

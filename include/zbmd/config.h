@@ -199,6 +199,9 @@ void cfg_set_defaults(struct zb_config *cfg);
  * error. Thread-safe (loads are serialised); meant for start-up, it
  * allocates. */
 int cfg_load_file(struct zb_config *cfg, const char *path, struct cfg_error *err);
+/* Prints err's diagnostics to f, one "PREFIX: FILE:LINE: ..." line each
+ * (err->msg alone where the list is empty: a file that did not open). */
+void cfg_error_print(FILE *f, const char *prefix, const struct cfg_error *err);
 int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 		    struct cfg_error *err);
 /* The same from an open stream (stdin), named `name` in messages; at most

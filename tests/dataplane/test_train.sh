@@ -113,7 +113,7 @@ ok $? "--help: exit 0, usage on stdout"
 ok $? "a config that does not load: exit 2, the file named ($rc)"
 printf '[node]\nid = 0\n[cluster]\nid = 1\n[eal]\nmemory_mb = 1\n[coll]\nchannels = 0\n' >"$T/two.ini"
 "$Z" train -c "$T/two.ini" >/dev/null 2>"$T/e"; rc=$?
-[ $rc = 2 ] && grep -q "^$T/two.ini:6: eal.memory_mb: " "$T/e" && grep -q "^$T/two.ini:8: coll.channels: " "$T/e"
+[ $rc = 2 ] && grep -q "^zbmd train: $T/two.ini:6: eal.memory_mb: " "$T/e" && grep -q "^zbmd train: $T/two.ini:8: coll.channels: " "$T/e"
 ok $? "a config with two errors: exit 2 and both, each at its line, as zbmd run prints them ($rc)"
 
 # CUDA: a clear failure where there is none, a real run where there is
