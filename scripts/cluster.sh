@@ -3,7 +3,9 @@
 #
 #   cluster.sh [--tag T] [--dir D] up N [--memif|--no-bridge]
 #                                                   create N nodes + their configs
-#   cluster.sh [--tag T] start [I...]               start `zbmd run` on nodes (all)
+#   cluster.sh [--tag T] start [I...]               start `zbmd run` on nodes (all;
+#                                                   each once; a failed start leaves
+#                                                   running the nodes it started, named)
 #   cluster.sh [--tag T] stop [I...]                SIGTERM them, check exit 0
 #   cluster.sh [--tag T] exec I CMD...              run CMD in node I's namespace
 #                                                   (I = probe / hub: those namespaces)
@@ -57,7 +59,10 @@
 # use (whole decimal numbers in range, ZBN_LCORES an lcore list like 0-1,3),
 # as are the tag and ZBN_PREFIX (letters, digits, _ and -): a bad one is
 # exit 2, named. Options go before the command; an option after it that the
-# command does not take is exit 2 too, before anything is done.
+# command does not take is exit 2 too, before anything is done. `up`
+# refuses a tag that is up under another --dir (its namespaces, or a node
+# holding its file-prefix's zbmd.lock), and `down` leaves a DPDK runtime
+# dir whose zbmd.lock another live process holds.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -141,16 +146,30 @@ check_env_up() {
 			usage_err "ZBN_LCORES='$lc': '$part' is not a range of lcore ids 0..127"
 	done
 }
-# node_list CMD I...: NODES=(the node indices I, each 1..count, normalised);
-# exit 2 naming the first that is not one
+# node_list CMD I...: NODES=(the node indices I, each 1..count, normalised,
+# each once: `start 1 1` spawned node 1 twice, the second's pid file hiding
+# the first); exit 2 naming the first that is not one
 node_list() {
-	local c=$1 n i; shift
+	local c=$1 n i j dup; shift
 	n=$(count); NODES=()
 	for i in "$@"; do
 		[[ $i =~ ^[0-9]{1,3}$ ]] && [ $((10#$i)) -ge 1 ] && [ $((10#$i)) -le "$n" ] ||
 			usage_err "$c: '$i' is not a node of cluster '$TAG' (1..$n; options go before the command)"
-		NODES+=($((10#$i)))
+		dup=0
+		for j in ${NODES[@]+"${NODES[@]}"}; do [ "$j" -eq $((10#$i)) ] && dup=1; done
+		[ $dup -eq 1 ] || NODES+=($((10#$i)))
 	done
+}
+# runtime_dirs I: the DPDK runtime dirs of node I's file-prefix
+runtime_dirs() { echo "/var/run/dpdk/$PFX-$1" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$PFX-$1"; }
+# lock_holder D: exit 0 when D/zbmd.lock is held (a live zbmd node with that
+# file-prefix, dataplane/eal.c), printing the pid written in it
+lock_holder() {
+	[ -f "$1/zbmd.lock" ] || return 1
+	local rc=0
+	flock -n -E 75 "$1/zbmd.lock" true 2>/dev/null || rc=$?
+	[ $rc -eq 75 ] || return 1
+	head -c 20 "$1/zbmd.lock" 2>/dev/null | head -n 1; echo
 }
 count() { cat "$DIR/count" 2>/dev/null || echo 0; }
 mode() { cat "$DIR/mode" 2>/dev/null || echo veth; }
@@ -285,6 +304,15 @@ cmd_up() {
 	# and a failed up would tear them down
 	[ -z "$(our_ns)" ] ||
 		die "namespaces of tag '$TAG' exist ($PFX-*): another cluster with this tag is up (down it, or use another --tag)"
+	# memif (or veth) nodes of this tag running under another --dir: they
+	# hold their file-prefix's zbmd.lock, whose runtime dir down removes
+	local i d h
+	for ((i = 1; i <= 60; i++)); do
+		for d in $(runtime_dirs "$i"); do
+			h=$(lock_holder "$d") || continue
+			die "a node of tag '$TAG' is running (file-prefix $PFX-$i, pid ${h:-?}, $d): another cluster with this tag is up (down it, or use another --tag)"
+		done
+	done
 	# The directory (by default a fixed name in /tmp) holds the configs and
 	# the key, and root writes into it: it must be a real directory of ours
 	# that nobody else can write, else a planted link or file would be
@@ -338,7 +366,7 @@ node_pid() { cat "$DIR/node$1.pid" 2>/dev/null || true; }
 cmd_start() {
 	env_int ZBN_READY_S 1 86400
 	local n; n=$(count); [ "$n" -ge 1 ] || die "no cluster '$TAG' (run up first)"
-	node_list start "$@"; local list=("${NODES[@]}")
+	node_list start "$@"; local list=(${NODES[@]+"${NODES[@]}"})
 	[ -x "$ZBMD" ] || die "no zbmd binary at $ZBMD (make first)"
 	[ ${#list[@]} -eq 0 ] && list=($(seq 1 "$n"))
 	for i in "${list[@]}"; do
@@ -346,19 +374,36 @@ cmd_start() {
 		[ -n "$p" ] && kill -0 "$p" 2>/dev/null && die "node $i already running (pid $p)"
 	done
 	local deadline=$((SECONDS + ${ZBN_READY_S:-60}))
+	STARTED=()
 	for i in "${list[@]}"; do
-		spawn "$i"
+		spawn "$i"; STARTED+=("$i")
 		# memif: a client connects once, at start (DPDK 22.11 does not
 		# retry), so start in index order: the server of every pair (the
 		# lower index) is up before its client starts.
-		[ "$(mode)" = memif ] && { wait_ready "$i" "$deadline" || return 1; }
+		[ "$(mode)" = memif ] && { wait_ready "$i" "$deadline" || { start_failed; return 1; }; }
 	done
-	for i in "${list[@]}"; do wait_ready "$i" "$deadline" || return 1; done
+	for i in "${list[@]}"; do wait_ready "$i" "$deadline" || { start_failed; return 1; }; done
 	echo "cluster $TAG: started ${list[*]}"
+}
+# after a failed start: the nodes this start spawned that still run are
+# left running (a user looks at them, or at their logs) and named, with
+# the command that stops them
+start_failed() {
+	local i p run=() opt="--tag $TAG"
+	[ "$DIR" = "/tmp/zbn-$TAG" ] || opt="$opt --dir '$DIR'"
+	for i in "${STARTED[@]}"; do
+		p=$(node_pid "$i")
+		[ -n "$p" ] && kill -0 "$p" 2>/dev/null && run+=("$i")
+	done
+	[ ${#run[@]} -gt 0 ] || return 0
+	echo "cluster.sh: start failed; node${run[1]+s} ${run[*]} of this start ${run[1]+are}${run[1]-is} running: cluster.sh $opt stop ${run[*]}" >&2
 }
 
 spawn() {
-	local i=$1 pre=()
+	local i=$1 pre=() p
+	# never hide a running node: its pid file is how stop and down find it
+	p=$(node_pid "$i")
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null && die "node $i already running (pid $p)"
 	rm -f "$DIR/node$i.rc" "$DIR/node$i.rc.tmp" "$DIR/node$i.pid" "$DIR/node$i.log"
 	[ "$(mode)" = veth ] && pre=(ip netns exec "$(ns "$i")")
 	( "${pre[@]}" "$ZBMD" run -c "$DIR/node$i.ini" >"$DIR/node$i.log" 2>&1 &
@@ -382,7 +427,7 @@ wait_ready() {  # wait_ready I DEADLINE: the node logged `zbmd: ready`
 
 cmd_stop() {
 	local n; n=$(count); local bad=0
-	node_list stop "$@"; local list=("${NODES[@]}")
+	node_list stop "$@"; local list=(${NODES[@]+"${NODES[@]}"})
 	[ ${#list[@]} -eq 0 ] && list=($(seq 1 "$n"))
 	for i in "${list[@]}"; do
 		local p; p=$(node_pid "$i")
@@ -458,13 +503,23 @@ cmd_down() {
 		local p; p=$(node_pid "$i"); [ -n "$p" ] || continue
 		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null || true
+		for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 	done
 	for x in $(our_ns); do
 		ip netns del "$x" 2>/dev/null || true
 	done
 	[ -e "$DIR/.zbn" ] && rm -rf "$DIR"
-	for ((i = 1; i <= n; i++)); do  # DPDK runtime dirs of our file-prefixes
-		rm -rf "/var/run/dpdk/$PFX-$i" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$PFX-$i"
+	# DPDK runtime dirs of our file-prefixes, but not one whose lock a live
+	# node holds: ours are gone, so that is another cluster's with this tag
+	local d h
+	for ((i = 1; i <= n; i++)); do
+		for d in $(runtime_dirs "$i"); do
+			if h=$(lock_holder "$d"); then
+				echo "cluster.sh: $d left: its zbmd.lock is held by pid ${h:-?}, not a node of this cluster (another cluster with tag '$TAG'?)" >&2
+				continue
+			fi
+			rm -rf "$d"
+		done
 	done
 	true
 }

@@ -13,7 +13,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/zbmd-config-scripts.XXXXXX")
 CT=zbts$$
 cleanup() {
 	local t
-	for t in a b c d e; do
+	for t in a b c d e f g h; do
 		"$S/cluster.sh" --tag "$CT$t" --dir "$TMP/cl$t" down >/dev/null 2>&1
 	done
 	rm -rf "$TMP"
@@ -592,6 +592,56 @@ ok $? "cluster-memif.sh --help: its own usage, exit 0"
 "$CM" --tag "${CT}b" --dir "$TMP/clb" up 2 --no-bridge >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "'--no-bridge'" "$TMP/err" && [ ! -e "$TMP/clb" ]
 ok $? "cluster-memif.sh up 2 --no-bridge: exit 2, nothing built (rc $rc)"
+# cluster.sh start with a stand-in zbmd (ready at once, then sleeps; node 2
+# of cluster g fails): a node listed twice is started once (its second
+# spawn hid the first from stop and down), and a failed start names the
+# nodes it left running
+mkdir -p "$TMP/fakezbmd"
+cat >"$TMP/fakezbmd/zbmd" <<FAKE
+#!/bin/sh
+[ "\$1" = run ] || exit 1
+case \$3 in *clg/node2.ini) echo "boom"; exit 1 ;; esac
+echo "\$\$" >>"$TMP/spawned"
+echo "zbmd: ready"
+exec sleep 20
+FAKE
+chmod +x "$TMP/fakezbmd/zbmd"
+FZ=$TMP/fakezbmd/zbmd
+"$C" --tag "${CT}a" --dir "$TMP/cla" up 2 --memif >/dev/null 2>&1
+rm -f "$TMP/spawned"
+ZBMD=$FZ "$C" --tag "${CT}a" --dir "$TMP/cla" start 1 1 >"$TMP/out" 2>&1; rc=$?
+p=$(cat "$TMP/cla/node1.pid" 2>/dev/null)
+[ $rc -eq 0 ] && [ "$(wc -l <"$TMP/spawned")" = 1 ] && [ "$(cat "$TMP/spawned")" = "$p" ]
+ok $? "cluster.sh start 1 1: node 1 started once, its pid file names it (rc $rc)" ||
+	diag "$(cat "$TMP/out"; cat "$TMP/spawned")"
+ZBMD=$FZ "$C" --tag "${CT}a" --dir "$TMP/cla" down >/dev/null 2>&1
+r=0; for q in $(cat "$TMP/spawned"); do kill -0 "$q" 2>/dev/null && { r=1; kill "$q"; }; done
+ok $r "cluster.sh down after start 1 1: no node left running"
+"$C" --tag "${CT}g" --dir "$TMP/clg" up 2 --memif >/dev/null 2>&1
+ZBMD=$FZ ZBN_READY_S=5 "$C" --tag "${CT}g" --dir "$TMP/clg" start >"$TMP/out" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "node 2 did not start" "$TMP/out" &&
+	grep -q "node 1 of this start is running: cluster.sh --tag ${CT}g --dir '$TMP/clg' stop 1" "$TMP/out"
+ok $? "cluster.sh start: a failed start names the nodes it left running, and how to stop them (rc $rc)" ||
+	diag "$(cat "$TMP/out")"
+ZBMD=$FZ "$C" --tag "${CT}g" --dir "$TMP/clg" down >/dev/null 2>&1
+
+# a tag live under another --dir (its node holds its file-prefix's
+# zbmd.lock): up refuses it, and down of a cluster of that tag leaves the
+# live node's runtime dir alone
+if [ "$(id -u)" -eq 0 ]; then RD=/var/run/dpdk; else RD=${XDG_RUNTIME_DIR:-/tmp}/dpdk; fi
+RD=$RD/zbn-${CT}f-1
+mkdir -p "$RD"
+flock "$RD/zbmd.lock" sleep 30 & holder=$!
+for _ in $(seq 50); do flock -n "$RD/zbmd.lock" true 2>/dev/null || break; sleep 0.1; done
+"$C" --tag "${CT}f" --dir "$TMP/clf" up 2 --memif >/dev/null 2>"$TMP/err"; r1=$?
+mkdir -p "$TMP/clf2"; echo 2 >"$TMP/clf2/count"; echo memif >"$TMP/clf2/mode"; touch "$TMP/clf2/.zbn"
+"$C" --tag "${CT}f" --dir "$TMP/clf2" down >/dev/null 2>"$TMP/err2"; r2=$?
+[ $r1 -eq 1 ] && grep -q "a node of tag '${CT}f' is running" "$TMP/err" && [ ! -e "$TMP/clf" ] &&
+	[ $r2 -eq 0 ] && [ -e "$RD/zbmd.lock" ] && grep -q "zbmd.lock is held" "$TMP/err2"
+ok $? "cluster.sh: up refuses a tag whose node runs under another --dir; down leaves that node's runtime dir (rc $r1, $r2)" ||
+	diag "$(cat "$TMP/err" "$TMP/err2")"
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null; rm -rf "$RD"
+"$C" --tag "${CT}f" --dir "$TMP/clf" down >/dev/null 2>&1
 # install-service.sh: --enable/--start with no config yet would run the
 # example as this node's (refused); --config naming a directory (refused
 # before anything is written); a binary that does not run here is said so
