@@ -52,17 +52,21 @@
 # when a zero-copy client connects, and a second one would send the dead descriptor),
 # ZBN_RTO_US_MIN (5000), ZBN_EXTRA_INI (text appended to every node's config),
 # ZBN_READY_S (seconds to wait for `zbmd: ready`, default 60), ZBN_PEER_MAC=arp
-# (leave peers' MACs out of the configs, to be resolved by ARP),
-# ZBN_CONTROL=off (no control thread: [control] enabled = off),
+# (leave peers' MACs out of the configs, to be resolved by ARP; no other value),
+# ZBN_CONTROL=off (no control thread: [control] enabled = off; on/off, yes/no,
+# true/false, 1/0), ZBN_IDLE poll or adaptive,
 # ZBN_ELECTION_MS (Raft election timeout, default 1000), ZBN_PSK (key file to
 # use instead of a fresh D/psk). The numbers among them are checked before
 # use (whole decimal numbers in range, ZBN_LCORES an lcore list like 0-1,3),
 # as are the tag and ZBN_PREFIX (letters, digits, _ and -): a bad one is
-# exit 2, named. Options go before the command; an option after it that the
-# command does not take is exit 2 too, before anything is done. `up`
-# refuses a tag that is up under another --dir (its namespaces, or a node
-# holding its file-prefix's zbmd.lock), and `down` leaves a DPDK runtime
-# dir whose zbmd.lock another live process holds.
+# exit 2, named, as is ZBN_MEMIF_ZC other than on/off (yes/no, true/false,
+# 1/0). Options go before the command; an option after it that the
+# command does not take is exit 2 too, before anything is done. --dir must
+# not be empty, and in memif mode has no space, ',' or '=' (it goes into
+# DPDK vdev strings). `up` refuses a tag that is up under another --dir
+# (its namespaces, or a node holding its file-prefix's zbmd.lock), and
+# `down` leaves a DPDK runtime dir whose zbmd.lock another live process
+# holds.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,7 +82,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--tag|--dir)
 		[ $# -ge 2 ] || usage_err "$1 needs a value"
-		if [ "$1" = --tag ]; then TAG=$2; else DIR=$2; fi
+		if [ "$1" = --tag ]; then TAG=$2
+		else [ -n "$2" ] || usage_err "--dir must not be empty (leave it out for /tmp/zbn-TAG)"; DIR=$2; fi
 		shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage_err "unknown option '$1'" ;;
@@ -136,6 +141,19 @@ check_env_up() {
 	env_int ZBN_AF_FRAMES 1 1048576
 	env_int ZBN_RTO_US_MIN 10 60000000
 	env_int ZBN_ELECTION_MS 10 600000
+	env_bool ZBN_CONTROL on off
+	env_bool ZBN_MEMIF_ZC 1 0
+	case ${ZBN_PEER_MAC:-} in
+	""|arp) ;;
+	*) usage_err "ZBN_PEER_MAC='$ZBN_PEER_MAC': only 'arp' (peers' MACs left to ARP) or unset (written in the configs)" ;;
+	esac
+	case ${ZBN_IDLE:-adaptive} in
+	poll|adaptive) ;;
+	*) usage_err "ZBN_IDLE='$ZBN_IDLE': must be poll or adaptive" ;;
+	esac
+	if [ -n "${ZBN_PSK:-}" ] && [ "${ZBN_CONTROL:-on}" = on ]; then
+		[ -f "$ZBN_PSK" ] && [ -r "$ZBN_PSK" ] || die "ZBN_PSK='$ZBN_PSK': no readable key file there"
+	fi
 	local lc=${ZBN_LCORES:-0-1} part a b
 	[[ $lc =~ ^[0-9]{1,3}(-[0-9]{1,3})?(,[0-9]{1,3}(-[0-9]{1,3})?)*$ ]] ||
 		usage_err "ZBN_LCORES='$lc': must be an lcore list like 0-1 or 0,2-3"
@@ -170,6 +188,17 @@ lock_holder() {
 	flock -n -E 75 "$1/zbmd.lock" true 2>/dev/null || rc=$?
 	[ $rc -eq 75 ] || return 1
 	head -c 20 "$1/zbmd.lock" 2>/dev/null | head -n 1; echo
+}
+# env_bool NAME ON OFF: NAME, where set, is on/off/yes/no/true/false/1/0;
+# set to ON or OFF; else exit 2
+env_bool() {
+	local v=${!1:-}
+	[ -n "$v" ] || return 0
+	case ${v,,} in
+	on|yes|true|1) printf -v "$1" '%s' "$2" ;;
+	off|no|false|0) printf -v "$1" '%s' "$3" ;;
+	*) usage_err "$1='$v': must be on or off (yes/no, true/false, 1/0)" ;;
+	esac
 }
 count() { cat "$DIR/count" 2>/dev/null || echo 0; }
 mode() { cat "$DIR/mode" 2>/dev/null || echo veth; }
@@ -293,10 +322,22 @@ cmd_up() {
 		esac
 	done
 	# 08 is 8 (bash arithmetic would read it as octal)
-	[[ $n =~ ^[0-9]{1,3}$ ]] && n=$((10#$n)) && [ "$n" -ge 1 ] && [ "$n" -le 60 ] ||
+	local max=60; [ "$m" = memif ] && max=9
+	if ! { [[ $n =~ ^[0-9]{1,3}$ ]] && n=$((10#$n)) && [ "$n" -ge 1 ] && [ "$n" -le $max ]; }; then
+		[ "$m" = memif ] && usage_err "up --memif: N must be 1..9 (8 memif ports a node), not '$n'"
 		usage_err "up: N must be 1..60, not '$n'"
-	[ "$m" = memif ] && [ "$n" -gt 9 ] && usage_err "up --memif: at most 9 nodes (8 ports each)"
+	fi
 	check_env_up
+	# memif: D goes into every port's vdev string (socket=D/memif-I-J.sock),
+	# where DPDK splits at ',' and '=' and the config at spaces
+	if [ "$m" = memif ]; then
+		local c
+		for c in ' ' ',' '=' $'\t' $'\n' ';' '#'; do
+			[[ $DIR == *"$c"* ]] || continue
+			[ "$c" = ' ' ] && c=space; [ "$c" = $'\t' ] && c=tab; [ "$c" = $'\n' ] && c=newline
+			usage_err "up --memif: --dir '$DIR' has a $c, which cannot go into a DPDK vdev string (socket=DIR/memif-I-J.sock): use another --dir"
+		done
+	fi
 	[ "$m" = memif ] || [ "$(id -u)" -eq 0 ] ||
 		die "up: veth mode needs root (network namespaces, bridges); --memif does not"
 	[ -e "$DIR/count" ] && die "cluster '$TAG' exists ($DIR): run down first"
@@ -313,6 +354,9 @@ cmd_up() {
 			die "a node of tag '$TAG' is running (file-prefix $PFX-$i, pid ${h:-?}, $d): another cluster with this tag is up (down it, or use another --tag)"
 		done
 	done
+	# from here on every write is undone on a failure or an interrupt
+	set -E   # the teardown below also for failures inside functions
+	trap 'echo "cluster.sh: up interrupted, tearing down" >&2; cmd_down >/dev/null 2>&1; exit 130' INT TERM
 	# The directory (by default a fixed name in /tmp) holds the configs and
 	# the key, and root writes into it: it must be a real directory of ours
 	# that nobody else can write, else a planted link or file would be
@@ -322,13 +366,11 @@ cmd_up() {
 	[ -d "$DIR" ] && [ "$(stat -c %u "$DIR")" = "$(id -u)" ] ||
 		die "--dir $DIR is not a directory of this user: refused"
 	chmod go-w "$DIR"
+	trap 'echo "cluster.sh: up failed, tearing down" >&2; cmd_down >/dev/null 2>&1' ERR
 	touch "$DIR/.zbn"
 	echo "$n" >"$DIR/count"; echo "$m" >"$DIR/mode"
 	# the control plane's pre-shared key: never readable by others
 	rm -f "$DIR/psk"; (umask 077; head -c 32 /dev/urandom | base64 >"$DIR/psk")
-	set -E   # the teardown below also for failures inside functions
-	trap 'echo "cluster.sh: up failed, tearing down" >&2; cmd_down >/dev/null 2>&1' ERR
-	trap 'echo "cluster.sh: up interrupted, tearing down" >&2; cmd_down >/dev/null 2>&1; exit 130' INT TERM
 	if [ "$m" = veth ]; then
 		ip netns add "$HUB"; quiet_ns "$HUB"
 		ip -n "$HUB" link add br0 type bridge mcast_snooping 0  # a dumb hub

@@ -642,6 +642,48 @@ ok $? "cluster.sh: up refuses a tag whose node runs under another --dir; down le
 	diag "$(cat "$TMP/err" "$TMP/err2")"
 kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null; rm -rf "$RD"
 "$C" --tag "${CT}f" --dir "$TMP/clf" down >/dev/null 2>&1
+
+# up interrupted (SIGTERM while it writes the key): torn down, so that the
+# next up is not refused
+mkdir -p "$TMP/slowb64"
+printf '#!/bin/sh\nsleep 2\nexec %s "$@"\n' "$(command -v base64)" >"$TMP/slowb64/base64"
+chmod +x "$TMP/slowb64/base64"
+PATH="$TMP/slowb64:$PATH" "$C" --tag "${CT}h" --dir "$TMP/clh" up 2 --memif >/dev/null 2>"$TMP/err" & pid=$!
+# TERM once count is written (up is in the slow base64 then, for 2 s)
+for _ in $(seq 50); do [ -e "$TMP/clh/count" ] && break; sleep 0.1; done
+kill -TERM "$pid"; wait "$pid"; rc=$?
+"$C" --tag "${CT}h" --dir "$TMP/clh" up 2 --memif >/dev/null 2>"$TMP/err2"; rc2=$?
+[ $rc -ne 0 ] && [ $rc2 -eq 0 ]
+ok $? "cluster.sh up: interrupted, it tears down; the next up works (rc $rc, $rc2)" ||
+	diag "$(cat "$TMP/err" "$TMP/err2")"
+"$C" --tag "${CT}h" --dir "$TMP/clh" down >/dev/null 2>&1
+
+# memif: --dir goes into DPDK vdev strings
+"$C" --tag "${CT}b" --dir "$TMP/c l,b" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "has a space, which cannot go into a DPDK vdev string" "$TMP/err" && [ ! -e "$TMP/c l,b" ]
+ok $? "cluster.sh up --memif: a --dir with a space is exit 2, said, nothing built (rc $rc)" || diag "$(cat "$TMP/err")"
+"$C" --tag "${CT}b" --dir "$TMP/clb" up 2 --memif >/dev/null 2>&1
+"$C" --tag "${CT}b" --dir "$TMP/clb=x" up 2 --memif >/dev/null 2>&1; rc=$?
+"$C" --tag "${CT}b" --dir "$TMP/clb" down >/dev/null 2>&1
+[ $rc -eq 2 ] && [ ! -e "$TMP/clb=x" ]
+ok $? "cluster.sh up --memif: a --dir with '=' is exit 2 (rc $rc)"
+
+# environment values up used to ignore
+r=
+for e in ZBN_CONTROL=maybe ZBN_MEMIF_ZC=2 ZBN_PEER_MAC=bogus ZBN_IDLE=busy; do
+	env "$e" "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?; r="$r $rc"
+	[ $rc -eq 2 ] && grep -q "${e%%=*}=" "$TMP/err" && [ ! -e "$TMP/clc" ] ||
+		{ diag "$e: $(cat "$TMP/err")"; "$C" --tag "${CT}c" --dir "$TMP/clc" down >/dev/null 2>&1; break; }
+done
+ZBN_PSK=$TMP/nokey "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?; r="$r $rc"
+[ $rc -eq 1 ] && grep -q "ZBN_PSK=" "$TMP/err" && [ ! -e "$TMP/clc" ] ||
+	"$C" --tag "${CT}c" --dir "$TMP/clc" down >/dev/null 2>&1
+"$C" --tag "${CT}c" --dir "" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?; r="$r $rc"
+[ "$r" = " 2 2 2 2 1 2" ] && grep -q -- "--dir must not be empty" "$TMP/err"
+ok $? "cluster.sh up: bad ZBN_CONTROL/MEMIF_ZC/PEER_MAC/IDLE exit 2, a missing ZBN_PSK exit 1, --dir '' exit 2 (rc$r)"
+ZBN_CONTROL=no ZBN_MEMIF_ZC=yes "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "^enabled = off" "$TMP/clc/node1.ini" && grep -q "zero-copy=yes" "$TMP/clc/node2.ini"
+ok $? "cluster.sh up: ZBN_CONTROL=no turns the control plane off, ZBN_MEMIF_ZC=yes zero-copy (rc $rc)"
 # install-service.sh: --enable/--start with no config yet would run the
 # example as this node's (refused); --config naming a directory (refused
 # before anything is written); a binary that does not run here is said so
