@@ -66,7 +66,8 @@
 # DPDK vdev strings). `up` refuses a tag that is up under another --dir
 # (its namespaces, or a node holding its file-prefix's zbmd.lock), and
 # `down` leaves a DPDK runtime dir whose zbmd.lock another live process
-# holds.
+# holds. Every command but up and down on a cluster that does not exist:
+# exit 1, said (down: nothing to do, exit 0).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -177,6 +178,10 @@ node_list() {
 		for j in ${NODES[@]+"${NODES[@]}"}; do [ "$j" -eq $((10#$i)) ] && dup=1; done
 		[ $dup -eq 1 ] || NODES+=($((10#$i)))
 	done
+}
+# need_cluster: exit 1 unless `up` made this cluster
+need_cluster() {
+	[ -e "$DIR/count" ] || die "no cluster '$TAG' ($DIR): run up first"
 }
 # runtime_dirs I: the DPDK runtime dirs of node I's file-prefix
 runtime_dirs() { echo "/var/run/dpdk/$PFX-$1" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$PFX-$1"; }
@@ -407,7 +412,8 @@ node_pid() { cat "$DIR/node$1.pid" 2>/dev/null || true; }
 
 cmd_start() {
 	env_int ZBN_READY_S 1 86400
-	local n; n=$(count); [ "$n" -ge 1 ] || die "no cluster '$TAG' (run up first)"
+	need_cluster
+	local n; n=$(count)
 	node_list start "$@"; local list=(${NODES[@]+"${NODES[@]}"})
 	[ -x "$ZBMD" ] || die "no zbmd binary at $ZBMD (make first)"
 	[ ${#list[@]} -eq 0 ] && list=($(seq 1 "$n"))
@@ -468,6 +474,7 @@ wait_ready() {  # wait_ready I DEADLINE: the node logged `zbmd: ready`
 }
 
 cmd_stop() {
+	need_cluster
 	local n; n=$(count); local bad=0
 	node_list stop "$@"; local list=(${NODES[@]+"${NODES[@]}"})
 	[ ${#list[@]} -eq 0 ] && list=($(seq 1 "$n"))
@@ -494,9 +501,13 @@ cmd_stop() {
 cmd_exec() {
 	local i=${1:-}; shift || true
 	[ $# -ge 1 ] || usage_err "exec: give I CMD..."
+	need_cluster
 	case $i in
 	probe|hub) ;;
 	*) node_list exec "$i"; i=${NODES[0]} ;;
+	esac
+	[ "$(mode)" = veth ] || case $i in probe|hub)
+		die "exec $i: cluster '$TAG' is a memif cluster: no namespaces (probe, hub) to run in (exec I runs on the host)" ;;
 	esac
 	if [ "$i" = probe ]; then exec ip netns exec "$PROBE" "$@"; fi
 	if [ "$i" = hub ]; then exec ip netns exec "$HUB" "$@"; fi
@@ -509,18 +520,27 @@ cmd_netem() {
 	# split into tc's words below: no characters the shell would expand
 	[[ $1 =~ ^[A-Za-z0-9\ .%_:/+-]+$ ]] ||
 		usage_err "netem '$1': only tc's words go there (letters, digits, spaces and . % _ : / + -)"
+	need_cluster
 	local n; n=$(count); [ "$(mode)" = veth ] || die "netem: veth mode only"
+	local out rc
 	for ((i = 1; i <= n; i++)); do
 		if [ "${1:-}" = off ]; then
 			tc -n "$HUB" qdisc del dev "h$i" root 2>/dev/null || true
 		else
 			# shellcheck disable=SC2086
-			tc -n "$HUB" qdisc replace dev "h$i" root netem $1
+			rc=0; out=$(tc -n "$HUB" qdisc replace dev "h$i" root netem $1 2>&1) || rc=$?
+			if [ $rc -ne 0 ] && grep -q "qdisc kind is unknown" <<<"$out"; then
+				die "netem: the kernel has no sch_netem module (modprobe sch_netem)"
+			fi
+			[ -z "$out" ] || printf '%s\n' "$out" >&2
+			[ $rc -eq 0 ] && continue
+			die "netem '$1' on h$i: tc failed (exit $rc)"
 		fi
 	done
 }
 
 cmd_status() {
+	need_cluster
 	local n; n=$(count)
 	echo "cluster $TAG: $n nodes ($(mode)), dir $DIR"
 	for ((i = 1; i <= n; i++)); do

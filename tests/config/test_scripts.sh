@@ -668,6 +668,18 @@ ok $? "cluster.sh up --memif: a --dir with a space is exit 2, said, nothing buil
 [ $rc -eq 2 ] && [ ! -e "$TMP/clb=x" ]
 ok $? "cluster.sh up --memif: a --dir with '=' is exit 2 (rc $rc)"
 
+# a cluster that does not exist: said, exit 1 (down: nothing to do, exit 0)
+r=
+for a in "netem:delay 1ms" netem:off stop: status: "exec:1 true"; do
+	set -- "${a%%:*}"
+	case $a in netem:*) set -- netem "${a#*:}" ;; exec:*) set -- exec 1 true ;; esac
+	"$C" --tag "${CT}n" --dir "$TMP/cln" "$@" >/dev/null 2>"$TMP/err"; rc=$?; r="$r $rc"
+	[ $rc -eq 1 ] && grep -q "no cluster '${CT}n' ($TMP/cln): run up first" "$TMP/err" || { diag "$a: $(cat "$TMP/err")"; break; }
+done
+"$C" --tag "${CT}n" --dir "$TMP/cln" down >/dev/null 2>&1; rc=$?
+[ "$r" = " 1 1 1 1 1" ] && [ $rc -eq 0 ] && [ ! -e "$TMP/cln" ]
+ok $? "cluster.sh: netem, stop, status, exec on no cluster: said, exit 1; down: exit 0 (rc$r, $rc)"
+
 # environment values up used to ignore
 r=
 for e in ZBN_CONTROL=maybe ZBN_MEMIF_ZC=2 ZBN_PEER_MAC=bogus ZBN_IDLE=busy; do
@@ -684,6 +696,21 @@ ok $? "cluster.sh up: bad ZBN_CONTROL/MEMIF_ZC/PEER_MAC/IDLE exit 2, a missing Z
 ZBN_CONTROL=no ZBN_MEMIF_ZC=yes "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>&1; rc=$?
 [ $rc -eq 0 ] && grep -q "^enabled = off" "$TMP/clc/node1.ini" && grep -q "zero-copy=yes" "$TMP/clc/node2.ini"
 ok $? "cluster.sh up: ZBN_CONTROL=no turns the control plane off, ZBN_MEMIF_ZC=yes zero-copy (rc $rc)"
+
+# messages: exec probe on a memif cluster; netem without
+# sch_netem (a stand-in tc, on a made-up veth cluster)
+"$C" --tag "${CT}c" --dir "$TMP/clc" exec probe true >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "a memif cluster: no namespaces" "$TMP/err"
+ok $? "cluster.sh exec probe on a memif cluster: says it has no namespaces, exit 1 (rc $rc)" || diag "$(cat "$TMP/err")"
+"$C" --tag "${CT}c" --dir "$TMP/clc" down >/dev/null 2>&1
+mkdir -p "$TMP/faketc" "$TMP/cli"
+printf '#!/bin/sh\necho "Error: Specified qdisc kind is unknown." >&2\nexit 2\n' >"$TMP/faketc/tc"
+chmod +x "$TMP/faketc/tc"
+echo 1 >"$TMP/cli/count"; echo veth >"$TMP/cli/mode"; touch "$TMP/cli/.zbn"
+PATH="$TMP/faketc:$PATH" "$C" --tag "${CT}i" --dir "$TMP/cli" netem "delay 1ms" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "the kernel has no sch_netem module (modprobe sch_netem)" "$TMP/err"
+ok $? "cluster.sh netem without sch_netem: said, exit 1 (rc $rc)" || diag "$(cat "$TMP/err")"
+rm -rf "$TMP/cli"
 # install-service.sh: --enable/--start with no config yet would run the
 # example as this node's (refused); --config naming a directory (refused
 # before anything is written); a binary that does not run here is said so
