@@ -26,9 +26,11 @@ while [ $# -gt 0 ]; do
 		[ $# -ge 2 ] || usage_err "$1 needs a value"
 		args+=("$1" "$2"); shift 2 ;;
 	-h|--help) usage; exit 0 ;;
+	-*) usage_err "unknown option '$1'" ;;
 	*) break ;;
 	esac
 done
+[ $# -ge 1 ] || { usage >&2; exit 2; }
 if [ "${1:-}" = up ]; then
 	[ $# -ge 2 ] || usage_err "up: give N, the number of nodes"
 	# up N, or up N --memif (what it means anyway); nothing else

@@ -37,7 +37,11 @@ EOF
 }
 refuse() { echo "$PROG: $*" >&2; exit 2; }
 case "${1:-}" in -h | --help) [ $# -eq 1 ] && { usage; exit 0; } ;; esac
-[ $# -eq 1 ] && [ -n "$1" ] && [ "${1#-}" = "$1" ] || { usage >&2; exit 2; }
+if [ $# -ne 1 ]; then
+	echo "$PROG: give one argument, DIR (got $#)" >&2; usage >&2; exit 2
+fi
+[ -n "$1" ] || { echo "$PROG: DIR must not be empty" >&2; usage >&2; exit 2; }
+[ "${1#-}" = "$1" ] || { echo "$PROG: unknown option '$1'" >&2; usage >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # DIR goes to make (BUILD=DIR/build, DIR/... as goals), where $(...) runs
 # commands and #, :, = and % mean something, and into globs here: plain

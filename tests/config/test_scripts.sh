@@ -697,8 +697,17 @@ ZBN_CONTROL=no ZBN_MEMIF_ZC=yes "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memi
 [ $rc -eq 0 ] && grep -q "^enabled = off" "$TMP/clc/node1.ini" && grep -q "zero-copy=yes" "$TMP/clc/node2.ini"
 ok $? "cluster.sh up: ZBN_CONTROL=no turns the control plane off, ZBN_MEMIF_ZC=yes zero-copy (rc $rc)"
 
-# messages: exec probe on a memif cluster; netem without
+# messages: the memif limit; cluster-memif.sh names itself; gpu-bundle.sh
+# names the bad argument; exec probe on a memif cluster; netem without
 # sch_netem (a stand-in tc, on a made-up veth cluster)
+"$C" --tag "${CT}b" --dir "$TMP/clb" up 0 --memif >/dev/null 2>"$TMP/err3"; r1=$?
+"$CM" >"$TMP/out4" 2>&1; r2=$?
+"$CM" --bogus >/dev/null 2>"$TMP/err2"; r3=$?
+gb --bogus; r4=$?
+[ $r1 -eq 2 ] && grep -q "N must be 1..9" "$TMP/err3" && [ $r2 -eq 2 ] && grep -q "^usage: cluster-memif.sh" "$TMP/out4" &&
+	[ $r3 -eq 2 ] && grep -q "^cluster-memif.sh: unknown option '--bogus'" "$TMP/err2" &&
+	[ $r4 -eq 2 ] && grep -q "unknown option '--bogus'" "$TMP/err"
+ok $? "cluster.sh up 0 --memif says 1..9; cluster-memif.sh and gpu-bundle.sh name themselves and the bad option (rc $r1 $r2 $r3 $r4)"
 "$C" --tag "${CT}c" --dir "$TMP/clc" exec probe true >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 1 ] && grep -q "a memif cluster: no namespaces" "$TMP/err"
 ok $? "cluster.sh exec probe on a memif cluster: says it has no namespaces, exit 1 (rc $rc)" || diag "$(cat "$TMP/err")"
