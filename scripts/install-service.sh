@@ -221,6 +221,17 @@ else
 	fi
 fi
 
+# Every folder written into, checked before anything is installed: one
+# that is a file (R/etc a file, say) failed halfway, the binary and the
+# doc already in place. The nearest existing folder on the way to each
+# must be a folder.
+for d in "${BIN_DST%/*}" "${DOC_DST%/*}" "${CONFIG_DST%/*}" "$SCRIPTS_DST" "${UNIT_DST%/*}"; do
+	e=$d
+	while [ -n "$e" ] && [ ! -e "$e" ] && [ ! -L "$e" ]; do e=${e%/*}; done
+	[ -z "$e" ] || [ -d "$e" ] ||
+		die "cannot install into $d: $e is not a directory (nothing was installed)"
+done
+
 do_run install -D -m 0755 "$BINARY" "$BIN_DST"
 if [ -f "$REPO/docs/config.md" ]; then
 	do_run install -D -m 0644 "$REPO/docs/config.md" "$DOC_DST"

@@ -720,6 +720,14 @@ PATH="$TMP/faketc:$PATH" "$C" --tag "${CT}i" --dir "$TMP/cli" netem "delay 1ms" 
 [ $rc -eq 1 ] && grep -q "the kernel has no sch_netem module (modprobe sch_netem)" "$TMP/err"
 ok $? "cluster.sh netem without sch_netem: said, exit 1 (rc $rc)" || diag "$(cat "$TMP/err")"
 rm -rf "$TMP/cli"
+
+# install-service.sh: a target folder that is a file is refused before
+# anything is installed
+mkdir -p "$TMP/isf"; touch "$TMP/isf/etc"
+bash "$S/install-service.sh" --root "$TMP/isf" --binary "$ZBMD" >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "$TMP/isf/etc is not a directory" "$TMP/err" && [ ! -e "$TMP/isf/usr" ]
+ok $? "install-service.sh --root R, R/etc a file: refused before anything is installed (rc $rc)" || diag "$(cat "$TMP/err")"
+rm -rf "$TMP/isf"
 # install-service.sh: --enable/--start with no config yet would run the
 # example as this node's (refused); --config naming a directory (refused
 # before anything is written); a binary that does not run here is said so
