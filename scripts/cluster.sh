@@ -59,8 +59,8 @@
 # use instead of a fresh D/psk). The numbers among them are checked before
 # use (whole decimal numbers in range, ZBN_LCORES an lcore list like 0-1,3),
 # as are the tag and ZBN_PREFIX (letters, digits, _ and -): a bad one is
-# exit 2, named, as is ZBN_MEMIF_ZC other than on/off (yes/no, true/false,
-# 1/0). Options go before the command; an option after it that the
+# exit 2, named, as is ZBN_MEMIF_ZC other than 1 or 0 (zbmd local reads it
+# too, as 1 only). Options go before the command; an option after it that the
 # command does not take is exit 2 too, before anything is done. --dir must
 # not be empty, and in memif mode has no space, ',' or '=' (it goes into
 # DPDK vdev strings). `up` refuses a tag that is up under another --dir
@@ -143,7 +143,13 @@ check_env_up() {
 	env_int ZBN_RTO_US_MIN 10 60000000
 	env_int ZBN_ELECTION_MS 10 600000
 	env_bool ZBN_CONTROL on off
-	env_bool ZBN_MEMIF_ZC 1 0
+	# only 1 or 0: zbmd local (dataplane/coll_local.c) adds the EAL's
+	# --single-file-segments for ZBN_MEMIF_ZC=1 only, so a yes taken here
+	# would give it zero-copy ports without that
+	case ${ZBN_MEMIF_ZC:-0} in
+	0|1) ;;
+	*) usage_err "ZBN_MEMIF_ZC='$ZBN_MEMIF_ZC': must be 1 (zero-copy) or 0" ;;
+	esac
 	case ${ZBN_PEER_MAC:-} in
 	""|arp) ;;
 	*) usage_err "ZBN_PEER_MAC='$ZBN_PEER_MAC': only 'arp' (peers' MACs left to ARP) or unset (written in the configs)" ;;

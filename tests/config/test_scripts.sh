@@ -682,7 +682,7 @@ ok $? "cluster.sh: netem, stop, status, exec on no cluster: said, exit 1; down: 
 
 # environment values up used to ignore
 r=
-for e in ZBN_CONTROL=maybe ZBN_MEMIF_ZC=2 ZBN_PEER_MAC=bogus ZBN_IDLE=busy; do
+for e in ZBN_CONTROL=maybe ZBN_MEMIF_ZC=yes ZBN_PEER_MAC=bogus ZBN_IDLE=busy; do
 	env "$e" "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?; r="$r $rc"
 	[ $rc -eq 2 ] && grep -q "${e%%=*}=" "$TMP/err" && [ ! -e "$TMP/clc" ] ||
 		{ diag "$e: $(cat "$TMP/err")"; "$C" --tag "${CT}c" --dir "$TMP/clc" down >/dev/null 2>&1; break; }
@@ -693,9 +693,9 @@ ZBN_PSK=$TMP/nokey "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 
 "$C" --tag "${CT}c" --dir "" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?; r="$r $rc"
 [ "$r" = " 2 2 2 2 1 2" ] && grep -q -- "--dir must not be empty" "$TMP/err"
 ok $? "cluster.sh up: bad ZBN_CONTROL/MEMIF_ZC/PEER_MAC/IDLE exit 2, a missing ZBN_PSK exit 1, --dir '' exit 2 (rc$r)"
-ZBN_CONTROL=no ZBN_MEMIF_ZC=yes "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>&1; rc=$?
+ZBN_CONTROL=no ZBN_MEMIF_ZC=1 "$C" --tag "${CT}c" --dir "$TMP/clc" up 2 --memif >/dev/null 2>&1; rc=$?
 [ $rc -eq 0 ] && grep -q "^enabled = off" "$TMP/clc/node1.ini" && grep -q "zero-copy=yes" "$TMP/clc/node2.ini"
-ok $? "cluster.sh up: ZBN_CONTROL=no turns the control plane off, ZBN_MEMIF_ZC=yes zero-copy (rc $rc)"
+ok $? "cluster.sh up: ZBN_CONTROL=no turns the control plane off (ZBN_MEMIF_ZC=1 zero-copy) (rc $rc)"
 
 # messages: the memif limit; cluster-memif.sh names itself; gpu-bundle.sh
 # names the bad argument; exec probe on a memif cluster; netem without
