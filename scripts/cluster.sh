@@ -535,8 +535,10 @@ cmd_netem() {
 		else
 			# shellcheck disable=SC2086
 			rc=0; out=$(tc -n "$HUB" qdisc replace dev "h$i" root netem $1 2>&1) || rc=$?
+			# tc's own words kept in the line: zbmd local (coll_local.c)
+			# looks for them in what cluster.sh netem printed
 			if [ $rc -ne 0 ] && grep -q "qdisc kind is unknown" <<<"$out"; then
-				die "netem: the kernel has no sch_netem module (modprobe sch_netem)"
+				die "netem: the kernel has no sch_netem module (modprobe sch_netem; tc: $(grep -m1 'qdisc kind is unknown' <<<"$out"))"
 			fi
 			[ -z "$out" ] || printf '%s\n' "$out" >&2
 			[ $rc -eq 0 ] && continue
