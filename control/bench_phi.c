@@ -11,6 +11,7 @@
 #include "../cli/cli.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
@@ -80,6 +81,19 @@ static void simulate(const struct scenario *sc, double jitter_ms, uint64_t run_n
 			(*false_conv)++;
 		was = c;
 	}
+}
+
+/* The rows so far out: false, or the write failed (said why, as zbmd's
+ * own check at exit would: then stop, a benchmark no one can read is not
+ * run to its end, up to -r 86400 s of it). */
+static bool out_failed(void)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return false;
+	fprintf(stderr, "zbmd: writing the output: %s\n", strerror(errno ? errno : EIO));
+	clearerr(stdout);   /* said once: not again at exit */
+	return true;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -275,7 +289,8 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 	       sc[0].p.window, sc[0].p.min_std_ms, sc[0].p.acceptable_pause_ms, sc[0].p.threshold);
 	printf("%-34s %10s %10s %10s %14s\n", "scenario", "p50 ms", "mean ms",
 	       "max ms", "false/run");
-	fflush(stdout);
+	if (out_failed())
+		return ZB_EXIT_FAIL;
 	double *det = malloc(trials * sizeof(double));
 	if (!det)
 		return ZB_EXIT_FAIL;
@@ -301,7 +316,10 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 		snprintf(fl, sizeof(fl), "%llu/%gmin", (unsigned long long)fc, minutes);
 		printf("%-34s %10.0f %10.0f %10.0f %14s\n", sc[k].name,
 		       n ? det[n / 2] : NAN, n ? sum / n : NAN, n ? det[n - 1] : NAN, fl);
-		fflush(stdout);
+		if (out_failed()) {
+			free(det);
+			return ZB_EXIT_FAIL;
+		}
 		if (k == 0) {
 			our_max = n ? det[n - 1] : 1e9;
 			our_false = fc;

@@ -199,6 +199,10 @@ int dp_cmd_run(int argc, char **argv)
 	const char *path = NULL;
 	sigset_t blocked, old;
 
+	/* first: a signal before the handlers ended the process by its
+	 * default action (a SIGUSR1 a few ms in killed the node, a SIGTERM
+	 * left no "stopped" line); blocked until wait_for_stop takes them */
+	install_signals(&blocked, &old);
 	int st = parse_args(argc, argv, &path);
 	if (st >= 0)
 		return st;
@@ -227,7 +231,6 @@ int dp_cmd_run(int argc, char **argv)
 			return ZB_EXIT_FAIL;
 		}
 	}
-	install_signals(&blocked, &old);
 	rc = dp_node_init(&cfg, &err);
 	if (rc) {
 		fprintf(stderr, "zbmd run: %s\n", err.msg);

@@ -199,8 +199,11 @@ static int bench_one(enum gpu_backend b, bool quick, enum zb_dtype dt)
 	o.backend = b;
 	o.pool_bytes = quick ? (4u << 20) : (112u << 20);
 	if (gpu_open(&o, &ctx, why, sizeof(why)) < 0) {
-		printf("%s: not benchmarked: %s\n", gpu_backend_name(b), why);
-		return 0;
+		/* it probed usable: a failure, not a backend this machine lacks
+		 * (exit 0 with nothing measured before) */
+		fprintf(stderr, "zbmd bench gpu: %s: not benchmarked: %s\n",
+			gpu_backend_name(b), why);
+		return 1;
 	}
 	printf("%s: %s (%s)\n", gpu_backend_name(b), gpu_ctx_device(ctx)->name,
 	       gpu_ctx_device(ctx)->driver);
@@ -292,12 +295,18 @@ int gpu_cmd_bench(int argc, char **argv)
 		}
 	}
 	int fails = 0, ran = 0;
+	/* a row a line, also into a file or a pipe: an interrupted run keeps
+	 * the rows it finished (they were lost in the stdio buffer) */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int b = GPU_CPU; b < GPU_BACKEND_COUNT; b++) {
 		if (only != GPU_AUTO && b != (int)only)
 			continue;
 		char why[GPU_WHY_LEN];
 		if (gpu_backend_probe(b, why, sizeof(why)) < 0) {
-			printf("%s: not benchmarked: %s\n", gpu_backend_name(b), why);
+			/* asked for: an error (stderr); else what this machine lacks */
+			fprintf(only != GPU_AUTO ? stderr : stdout, "%s%s: not benchmarked: %s\n",
+				only != GPU_AUTO ? "zbmd bench gpu: " : "",
+				gpu_backend_name(b), why);
 			continue;
 		}
 		ran++;

@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 28
+plan 29
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -181,6 +181,13 @@ for c in config-doc version "help status" gpu-info; do
 		{ bad=1; diag "zbmd $c >/dev/full: exit $rc: $(head -1 "$D/err")"; }
 done
 ok $bad "stdout on a full device: exit 1 and the reason (config-doc, version, help, gpu-info)"
+# bench phi stops at its first row that cannot be written (it ran on, the
+# real-time phase included: -r 86400 would have been a day)
+t0=$(date +%s%N)
+timeout 60 $Z bench phi -m 5 -t 20 -r 5 >/dev/full 2>"$D/err"; rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $rc -eq 1 ] && [ $ms -lt 3000 ] && [ "$(grep -c "writing the output: No space left on device" "$D/err")" -eq 1 ]
+ok $? "bench phi >/dev/full: exit $rc after $ms ms, the reason said once"
 chmod 600 "$D/psk"
 # an admin address in use: the key and the reason named
 python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",17605)); s.listen(1); open("'"$D"'/held","w").close(); time.sleep(20)' & hp=$!
