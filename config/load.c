@@ -800,14 +800,29 @@ static void check_ports(struct ctx *c)
 #define DPDK_CHANNELS_PER_LANE 8u
 #define COLL_LANES_MAX 16u
 
-/* What depends on the number of dataplane lanes: one per [eal] lcores core
- * after the first (the main lcore), or the one main lcore alone
- * (dataplane/node.c node_lcores). */
+unsigned cfg_dataplane_lanes(const struct zb_config *cfg)
+{
+	ZB_ASSERT(cfg != NULL);
+	return cfg->eal.lcore_count > 1 ? cfg->eal.lcore_count - 1u : 1u;
+}
+
+unsigned cfg_coll_lanes(const struct zb_config *cfg)
+{
+	unsigned lanes = cfg_dataplane_lanes(cfg);
+	return lanes < COLL_LANES_MAX ? lanes : COLL_LANES_MAX;
+}
+
+unsigned cfg_dpdk_channels_max(unsigned coll_lanes)
+{
+	return coll_lanes <= 1 ? DPDK_CHANNELS_PER_LANE
+			       : (DPDK_CHANNELS_PER_LANE + 1) * coll_lanes - 1;
+}
+
+/* What depends on the number of dataplane lanes (cfg_dataplane_lanes). */
 static void check_lanes(struct ctx *c)
 {
 	const struct zb_config *cfg = c->cfg;
-	unsigned lanes = cfg->eal.lcore_count > 1 ? cfg->eal.lcore_count - 1u : 1u;
-	unsigned cl = lanes < COLL_LANES_MAX ? lanes : COLL_LANES_MAX;
+	unsigned lanes = cfg_dataplane_lanes(cfg), cl = cfg_coll_lanes(cfg);
 	unsigned ch = cfg->coll.channels, per;
 
 	/* lane L's transport listens on udp_port + L (transport.c
@@ -822,16 +837,14 @@ static void check_lanes(struct ctx *c)
 	/* a collective host gives each lane channels / lanes of them (at
 	 * least 1; all of them with one lane: coll_dpdk.c) */
 	per = cl == 1 ? ch : (ch / cl ? ch / cl : 1);
-	if (cfg->transport.kind == CFG_TRANSPORT_DPDK && per > DPDK_CHANNELS_PER_LANE)
+	if (cfg->transport.kind == CFG_TRANSPORT_DPDK && ch > cfg_dpdk_channels_max(cl))
 		add_error(c, blame(c, key_index(S_COLL, "channels"), 0),
 			  "coll.channels: %u gives %u per dataplane lane with %u "
 			  "lane%s ([eal] lcores = %s), more than the %u the dpdk "
 			  "provider carries (expected channels at most %u here, or "
 			  "[transport] kind = tcp or rdma)", ch, per, cl,
 			  cl == 1 ? "" : "s", cfg->eal.lcores,
-			  DPDK_CHANNELS_PER_LANE,
-			  cl == 1 ? DPDK_CHANNELS_PER_LANE
-				  : (DPDK_CHANNELS_PER_LANE + 1) * cl - 1);
+			  DPDK_CHANNELS_PER_LANE, cfg_dpdk_channels_max(cl));
 }
 
 /* tok, a form of flag (exact: flag itself), is in [eal] extra_args. */

@@ -1425,11 +1425,6 @@ static int bench_load_config(const struct bench_opts *o, struct zb_config *cfg)
 	return rc;
 }
 
-unsigned coll_bench_dpdk_channels_max(unsigned lanes)
-{
-	return lanes <= 1 ? NET_DPDK_MAX_CHANNELS : (NET_DPDK_MAX_CHANNELS + 1) * lanes - 1;
-}
-
 /* The channels a provider can take: the dpdk provider maps channel c to
  * transport stream c of the lane, streams 0..NET_DPDK_MAX_CHANNELS-1 (its init
  * refused more with a bare "Invalid argument"), and the collective host
@@ -1439,7 +1434,7 @@ static int bench_channels_ok(const struct bench_opts *o, const char *pname,
 			     uint32_t cfg_channels, unsigned lanes)
 {
 	uint32_t ch = o->channels ? o->channels : cfg_channels;
-	unsigned max = coll_bench_dpdk_channels_max(lanes);
+	unsigned max = cfg_dpdk_channels_max(lanes);
 
 	if (strcmp(pname, "dpdk") != 0 || lanes == 0 || ch <= max)
 		return 0;
@@ -1604,8 +1599,7 @@ int coll_bench_allreduce_main(int argc, char **argv)
 		status = 2;
 		goto out;
 	}
-	unsigned lanes = cfg->eal.lcore_count > 1 ? cfg->eal.lcore_count - 1u : 1u;
-	if (bench_channels_ok(&o, pname, cfg->coll.channels, lanes < 16 ? lanes : 16) < 0) {
+	if (bench_channels_ok(&o, pname, cfg->coll.channels, cfg_coll_lanes(cfg)) < 0) {
 		status = 2;
 		goto out;
 	}

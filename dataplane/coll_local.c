@@ -453,7 +453,7 @@ static int local_cmd_ok(const struct local_opts *o)
 	if (o->dpdk && lanes) {   /* the dpdk provider's channels: transport streams */
 		int i = local_kv_find(o->dkv, o->ndkv, "coll", "channels");
 		long ch = i >= 0 ? strtol(o->dkv[i].val, NULL, 10) : 0;
-		unsigned max = coll_bench_dpdk_channels_max(lanes);
+		unsigned max = cfg_dpdk_channels_max(lanes);
 		if (ch > (long)max) {
 			fprintf(stderr, "zbmd local: --set coll.channels=%s: the dpdk "
 				"provider (--link %s) takes 1..%u channels (at most %d "

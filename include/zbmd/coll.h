@@ -480,8 +480,5 @@ int coll_local_main(int argc, char **argv);             /* zbmd local */
  * LANES: each node's dataplane lanes (0: not known, the nodes check). */
 int coll_bench_local_check(int argc, char **argv, unsigned nodes,
 			   const char *link, const char *provider, unsigned lanes);
-/* The most [coll] channels the dpdk provider takes on a node of LANES
- * dataplane lanes (8 per lane, channels / lanes each: coll_dpdk.c). */
-unsigned coll_bench_dpdk_channels_max(unsigned lanes);
 
 #endif /* ZBMD_COLL_H */

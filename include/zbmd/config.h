@@ -202,6 +202,15 @@ int cfg_load_file(struct zb_config *cfg, const char *path, struct cfg_error *err
 /* Prints err's diagnostics to f, one "PREFIX: FILE:LINE: ..." line each
  * (err->msg alone where the list is empty: a file that did not open). */
 void cfg_error_print(FILE *f, const char *prefix, const struct cfg_error *err);
+
+/* The node's dataplane lanes: one per [eal] lcores core after the first (the
+ * main lcore), or the main lcore alone (dataplane/node.c node_lcores); the
+ * lanes a collective host spreads channels over (at most 16); the most
+ * [coll] channels the dpdk net provider takes on COLL_LANES of them (8 a
+ * lane, channels / lanes each: 8 with one lane, 9L - 1 with L). */
+unsigned cfg_dataplane_lanes(const struct zb_config *cfg);
+unsigned cfg_coll_lanes(const struct zb_config *cfg);
+unsigned cfg_dpdk_channels_max(unsigned coll_lanes);
 int cfg_load_string(struct zb_config *cfg, const char *text, const char *name,
 		    struct cfg_error *err);
 /* The same from an open stream (stdin), named `name` in messages; at most
