@@ -19,7 +19,9 @@
  */
 #include "internal.h"
 
+#include "zbmd/coll.h"
 #include "zbmd/common.h"
+#include "zbmd/net.h"
 #include "zbmd/wire.h"
 
 #include <ini.h>
@@ -794,11 +796,11 @@ static void check_ports(struct ctx *c)
 }
 
 /* Streams of a transport lane the dpdk net provider maps channels onto
- * (DP_NET_CHANNELS in dataplane/net_dpdk.c: nd_init refuses more with
+ * (NET_DPDK_MAX_CHANNELS: dataplane/net_dpdk.c's nd_init refuses more with
  * -EINVAL), and the lanes a collective host spreads them over
- * (COLL_HOST_MAX_LANES, dataplane/coll_dpdk.c). */
-#define DPDK_CHANNELS_PER_LANE 8u
-#define COLL_LANES_MAX 16u
+ * (COLL_HOST_MAX_LANES, dataplane/coll_dpdk.c): the same constants. */
+#define DPDK_CHANNELS_PER_LANE ((unsigned)NET_DPDK_MAX_CHANNELS)
+#define COLL_LANES_MAX ((unsigned)COLL_HOST_MAX_LANES)
 
 unsigned cfg_dataplane_lanes(const struct zb_config *cfg)
 {
