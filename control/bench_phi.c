@@ -223,7 +223,7 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while (good && (o = getopt_long(argc, argv, "m:t:j:r:h", lo, NULL)) != -1) {
+	while (good && (o = getopt_long(argc, argv, ":m:t:j:r:h", lo, NULL)) != -1) {
 		switch (o) {
 		case 'm': good = phi_arg(o, optarg, 0.1, 1000, &minutes); break;
 		case 't':
@@ -238,13 +238,8 @@ int ctl_cmd_bench_phi(int argc, char **argv)
 		case 'h':
 			fputs(phi_usage, stdout);
 			return ZB_EXIT_OK;
-		default:
-			if (optopt)
-				fprintf(stderr, "zbmd bench phi: %s -%c\n", strchr("mtjr", optopt) ?
-					"missing value for" : "unknown option", optopt);
-			else
-				fprintf(stderr, "zbmd bench phi: unknown option '%s'\n",
-					argv[optind - 1]);
+		default:   /* ':' or '?' */
+			zb_opt_error("zbmd bench phi", o, argc, argv, lo);
 			good = false;
 		}
 	}

@@ -267,23 +267,12 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o, bool local)
 		case 'h':
 			bench_usage(stdout);
 			return 1;
-		case ':':
-		default: {
-			/* our words: getopt's named only argv[0] */
-			bool shrt = optopt > 0 && optopt < 256;
-			char opt[80];
-			if (shrt)
-				snprintf(opt, sizeof(opt), "-%c", optopt);
-			else
-				snprintf(opt, sizeof(opt), "%s%s%s", c == ':' ? "" : "'",
-					 argv[optind - 1], c == ':' ? "" : "'");
-			fprintf(stderr, "zbmd bench allreduce: %s%s%s\n",
-				c == ':' ? opt : "unknown option ", c == ':' ? "" : opt,
-				c == ':' ? " needs a value" : "");
+		default:   /* ':' or '?' */
+			zb_opt_error("zbmd bench allreduce", c, argc, argv, lo);
 			bench_usage(stderr);
 			return -EINVAL;
 		}
-		}
+
 	}
 	if (optind < argc) {
 		fprintf(stderr, "zbmd bench allreduce: unexpected argument '%s'\n",

@@ -606,16 +606,8 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		case 'h':
 			local_usage(stdout);
 			return 1;
-		case ':':
-			fprintf(stderr, "zbmd local: %s needs a value\n", argv[optind - 1]);
-			local_usage(stderr);
-			return -EINVAL;
-		default:
-			if (optopt > 0 && optopt < 256)
-				fprintf(stderr, "zbmd local: unknown option -%c\n", optopt);
-			else
-				fprintf(stderr, "zbmd local: unknown option '%s'\n",
-					argv[optind - 1]);
+		default:   /* ':' or '?' */
+			zb_opt_error("zbmd local", c, argc, argv, lo);
 			local_usage(stderr);
 			return -EINVAL;
 		}

@@ -97,36 +97,6 @@ static bool tr_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return true;
 }
 
-/* What getopt_long refused: a short option (optopt: -x of "-xq" was said
- * as the word before it), a long one no option starts with, or one that
- * starts several (said unknown; --ste was taken as --steps, --s was not). */
-static void tr_bad_option(int argc, char **argv, const struct option *opts)
-{
-	const char *w = optind - 1 < argc ? argv[optind - 1] : "";
-	bool dashes = strncmp(w, "--", 2) == 0;
-	if (optopt && !dashes) {
-		fprintf(stderr, "zbmd train: unknown option '-%c' (zbmd train --help)\n", optopt);
-		return;
-	}
-	size_t n = dashes ? strcspn(w + 2, "=") : 0;
-	for (const struct option *op = opts; dashes && w[2 + n] == '=' && op->name; op++)
-		if (strlen(op->name) == n && strncmp(op->name, w + 2, n) == 0) {
-			fprintf(stderr, "zbmd train: --%s takes no value (got '%s')\n", op->name, w);
-			return;
-		}
-	char these[160] = "";
-	unsigned hits = 0;
-	for (const struct option *op = opts; dashes && op->name; op++)
-		if (strncmp(op->name, w + 2, n) == 0 && n && hits++ < 6)
-			snprintf(these + strlen(these), sizeof(these) - strlen(these), "%s--%s",
-				 these[0] ? ", " : "", op->name);
-	if (hits > 1)
-		fprintf(stderr, "zbmd train: ambiguous option '%.*s' (could be %s)\n",
-			(int)(n + 2), w, these);
-	else
-		fprintf(stderr, "zbmd train: unknown option '%s' (zbmd train --help)\n", w);
-}
-
 static int tr_parse(int argc, char **argv, struct tr_opts *o)
 {
 	static const struct option opts[] = {
@@ -175,11 +145,8 @@ static int tr_parse(int argc, char **argv, struct tr_opts *o)
 			want = "auto, cpu, cuda, hip or vulkan";
 			break;
 		case 'h': tr_usage(stdout); return 1;
-		case ':':
-			fprintf(stderr, "zbmd train: %s needs a value\n", argv[optind - 1]);
-			return -1;
-		default:
-			tr_bad_option(argc, argv, opts);
+		default:   /* ':' or '?' */
+			zb_opt_error("zbmd train", c, argc, argv, opts);
 			return -1;
 		}
 		if (!good) {

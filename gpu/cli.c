@@ -258,7 +258,7 @@ int gpu_cmd_bench(int argc, char **argv)
 		}
 		bool valued = strcmp(a, "--backend") == 0 || strcmp(a, "--dtype") == 0;
 		if (valued && !val && i + 1 >= argc) {
-			fprintf(stderr, "zbmd bench gpu: missing value for %s\n%s", a,
+			fprintf(stderr, "zbmd bench gpu: %s needs a value\n%s", a,
 				gpu_bench_usage);
 			return 2;
 		}

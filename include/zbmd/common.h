@@ -81,6 +81,15 @@ const char *zb_redop_name(enum zb_redop op);  /* "sum", "prod", ... */
 int zb_dtype_parse(const char *s, enum zb_dtype *out); /* 0 or -EINVAL */
 int zb_redop_parse(const char *s, enum zb_redop *out); /* 0 or -EINVAL */
 
+/* What getopt_long refused (c: its ':' or '?'; the optstring begins with
+ * ':' or opterr is 0), said on stderr as "CMD: ..." with the option as it
+ * was typed: "-x needs a value", "unknown option '-x'", "--name takes no
+ * value (got '--name=v')", "ambiguous option '--s' (could be --a, --b)",
+ * "unknown option '--bogus'". Call it before optind moves on. */
+struct option;
+void zb_opt_error(const char *cmd, int c, int argc, char *const argv[],
+		  const struct option *opts);
+
 /* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Not for the lcore hot
  * path inside DPDK (use the TSC there). */
 /* aligned_alloc with the size rounded up to a multiple of align, as C11

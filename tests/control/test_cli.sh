@@ -151,7 +151,7 @@ ok $bad "zbmd COMMAND --help for all 12: exit 0, usage on stdout"
 bad=0
 for a in "phi -t 5x:bad value '5x' for -t" "phi --bogus:unknown option '--bogus'" \
 	 "phi -j 91:bad value '91' for -j" "phi extra:unexpected argument 'extra'" \
-	 "phi -m:missing value for -m" "gpu --backend:missing value for --backend" \
+	 "phi -m:-m needs a value" "gpu --backend:--backend needs a value" \
 	 "gpu -x:unknown option '-x'" "gpu extra:unexpected argument 'extra'"; do
 	timeout 20 $Z bench ${a%%:*} >"$D/out" 2>"$D/err"; rc=$?
 	[ $rc -eq 2 ] && grep -qF "${a#*:}" "$D/err" && [ ! -s "$D/out" ] ||
