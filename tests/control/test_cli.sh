@@ -154,7 +154,7 @@ for a in "phi -t 5x:bad value '5x' for -t" "phi --bogus:unknown option '--bogus'
 	 "phi -m:-m needs a value" "gpu --backend:--backend needs a value" \
 	 "gpu -x:unknown option '-x'" "gpu extra:unexpected argument 'extra'"; do
 	timeout 20 $Z bench ${a%%:*} >"$D/out" 2>"$D/err"; rc=$?
-	[ $rc -eq 2 ] && grep -qF "${a#*:}" "$D/err" && [ ! -s "$D/out" ] ||
+	[ $rc -eq 2 ] && grep -qF -- "${a#*:}" "$D/err" && [ ! -s "$D/out" ] ||
 		{ bad=1; diag "zbmd bench ${a%%:*}: exit $rc: $(head -1 "$D/err")"; }
 done
 ok $bad "zbmd bench phi / gpu with a bad flag or value: named, exit 2, nothing run"
