@@ -167,6 +167,7 @@ int ctl_state_decode(struct ctl_state *st, const void *buf, size_t len)
 			return -EINVAL;
 	}
 	derive(&tmp);
+	tmp.skipped = st->skipped;   /* this process's count, not the snapshot's */
 	*st = tmp;
 	return 0;
 }
@@ -179,8 +180,14 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 	ZB_ASSERT(c != NULL && buf != NULL);
 	*result = NULL;
 	int rc = ctl_state_apply(c->st, buf->base, buf->len);
-	if (rc < 0)
-		return RAFT_MALFORMED;
+	/* A committed command this node cannot decode (a newer version's, an
+	 * encoder's bug) is a no-op, counted: every replica applies the same
+	 * entry, so refusing it (RAFT_MALFORMED) stopped every node's FSM at
+	 * that index and left the cluster without a leader for good. */
+	if (rc < 0) {
+		c->st->skipped++;
+		return 0;
+	}
 	if (rc > 0 && c->on_change)
 		c->on_change(c->arg, c->st);
 	return 0;

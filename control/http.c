@@ -381,6 +381,7 @@ static void collect(void *arg, struct zb_metrics_out *out)
 		{"zbmd_control_events_dropped_total", "Events not delivered because an lcore ring was full", ZB_METRIC_COUNTER},
 		{"zbmd_control_http_dropped_total", "HTTP connections of the admin and metrics endpoints refused over the limits (why=limit) or shut down for not sending a whole request in time (why=slow)", ZB_METRIC_COUNTER},
 		{"zbmd_control_blobs_total", "Node-to-node blobs (ctl_blob_send) by event: out = queued, queue_full, sent, retransmits, acked, refused, failed; in = delivered, duplicates, rejected, deferred, malformed", ZB_METRIC_COUNTER},
+		{"zbmd_control_fsm_skipped_total", "Committed Raft commands this node did not understand, applied as no-ops", ZB_METRIC_COUNTER},
 	};
 	struct ctl_status *s = malloc(sizeof(*s) * 1);
 	char l[ZB_METRICS_LABELS_MAX];
@@ -445,6 +446,7 @@ static void collect(void *arg, struct zb_metrics_out *out)
 				}
 				break;
 			}
+			case 15: zb_metrics_sample(out, fam[f].name, node, (double)s->st.skipped); break;
 			}
 		}
 	}

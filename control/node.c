@@ -95,6 +95,12 @@ struct ctl_node {
 	uint64_t op_next_ns;
 	struct ctl_action op_fsm, op_cfg;
 	struct raft_apply op_apply;
+	/* a new leader's barrier (an entry of its term, Raft §8): it acts on
+	 * the membership only once every entry before it is applied here */
+	struct raft_barrier barrier;
+	bool barrier_busy;
+	raft_term barrier_term;       /* the term whose barrier is applied */
+	uint64_t skipped_logged;      /* st.skipped already said in the log */
 	struct raft_change op_change;
 
 	/* graceful leave */
@@ -443,12 +449,25 @@ static void on_apply_done(struct raft_apply *req, int status, void *result)
 	struct ctl_node *n = req->data;
 	struct peer *p = &n->peers[n->op_fsm.id];
 	(void)result;
+	/* counted once committed and applied, not when proposed (a proposal
+	 * lost with the leadership is proposed again) */
+	if (status == 0 && n->op_fsm.type == CTL_ACT_LEAVE &&
+	    n->op_fsm.reason == CTL_LEAVE_CONVICTED)
+		n->convictions++;
 	/* Tell a gracefully leaving node that its removal is committed: it
 	 * stops replicating once raft drops it, so it could not see it. */
 	if (status == 0 && n->op_fsm.type == CTL_ACT_LEAVE &&
 	    n->op_fsm.reason == CTL_LEAVE_GRACEFUL && p->sa_ok)
 		send_msg(n, &p->sa, MSG_LEAVE_ACK, (const uint8_t *)&p->left_incarnation, 8);
 	op_done(n, &n->fsm_busy, &n->op_fsm, status);
+}
+
+static void on_barrier_done(struct raft_barrier *req, int status)
+{
+	struct ctl_node *n = req->data;
+	n->barrier_busy = false;
+	if (status == 0)
+		n->barrier_term = n->raft.current_term;
 }
 
 static void on_change_done(struct raft_change *req, int status)
@@ -490,6 +509,21 @@ static void leader_step(struct ctl_node *n, uint64_t now)
 
 	if ((n->fsm_busy && n->cfg_busy) || now < n->op_next_ns || n->leaving)
 		return;
+	/* libraft 0.15 appends no entry of its own when a leader is elected:
+	 * entries of earlier terms it holds may be committed but not yet
+	 * applied here, so its FSM may still show a member that has left.
+	 * Reconcile only once a barrier of this term is applied. */
+	if (n->barrier_term != n->raft.current_term) {
+		if (n->barrier_busy)
+			return;
+		n->barrier.data = n;
+		rc = raft_barrier(&n->raft, &n->barrier, on_barrier_done);
+		if (rc == 0)
+			n->barrier_busy = true;
+		else
+			n->op_next_ns = now + OP_RETRY_MS * 1000000ull;
+		return;
+	}
 	build_liveness(n, &lv, now);
 	ctl__reconcile(&n->raft, &n->st, n->self, n->adv, &lv, &act);
 	if (act.type == CTL_ACT_NONE)
@@ -514,8 +548,6 @@ static void leader_step(struct ctl_node *n, uint64_t now)
 		rc = raft_apply(&n->raft, &n->op_apply, &buf, 1, on_apply_done);
 		if (rc != 0)
 			raft_free(buf.base);
-		if (rc == 0 && op->type == CTL_ACT_LEAVE && op->reason == CTL_LEAVE_CONVICTED)
-			n->convictions++;
 		break;
 	case CTL_ACT_RAFT_ADD:
 		rc = raft_add(&n->raft, &n->op_change, rid, op->addr, on_change_done);
@@ -665,6 +697,13 @@ static void on_tick(uv_timer_t *t)
 			n->next_hb_ns = now + n->hb_ns;
 	}
 	update_suspicion(n, now);
+	if (n->st.skipped != n->skipped_logged) {
+		logf_(n, CTL_LOG_WARN, "%llu Raft command(s) not understood, applied "
+		      "as no-ops (a newer zbmd in the cluster?); %llu in all",
+		      (unsigned long long)(n->st.skipped - n->skipped_logged),
+		      (unsigned long long)n->st.skipped);
+		n->skipped_logged = n->st.skipped;
+	}
 	ctl__blobs_tick(n->blobs, now);
 	election_slot_check(n);
 	raft_id lid = 0;

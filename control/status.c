@@ -89,9 +89,9 @@ char *ctl_status_text(const struct ctl_status *s)
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, "auth_rejected_%s %llu\n", ctl_auth_reason_name(r),
 			(unsigned long long)s->auth_rejected[r]);
-	fprintf(f, "auth_rejected_raft_transport %llu\nconvictions %llu\n",
+	fprintf(f, "auth_rejected_raft_transport %llu\nconvictions %llu\nfsm_skipped %llu\n",
 		(unsigned long long)s->handshake_rejected,
-		(unsigned long long)s->convictions);
+		(unsigned long long)s->convictions, (unsigned long long)s->st.skipped);
 	const struct ctl_blob_stats *b = &s->blobs;
 	fprintf(f, "blobs_out queued %llu sent %llu retransmits %llu acked %llu refused %llu "
 		"failed %llu queue_full %llu\n", (unsigned long long)b->queued,
@@ -148,8 +148,9 @@ char *ctl_status_json(const struct ctl_status *s)
 	}
 	/* the same facts as the text form: the rejections' total, the
 	 * convictions (the text had them, the JSON did not) */
-	fprintf(f, "],\"convictions\":%llu,\"auth\":{\"accepted\":%llu,\"rejected\":%llu",
-		(unsigned long long)s->convictions, (unsigned long long)s->auth_ok,
+	fprintf(f, "],\"convictions\":%llu,\"fsm_skipped\":%llu,\"auth\":{\"accepted\":%llu,"
+		"\"rejected\":%llu", (unsigned long long)s->convictions,
+		(unsigned long long)s->st.skipped, (unsigned long long)s->auth_ok,
 		auth_rejected_total(s));
 	for (unsigned r = 0; r < CTL_AUTH_NREASONS; r++)
 		fprintf(f, ",\"%s\":%llu", ctl_auth_reason_name(r),

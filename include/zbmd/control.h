@@ -144,6 +144,9 @@ struct ctl_member {
 struct ctl_state {
 	uint64_t epoch;              /* bumped by every membership change */
 	uint64_t changes;            /* commands applied */
+	uint64_t skipped;            /* commands not understood (a newer zbmd's?),
+					applied as no-ops; counted by this
+					process, not carried by snapshots */
 	uint32_t n;                  /* members, sorted by id */
 	struct ctl_member m[CFG_MAX_NODES];
 	uint16_t ring[CFG_MAX_NODES];           /* ring order for collectives */

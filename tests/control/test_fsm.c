@@ -161,7 +161,7 @@ int main(void)
 	struct ctl_liveness lv;
 	struct ctl_action a;
 
-	tap_plan(38);
+	tap_plan(43);
 	test_pure();
 
 	ZB_ASSERT(raft_fixture_initialize(&f) == 0);
@@ -281,6 +281,33 @@ int main(void)
 	ok(st[lag].epoch == want && st[lag].n == 3 && !ctl_state_has(&st[lag], 42) &&
 	   memcmp(st[lag].ring, st[leader()].ring, sizeof(st[0].ring)) == 0,
 	   "restored FSM equals the leader's (epoch %llu)", (unsigned long long)want);
+
+	/* A committed command no node understands (a newer version's): a
+	 * no-op everywhere, counted; the cluster keeps its leader and applies
+	 * what follows. Refused (RAFT_MALFORMED) it stopped every FSM at that
+	 * index and no leader was ever elected again. */
+	struct raft_buffer nb;
+	struct raft_apply *nreq = calloc(1, sizeof(*nreq));
+	ZB_ASSERT(ctl_fsm_encode(&nb, CTL_CMD_JOIN, 7, "newer", 0) == 0);
+	((uint8_t *)nb.base)[0] = 2;   /* the command's version */
+	uint64_t ep = st[leader()].epoch;
+	last_status = 99;
+	ZB_ASSERT(raft_apply(raft_fixture_get(&f, leader()), nreq, &nb, 1, apply_cb) == 0);
+	raft_fixture_step_until(&f, status_set, NULL, 5000);
+	is_int(last_status, 0, "a command of a newer version is committed and applied");
+	is_int(apply(CTL_CMD_JOIN, 43, "after", 0), 0, "the next command is committed too");
+	ok(converge(5000), "every server applied both");
+	all = true;
+	for (unsigned i = 0; i < f.n; i++)
+		if (i != l0)
+			all = all && st[i].skipped == 1 && st[i].epoch == ep + 1 &&
+			      !ctl_state_has(&st[i], 7) && ctl_state_has(&st[i], 43);
+	ok(all, "on every server: one command skipped, node 7 not joined, node 43 joined (epoch %llu)",
+	   (unsigned long long)ep + 1);
+	unsigned lb = leader();
+	raft_fixture_step_until_elapsed(&f, 3000);
+	ok(leader() == lb && raft_state(raft_fixture_get(&f, lb)) == RAFT_LEADER,
+	   "the leader stays in office");
 
 	raft_fixture_close(&f);
 	for (unsigned i = 0; i < 4; i++)
