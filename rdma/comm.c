@@ -475,22 +475,33 @@ void rdma__comm_fail(struct rdma_comm *c, enum rdma_event_kind kind, int err,
 		c->err = err;
 		atomic_store(&c->state, RDMA_COMM_FAILED);
 	}
-	/* Sends whose WR already retired did complete. */
+	/* Sends whose WR already retired did complete; the others are failed
+	 * below, and their callers may then reuse the buffers (net.h). */
+	bool unretired = false;
 	for (uint64_t s = c->reqs.tail; s < c->reqs.head; s++) {
 		struct rdma_req *r = rdma__reqtab_get(&c->reqs, s);
-		if (r && r->is_send && r->state == RDMA_REQ_POSTED &&
-		    rdma__sq_done(&c->sq, r->sq_seq))
+		if (!r || !r->is_send || r->state != RDMA_REQ_POSTED)
+			continue;
+		if (rdma__sq_done(&c->sq, r->sq_seq))
 			rdma__reqtab_complete(r, r->size);
+		else
+			unretired = true;
 	}
-	rdma__reqtab_fail_all(&c->reqs, c->err);
 	/* A sender that just posted an abort leaves the QP running so the
-	 * abort reaches the peer; nothing more is posted on a failed comm. */
-	if (!c->qp_error && c->qp && !c->abort_posted) {
+	 * abort reaches the peer, unless a failed send's WR is still queued:
+	 * the NIC reads a WR's buffer when it runs it (a retry, an RNR wait),
+	 * after its caller was told it may reuse it, and the receiver would
+	 * take those bytes as the message. ERR flushes the queue first
+	 * (until 2026-11-29 the abort won: the peer completed a message with
+	 * bytes written after the send was reported failed). Nothing more
+	 * is posted on a failed comm. */
+	if (!c->qp_error && c->qp && (!c->abort_posted || unretired)) {
 		/* Out of service: ERR flushes whatever is still queued. */
 		if (rdma__qp_attr(IBV_QPS_RTS, IBV_QPS_ERR, &c->ctx->qpl, NULL, &a, &mask) == 0)
 			(void)rdma__modify_qp(c->qp, &a, mask);
 		c->qp_error = true;
 	}
+	rdma__reqtab_fail_all(&c->reqs, c->err);
 	if (kind) {
 		ev.kind = kind;
 		ev.peer = c->peer;

@@ -32,7 +32,7 @@ int main(void)
 	size_t n = 0;
 	int rc;
 
-	tap_plan(47);
+	tap_plan(50);
 	setup(4);
 	ok(nstate[0] == 2 && states[0][0] == IBV_QPS_RTR && states[0][1] == IBV_QPS_RTS,
 	   "establish walks INIT -> RTR -> RTS");
@@ -119,6 +119,39 @@ int main(void)
 	is_int(post_send(sbuf, 200, NULL, &sq), -EMSGSIZE, "200 bytes into a 100-byte receive: EMSGSIZE");
 	is_int(wait_req(rq, &n), -EMSGSIZE, "receiver hears the abort: EMSGSIZE, no hang");
 	ok(!sqp[0].error, "the aborting sender kept its QP up so the abort could leave");
+	teardown();
+
+	/* 6b. a send failed with its WR still queued (the receiver's queue in
+	 * RNR): the sender's QP goes to ERR so the NIC never reads a buffer
+	 * its caller was told to reuse; before, the abort kept the QP up and
+	 * the receiver took the bytes written after the failure as the
+	 * message */
+	setup(4);
+	smh = host_mr(sbuf, sizeof(sbuf));
+	rmh = host_mr(rbuf, sizeof(rbuf));
+	memset(sbuf, 'A', 32768);
+	void *rqa, *rqb, *sqa, *sqb;
+	rc = rdma__irecv(&cr, rbuf, 32768, 1, rmh, &rqa);
+	rc |= rdma__irecv(&cr, rbuf + 32768, 32768, 2, rmh, &rqb);
+	rdma__poll_channel(&cqs[0]);
+	unsigned rq_head = sqp[1].rq_head;
+	sqp[1].rq_head = sqp[1].rq_tail;   /* no receive WQE free: RNR */
+	rc |= rdma__isend(&cs, sbuf, 32768, 1, smh, &sqa);
+	int bad_tag = rdma__isend(&cs, sbuf + 32768, 100, 99, smh, &sqb);
+	int done = 0;
+	int rca = rdma__test(sqa, &done, &n);
+	ok(rc == 0 && bad_tag < 0 && done && rca < 0,
+	   "a send behind a refused one (wrong tag) is failed (%d, %d)", bad_tag, rca);
+	ok(sqp[0].error && states[0][nstate[0] - 1] == IBV_QPS_ERR,
+	   "its WR was still queued: the sender's QP went to ERR");
+	memset(sbuf, 'Z', 32768);          /* reused, as net.h allows */
+	sqp[1].rq_head = rq_head;
+	sim_run();
+	done = 0;
+	rca = rdma__test(rqa, &done, &n);
+	ok(!(done && rca == 0) && rbuf[0] != 'Z',
+	   "the receiver never completes it with the reused buffer's bytes (done %d rc %d '%c')",
+	   done, rca, rbuf[0] ? rbuf[0] : '0');
 	teardown();
 
 	/* 7. bad rkey: the receiver's buffer is deregistered before the write */
