@@ -72,8 +72,25 @@ static void handle(struct rdma_ctx *ctx, const struct ibv_async_event *e)
 		snprintf(ev.msg, sizeof(ev.msg), "%s: %s: every connection fails",
 			 ctx->dev_name, ibv_event_type_str(e->event_type));
 		break;
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+		/* ibv_get_async_event(3): the port's attributes changed; read
+		 * them again, so the next connection advertises the LID the
+		 * subnet manager gave it (connections made already keep
+		 * theirs). Until 2026-11-29 the LID read at start was
+		 * advertised for ever: after a reassignment every new
+		 * connection failed (RETRY_EXC_ERR) until a restart. Under
+		 * ctx->lock, as comm_create, which reads port_attr. */
+		if (e->element.port_num == ctx->qpl.port) {
+			struct ibv_port_attr pa;
+			if (ibv_query_port(ctx->dev, ctx->qpl.port, &pa) == 0)
+				ctx->port_attr.lid = pa.lid;
+		}
+		return;
 	default:
-		return;     /* COMM_EST, LID_CHANGE, SQ_DRAINED, ...: informational */
+		return;     /* COMM_EST, SQ_DRAINED, ...: informational */
 	}
 	rdma__emit(ctx, &ev);
 }
