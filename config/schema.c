@@ -274,8 +274,9 @@ const struct cfg__key cfg__keys[] = {
 	    CFG__EMPTY_OK | CFG__NAME_CHARS,
 	    "Verbs device name (ibv_devices), e.g. \"mlx5_0\"; \"\" = the first."),
 	UINT(S_RDMA, "port", 1, 255, "1", rdma.port, "Device port number."),
-	UINT(S_RDMA, "gid_index", 0, 255, "0", rdma.gid_index,
-	     "GID table index (RoCE v2 is often 3)."),
+	UINT(S_RDMA, "gid_index", 0, 255, "255", rdma.gid_index,
+	     "GID table index; 255 = pick: RoCE v2 IPv4-mapped, then RoCE v2, "
+	     "RoCE v1, any non-zero (index 0 is RoCE v1 link-local on most NICs)."),
 	KEY(S_RDMA, "mtu", CFG__UINT, 256, 4096, "1024", rdma.mtu, CFG__POW2,
 	    "Path MTU: 256, 512, 1024, 2048 or 4096."),
 	UINT(S_RDMA, "signal_every", 1, 4096, "64", rdma.signal_every,
