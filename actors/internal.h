@@ -246,9 +246,15 @@ static inline struct act_worker *act__my_worker(struct act_runtime *rt)
 {
 	return act__tls.rt == rt ? act__tls.w : NULL;
 }
+/* The slot `id` may name, or NULL. Generation 0 names no actor (zbmd/
+ * actors.h): a never-used slot's word is 0 (generation 0, not closed), so
+ * without this check such an id passed every liveness test and reached an
+ * uninitialised mailbox. */
 static inline struct act_actor *act__slot(struct act_runtime *rt, act_id id)
 {
 	uint32_t s = act_id_slot(id);
+	if (ZB_UNLIKELY(act_id_gen(id) == 0))
+		return NULL;
 	return s < rt->p.max_actors ? &rt->slots[s] : NULL;
 }
 static inline uint32_t act__msg_index(struct act_runtime *rt, struct act_msg *m)

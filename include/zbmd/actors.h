@@ -15,7 +15,8 @@
  * that actor (init, handle, terminate), on the thread running it.
  *
  * Errors: 0 or a negative errno / ZB_ERR_* code (see zbmd/common.h):
- *   ZB_ERR_STALE_ID     the id names no live actor (dead, slot reused, bad slot)
+ *   ZB_ERR_STALE_ID     the id names no live actor (dead, slot reused, bad slot,
+ *                       generation 0: ACT_ID_NONE and node-only ids)
  *   ZB_ERR_MAILBOX_FULL the destination holds mailbox_capacity messages
  *   ZB_ERR_PEER_DOWN    destination on another node and no router is set
  *   ZB_ERR_TIMEOUT      act_call() got no reply in time
@@ -39,7 +40,8 @@
  * slot and generation mean something only to the node that made the id.
  * max_actors <= 2^30 fits the slot field. Generation 0 is never used, so
  * ACT_ID_NONE (0) never names an actor (and act_id_make(node, 0, 0) names a
- * node, not an actor). A slot's generation advances on every reuse and slots
+ * node, not an actor): every function taking an id refuses generation 0
+ * (ZB_ERR_STALE_ID; act_alive false), whether or not its slot was used. A slot's generation advances on every reuse and slots
  * are reused in FIFO order after every slot has been used once, so a stale
  * id could name a newer actor only after 2^18 - 1 reuses of its one slot,
  * i.e. at least (2^18 - 1) x (free slots) spawns later (docs/actors.md). */

@@ -3,7 +3,14 @@
  * same slot and its generation wrapped after 65535 cycles (8 ms in review):
  * a dead actor's id then named a new actor and a message sent to it was
  * delivered to that one. Now the generation has 18 bits and released slots
- * are reused FIFO after every slot has been used once. Poll mode, 1 worker. */
+ * are reused FIFO after every slot has been used once. Poll mode, 1 worker.
+ *
+ * Generation 0 names no actor, yet an id with generation 0 naming a slot
+ * never used (ACT_ID_NONE among them) passed the liveness checks: a
+ * never-used slot's word is 0, generation 0 and not closed. act_alive said
+ * yes, act_register took it, and act_send, act_tell, act_exit_signal and
+ * act_deliver_remote (one message from a peer) pushed into an uninitialised
+ * mailbox and crashed (review). */
 #include "util.h"
 
 static int got;
@@ -51,7 +58,7 @@ static long churn(struct act_runtime *rt, act_id x, long cycles)
 
 int main(void)
 {
-	tap_plan(9);
+	tap_plan(14);
 
 	/* id layout: the node field (remote routing) stays in bits 48..63 */
 	act_id id = act_id_make(0xabcd, (1u << 30) - 1, (1u << 18) - 1);
@@ -111,6 +118,51 @@ int main(void)
 	ok(act_id_gen(x) != 0 && act_alive(rt, x), "generation 0 skipped");
 	act_exit_signal(rt, x, ACT_KILL);
 	drain(rt, 1);
+	act_runtime_destroy(rt);
+
+	/* 4: generation 0 on a slot never used, and ACT_ID_NONE on node 0 */
+	rt = mk(16);
+	act_spawn(rt, &beh, NULL, &x);
+	act_id g0 = act_id_make(1, 5, 0);
+	ok(!act_alive(rt, g0) && act_register(rt, "g0", g0) == ZB_ERR_STALE_ID &&
+	   act_whereis(rt, "g0") == ACT_ID_NONE,
+	   "generation 0: not alive, not registered");
+	m = act_msg_alloc(rt);
+	m->tag = 7;
+	rc = act_send(rt, g0, m);
+	if (rc)
+		act_msg_free(rt, m);
+	int rc2 = act_tell(rt, g0, 7, NULL, 0);
+	int rc3 = act_exit_signal(rt, g0, ACT_KILL);
+	ok(rc == ZB_ERR_STALE_ID && rc2 == ZB_ERR_STALE_ID && rc3 == ZB_ERR_STALE_ID,
+	   "generation 0: act_send, act_tell, act_exit_signal refused (%d %d %d)", rc, rc2, rc3);
+	m = act_msg_alloc(rt);
+	m->from = act_id_make(2, 1, 1);
+	m->to = act_id_make(1, 6, 0);
+	m->tag = 7;
+	rc = act_deliver_remote(rt, m);
+	if (rc)
+		act_msg_free(rt, m);
+	drain(rt, 1);
+	is_int(rc, ZB_ERR_STALE_ID, "generation 0 from a peer (act_deliver_remote) refused");
+	act_runtime_destroy(rt);
+	struct act_params p;
+	act_params_default(&p);
+	p.node = 0;
+	p.workers = 1;
+	p.pin = false;
+	p.max_actors = 16;
+	p.message_pool = 1024;
+	if (act_runtime_create(&p, &rt)) {
+		printf("Bail out! act_runtime_create\n");
+		exit(1);
+	}
+	ok(!act_alive(rt, ACT_ID_NONE) &&
+	   act_register(rt, "none", ACT_ID_NONE) == ZB_ERR_STALE_ID &&
+	   act_tell(rt, ACT_ID_NONE, 7, NULL, 0) == ZB_ERR_STALE_ID,
+	   "node 0: ACT_ID_NONE is no actor (alive, register, tell)");
+	drain(rt, 1);
+	is_int(got, 0, "nothing delivered anywhere");
 	act_runtime_destroy(rt);
 	return tap_done();
 }
