@@ -709,7 +709,9 @@ int act_call(struct act_runtime *rt, act_id to, struct act_msg *req,
 		port_close(rt, p);
 		return rc;
 	}
-	uint64_t deadline = zb_now_ns() + timeout_ns;
+	/* Saturated: now + UINT64_MAX (infinity) wrapped into the past. */
+	uint64_t start = zb_now_ns();
+	uint64_t deadline = timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
 	rc = ZB_ERR_TIMEOUT;
 	for (;;) {
 		uint32_t seq = atomic_load_explicit(&p->port_seq, ACQ);

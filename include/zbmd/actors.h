@@ -338,7 +338,8 @@ int act_exit_signal(struct act_runtime *rt, act_id to, int reason);
 /* ---- request / reply --------------------------------------------------------
  * act_call: for threads that are not actors (control thread, CLI, tests):
  * sends `req` (ownership moves, also on error) from a temporary port and
- * waits up to timeout_ns for the reply, returned in *reply (caller frees).
+ * waits up to timeout_ns for the reply, returned in *reply (caller frees);
+ * UINT64_MAX (or any timeout past the clock's range) waits without limit.
  * A reply after the timeout finds the port gone and is discarded.
  * 0, ZB_ERR_TIMEOUT, -EDEADLK (called on a worker: inside an actor it would
  * stall the worker), the send error, or the error of an ACT_TAG_UNDELIVERED

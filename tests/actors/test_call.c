@@ -1,6 +1,8 @@
 /* Request/reply: act_call from a plain thread (reply, timeout, late reply
  * discarded), act_call_async inside an actor (reply, timeout, late reply
- * never delivered as a stray). Threads mode, 2 workers. */
+ * never delivered as a stray). Threads mode, 2 workers.
+ * act_call with timeout_ns = UINT64_MAX (infinity) computed its deadline as
+ * now + timeout_ns, which wrapped to the past: it timed out at once (review). */
 #include "util.h"
 
 /* server: tag 1 echo now; tag 2 reply after 60 ms (via a timer to itself) */
@@ -64,7 +66,7 @@ static const struct act_behaviour cli = {.name = "cli", .handle = cli_handle};
 
 int main(void)
 {
-	tap_plan(12);
+	tap_plan(14);
 	struct act_runtime *rt = mk_rt(2, 0);
 	act_spawn(rt, &srv, NULL, &server);
 	act_start_threads(rt);
@@ -90,6 +92,18 @@ int main(void)
 	ok(el >= 15 && el < 1000, "after its timeout (%.1f ms)", el);
 	WAIT_UNTIL(atomic_load(&late_reply_rc) != 1, 2000);
 	is_int(atomic_load(&late_reply_rc), ZB_ERR_STALE_ID, "late reply finds the caller's port gone");
+
+	/* no deadline: the 60 ms reply is waited for */
+	q = act_msg_alloc(rt);
+	q->tag = 2;
+	act_msg_set_bytes(q, &v, 8);
+	atomic_store(&late_reply_rc, 1);
+	t0 = zb_now_ns();
+	is_int(act_call(rt, server, q, UINT64_MAX, &r), 0, "call with timeout UINT64_MAX: reply");
+	el = (zb_now_ns() - t0) / 1e6;
+	ok(r && r->tag == 3 && el >= 50, "it waited for the 60 ms reply (%.1f ms)", el);
+	if (r)
+		act_msg_free(rt, r);
 
 	q = act_msg_alloc(rt);
 	is_int(act_call(rt, act_id_make(1, 4000, 3), q, 1000000, &r), ZB_ERR_STALE_ID, "call to a dead id: stale");
