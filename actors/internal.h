@@ -279,6 +279,15 @@ static inline void lset(struct act_msg *m, struct act_msg *n)
 	atomic_store_explicit(&m->_priv.next, n, RLX);
 }
 
+/* A tag an application may send: its own (<= ACT_TAG_USER_MAX), or
+ * ACT_TAG_UNDELIVERED, which the remote router posts through act_send. The
+ * other reserved tags are the runtime's (EXIT, DOWN, TIMEOUT, the
+ * supervisor's): a forged ACT_TAG_EXIT stopped a supervisor. */
+static inline bool act__tag_sendable(uint32_t tag)
+{
+	return tag <= ACT_TAG_USER_MAX || tag == ACT_TAG_UNDELIVERED;
+}
+
 /* pool.c */
 int act__pool_init(struct act_runtime *rt);
 struct act_msg *act__msg_get(struct act_runtime *rt);

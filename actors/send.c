@@ -75,6 +75,8 @@ int act_send(struct act_runtime *rt, act_id to, struct act_msg *m)
 	int rc;
 	ZB_DASSERT(rt != NULL && m != NULL);
 	ZB_DASSERT(m->_priv.state == MS_OWNED || m->_priv.state == MS_HANDLING);
+	if (ZB_UNLIKELY(!act__tag_sendable(m->tag)))
+		return -EINVAL;
 	if (ZB_UNLIKELY(rt->p.timestamps || (m->flags & ACT_MF_STAMP)))
 		m->ts_ns = zb_now_ns();
 	if (ZB_UNLIKELY(act_id_node(to) != rt->p.node)) {

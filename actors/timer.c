@@ -130,6 +130,10 @@ int act_send_after(struct act_runtime *rt, act_id to, uint64_t delay_ns,
 {
 	ZB_ASSERT(rt != NULL && m != NULL);
 	ZB_ASSERT(m->_priv.state == MS_OWNED || m->_priv.state == MS_HANDLING);
+	/* The runtime's own timers are signals (_sys set: call timeouts, the
+	 * supervisor's); an application message must carry a sendable tag. */
+	if (m->_sys == SYS_NONE && !act__tag_sendable(m->tag))
+		return -EINVAL;
 	uint64_t now = zb_now_ns();
 	uint64_t deadline = delay_ns < T_MAX_DEADLINE - now ? now + delay_ns : T_MAX_DEADLINE;
 	uint64_t gen = m->_priv.gen;

@@ -271,7 +271,10 @@ bool act_alive(struct act_runtime *rt, act_id id);
 
 /* ---- sending ----------------------------------------------------------------
  * Per sender-receiver pair, messages arrive in send order. Remote ids go to
- * the router. On error the message stays with the caller. */
+ * the router. On error the message stays with the caller. -EINVAL: the tag
+ * is reserved (> ACT_TAG_USER_MAX) and not ACT_TAG_UNDELIVERED (which the
+ * remote router sends): EXIT, DOWN and TIMEOUT come from the runtime only,
+ * so that no sender can forge them (a forged EXIT stopped a supervisor). */
 int act_send(struct act_runtime *rt, act_id to, struct act_msg *m);
 /* Alloc + inline copy + send; frees on failure. */
 int act_tell(struct act_runtime *rt, act_id to, uint32_t tag,
@@ -359,7 +362,8 @@ int act_reply(struct act_runtime *rt, const struct act_msg *req,
 /* ---- timers ------------------------------------------------------------------
  * Delivers `m` to `to` after delay_ns (ownership moves now). *tref may be
  * NULL. A full mailbox at expiry retries every millisecond; a dead target
- * drops it (counted). 0 or -ENOBUFS (timer slots of this worker used up). */
+ * drops it (counted). 0, -ENOBUFS (timer slots of this worker used up) or
+ * -EINVAL (a reserved tag, as act_send). */
 int act_send_after(struct act_runtime *rt, act_id to, uint64_t delay_ns,
 		   struct act_msg *m, uint64_t *tref);
 /* 0 if cancelled before it fired (the message is freed: at once when called

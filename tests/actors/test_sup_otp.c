@@ -5,6 +5,10 @@
  *  - a transient child's normal exit while the supervisor was stopping
  *    children or waiting out a backoff was handled afterwards as a failure
  *    (-ECHILD): restarted, and counted toward the intensity.
+ *  - act_tell(sup, ACT_TAG_EXIT) from a plain thread (from = NONE, which is
+ *    a top-level supervisor's parent) shut the whole tree down: act_send,
+ *    act_tell and act_send_after accepted the runtime's reserved tags
+ *    (act_deliver_remote already refused them).
  * Poll mode, 1 worker. */
 #include "util.h"
 
@@ -40,7 +44,7 @@ static uint64_t restarts(void)
 
 int main(void)
 {
-	tap_plan(10);
+	tap_plan(13);
 	rt = mk_rt(1, 0);
 	act_id sup;
 
@@ -132,6 +136,30 @@ int main(void)
 	is_int((int)(restarts() - r0), 1, "only the crash counts as a restart");
 	act_exit_signal(rt, sup, ACT_SHUTDOWN);
 	pump(60);
+
+	/* reserved tags: refused at the public entry points */
+	act_sup_start(rt, &s1, &sup);
+	pump(1);
+	act_id kid = act_sup_child(rt, sup, 0);
+	int rc1 = act_tell(rt, sup, ACT_TAG_EXIT, NULL, 0);
+	struct act_msg *m = act_msg_alloc(rt);
+	m->tag = ACT_TAG_DOWN;
+	int rc2 = act_send(rt, sup, m);
+	if (rc2)
+		act_msg_free(rt, m);
+	m = act_msg_alloc(rt);
+	m->tag = ACT_TAG_EXIT;
+	int rc3 = act_send_after(rt, sup, 0, m, NULL);
+	if (rc3)
+		act_msg_free(rt, m);
+	pump(5);
+	ok(rc1 == -EINVAL && rc2 == -EINVAL && rc3 == -EINVAL,
+	   "act_tell, act_send, act_send_after refuse reserved tags (%d %d %d)", rc1, rc2, rc3);
+	ok(act_alive(rt, sup) && act_sup_child(rt, sup, 0) == kid && act_alive(rt, kid),
+	   "a forged EXIT from a thread does not shut a top-level supervisor down");
+	is_int(act_tell(rt, kid, ACT_TAG_USER_MAX, NULL, 0), 0, "ACT_TAG_USER_MAX is a user tag");
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	pump(5);
 	act_runtime_destroy(rt);
 	return tap_done();
 }
