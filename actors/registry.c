@@ -47,6 +47,13 @@ int act_register(struct act_runtime *rt, const char *name, act_id id)
 		goto out;
 	}
 	uint32_t n = rt->p.max_names, h = name_hash(name) % n;
+	/* One name per actor (Erlang's register/2: badarg). A scan: a control
+	 * path, as act__unregister_id's. */
+	for (uint32_t i = 0; i < n; i++)
+		if (rt->names[i].name[0] && rt->names[i].id == id) {
+			rc = -EALREADY;
+			goto out;
+		}
 	for (uint32_t i = 0; i < n; i++) {
 		struct act_name *e = &rt->names[(h + i) % n];
 		if (e->name[0])

@@ -391,8 +391,9 @@ int act_demonitor(struct act_ctx *ctx, uint64_t ref);
 
 /* ---- name registry (control path: takes a lock; cache the id) --------------- */
 #define ACT_NAME_MAX 31
-/* 0, -EEXIST (name taken), -ENOSPC, -EINVAL, ZB_ERR_STALE_ID. The name goes
- * away when the actor exits. */
+/* 0, -EEXIST (name taken), -EALREADY (the actor has a name already: one
+ * name per actor, as Erlang's register/2; act_unregister it first), -ENOSPC,
+ * -EINVAL, ZB_ERR_STALE_ID. The name goes away when the actor exits. */
 int act_register(struct act_runtime *rt, const char *name, act_id id);
 int act_unregister(struct act_runtime *rt, const char *name); /* 0 / -ENOENT */
 act_id act_whereis(struct act_runtime *rt, const char *name); /* or NONE */

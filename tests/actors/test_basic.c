@@ -134,7 +134,7 @@ static int router(void *ctx, struct act_msg *m)
 
 int main(void)
 {
-	tap_plan(58);
+	tap_plan(62);
 	struct act_runtime *rt = mk_rt(1, 8);
 	struct rec_log log = {0};
 	act_id a, b;
@@ -223,6 +223,14 @@ int main(void)
 	is_int(act_register(rt, "svc", b), -EEXIST, "duplicate name");
 	ok(act_whereis(rt, "svc") == b, "whereis");
 	is_int(act_register(rt, "dead", a), ZB_ERR_STALE_ID, "cannot register a dead id");
+	/* one name per actor, as Erlang's register/2 (badarg): a second name
+	 * used to be accepted */
+	is_int(act_register(rt, "svc2", b), -EALREADY, "an actor with a name gets no second one");
+	ok(act_whereis(rt, "svc2") == ACT_ID_NONE, "the second name was not made");
+	ok(act_unregister(rt, "svc") == 0 && act_register(rt, "svc2", b) == 0 &&
+	   act_whereis(rt, "svc2") == b && act_register(rt, "svc", b) == -EALREADY,
+	   "unregistered, it can take another name");
+	ok(act_unregister(rt, "svc2") == 0 && act_register(rt, "svc", b) == 0, "and its first again");
 	tell_u32(rt, b, 98, 0);
 	drain(rt, 1);
 	ok(act_whereis(rt, "svc") == ACT_ID_NONE, "name gone with its actor");
