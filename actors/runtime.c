@@ -289,6 +289,21 @@ static void link_pair_direct(struct act_actor *a, struct act_actor *b,
 	lset(mb, b->links); b->links = mb;
 }
 
+/* Takes link notice m out of a link list (owner only; init may have pushed
+ * others in front of it). False when it is not there: the child's init
+ * unlinked itself, and m went to the parent as the UNLINK signal. */
+static bool unlink_direct(struct act_msg **head, struct act_msg *m)
+{
+	struct act_msg **pp = head;
+	while (*pp && *pp != m)
+		pp = (struct act_msg **)&(*pp)->_priv.next;
+	if (!*pp)
+		return false;
+	*pp = lnext(m);
+	lset(m, NULL);
+	return true;
+}
+
 int act_spawn_opt(struct act_runtime *rt, const struct act_behaviour *beh,
 		  void *arg, const struct act_spawn_opts *o, act_id *out)
 {
@@ -349,18 +364,20 @@ int act_spawn_opt(struct act_runtime *rt, const struct act_behaviour *beh,
 			 * start_link returning {error, R} to the caller. */
 			if (rc > 0)
 				rc = -EINVAL;
+			bool own_mb = false;
 			if (parent) {
-				struct act_msg **pp = &parent->links;
-				while (*pp && *pp != ma)
-					pp = (struct act_msg **)&(*pp)->_priv.next;
-				if (*pp)
-					*pp = lnext(ma);
+				/* Both halves: the child's (mb) left in place sent
+				 * the parent an EXIT for a child it never had. */
+				unlink_direct(&parent->links, ma);
+				own_mb = unlink_direct(&a->links, mb);
 			}
 			a->flags |= AF_EXITING | AF_NOTERM;
 			a->exit_reason = rc;
 			act__terminate(rt, a, 1);
 			if (parent)
 				act_msg_free(rt, ma);
+			if (own_mb)
+				act_msg_free(rt, mb);
 			return rc;
 		}
 	}

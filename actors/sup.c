@@ -20,7 +20,7 @@
 
 #include <stdlib.h>
 
-enum { SUP_RESTART = 0xFFFF1001u, SUP_KILL, SUP_START_CHILD };
+enum { SUP_RESTART = 0xFFFF1001u, SUP_KILL, SUP_START_CHILD, SUP_RETRY };
 enum { PH_IDLE, PH_STOPPING, PH_BACKOFF, PH_SHUTTING };
 
 struct sup_child {
@@ -37,6 +37,7 @@ struct sup {
 	uint32_t n, cap;
 	uint64_t *stamps;        /* restart times, ring of max_restarts + 1 */
 	uint32_t nstamps, stamp_pos;
+	uint32_t nwin;           /* the newest nwin stamps are in the window */
 	uint32_t *stopq;
 	uint32_t nstop, stop_pos;
 	int phase;
@@ -215,16 +216,23 @@ static uint64_t backoff(const struct act_sup_spec *sp, uint32_t k)
 }
 
 /* Records a restart; returns the restarts within the window (this one
- * included). */
+ * included). The ring holds stamps in time order, so the window is its
+ * newest nwin entries: drop the oldest ones that left it. Amortised O(1);
+ * scanning the whole ring made each restart O(max_restarts). */
 static uint32_t intensity(struct sup *s, uint64_t now)
 {
 	s->stamps[s->stamp_pos] = now;
 	s->stamp_pos = (s->stamp_pos + 1) % s->nstamps;
-	uint32_t k = 0;
-	for (uint32_t i = 0; i < s->nstamps; i++)
-		if (s->stamps[i] && now - s->stamps[i] <= s->spec->window_ns)
-			k++;
-	return k;
+	if (s->nwin < s->nstamps)
+		s->nwin++;
+	while (s->nwin > 0) {
+		uint32_t oldest = (s->stamp_pos + s->nstamps - s->nwin) % s->nstamps;
+		if (now - s->stamps[oldest] <= s->spec->window_ns)
+			break;
+		s->nwin--;
+	}
+	ZB_ASSERT(s->nwin >= 1 && s->nwin <= s->nstamps);
+	return s->nwin;
 }
 
 static void on_failure(struct act_ctx *ctx, struct sup *s, uint32_t i, int reason)
@@ -268,6 +276,35 @@ static void on_failure(struct act_ctx *ctx, struct sup *s, uint32_t i, int reaso
 	advance(ctx, s);
 }
 
+/* A restart failed (a child's init returned an error): its failure is
+ * handled on a message to ourselves, as OTP's try_again_restart, not by
+ * recursion (on_failure -> advance -> do_restart -> on_failure ...: one
+ * stack level per restart max_restarts allowed, the worker held for all of
+ * them). True when posted; false (no message at all): handle it now. */
+static bool retry_later(struct act_ctx *ctx, struct sup *s)
+{
+	struct act_runtime *rt = act_ctx_runtime(ctx);
+	struct act_msg *m = s->restart_msg ? s->restart_msg : sup_alloc(rt, s);
+	if (!m)
+		return false;
+	if (m == s->restart_msg)
+		s->restart_msg = NULL;
+	m->_sys = SYS_SUP;
+	m->tag = SUP_RETRY;
+	m->ref = 0;
+	m->kind = ACT_PL_NONE;
+	m->from = act_self(ctx);
+	if (act__deliver(rt, act_self(ctx), m, true) == 0)
+		return true;
+	if (!s->restart_msg)
+		s->restart_msg = m;
+	else
+		sup_keep(rt, s, m);
+	return false;
+}
+
+static void handle_dead(struct act_ctx *ctx, struct sup *s);
+
 static void do_restart(struct act_ctx *ctx, struct sup *s)
 {
 	int failed = -1, frc = 0;
@@ -284,11 +321,19 @@ static void do_restart(struct act_ctx *ctx, struct sup *s)
 			frc = rc;
 		}
 	}
+	if (failed >= 0 && retry_later(ctx, s))
+		return;
 	if (failed >= 0) {
 		on_failure(ctx, s, (uint32_t)failed, frc);
 		return;
 	}
-	/* children that died on their own while we were busy */
+	handle_dead(ctx, s);
+}
+
+/* Children that died on their own while we were busy, or whose restart
+ * failed (start_child marked them dead). */
+static void handle_dead(struct act_ctx *ctx, struct sup *s)
+{
 	for (uint32_t j = 0; j < s->n && s->phase == PH_IDLE; j++)
 		if (s->ch[j].used && s->ch[j].dead)
 			on_failure(ctx, s, j, s->ch[j].dead_reason);
@@ -350,13 +395,15 @@ static int sup_handle(struct act_ctx *ctx, struct act_msg *m)
 	}
 	if (m->_sys != SYS_SUP)
 		return 0; /* supervisors take no application messages */
-	if (m->tag == SUP_RESTART) {
+	if (m->tag == SUP_RESTART || m->tag == SUP_RETRY) {
 		if (!s->restart_msg) { /* ours again, for the next backoff */
 			act_msg_take(ctx, m);
 			s->restart_msg = m;
 		}
-		if (s->phase == PH_BACKOFF)
+		if (m->tag == SUP_RESTART && s->phase == PH_BACKOFF)
 			do_restart(ctx, s);
+		else if (m->tag == SUP_RETRY && s->phase == PH_IDLE)
+			handle_dead(ctx, s); /* else when the current cycle ends */
 	} else if (m->tag == SUP_KILL) {
 		int i = find_child(s, (act_id)m->ref);
 		if (i >= 0 && s->ch[i].stopping)

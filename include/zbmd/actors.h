@@ -244,7 +244,9 @@ struct act_spawn_opts {
 };
 
 /* Spawns an actor running `beh`, calling beh->init(ctx, arg). 0 and *out,
- * or -ENOBUFS (no slot), -ENOMEM (large state), -EINVAL, or init's error. */
+ * or -ENOBUFS (no slot), -ENOMEM (large state), -EINVAL, or init's error.
+ * When init fails the link (opts.link) is undone on both sides: the caller
+ * gets the error and no EXIT (OTP's start_link returning {error, R}). */
 int act_spawn(struct act_runtime *rt, const struct act_behaviour *beh,
 	      void *arg, act_id *out);
 int act_spawn_opt(struct act_runtime *rt, const struct act_behaviour *beh,

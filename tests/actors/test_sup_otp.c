@@ -9,6 +9,12 @@
  *    a top-level supervisor's parent) shut the whole tree down: act_send,
  *    act_tell and act_send_after accepted the runtime's reserved tags
  *    (act_deliver_remote already refused them).
+ *  - a linked spawn whose init failed undid only the parent's half of the
+ *    link: the parent got an EXIT for a child it never had. A supervisor
+ *    retrying a child whose init keeps failing piled these up until the
+ *    message pool was empty (max_restarts 20000), and handled each failed
+ *    retry by recursion with an O(max_restarts) intensity scan: one crash
+ *    held the worker 3.6 s with max_restarts 100000.
  * Poll mode, 1 worker. */
 #include "util.h"
 
@@ -30,6 +36,41 @@ static int c_handle(struct act_ctx *c, struct act_msg *m)
 }
 static const struct act_behaviour cb = {.name = "c", .init = c_init, .handle = c_handle};
 
+/* init fails: every start after the first (arg 0), or always (arg 1) */
+static int flaky_starts;
+static uint32_t min_free = UINT32_MAX;
+static int flaky_init(struct act_ctx *c, void *arg)
+{
+	struct act_stats st;
+	(void)c;
+	act_get_stats(rt, &st);
+	if (st.msgs_free < min_free)
+		min_free = st.msgs_free;
+	return arg || flaky_starts++ ? -EAGAIN : 0;
+}
+static const struct act_behaviour flaky = {.name = "flaky", .init = flaky_init,
+					   .handle = c_handle};
+
+/* traps exits; tag 1: spawns a linked flaky child (init fails) */
+static int exits_seen, spawn_rc = 1;
+static long spawn_msgs = -1; /* messages in use after the spawn - before */
+static int parent_handle(struct act_ctx *c, struct act_msg *m)
+{
+	if (m->tag == ACT_TAG_EXIT)
+		exits_seen++;
+	if (m->tag == 1) {
+		struct act_spawn_opts o = {.link = true};
+		struct act_stats a, b;
+		act_id id;
+		act_get_stats(rt, &a);
+		spawn_rc = act_spawn_opt(act_ctx_runtime(c), &flaky, (void *)1L, &o, &id);
+		act_get_stats(rt, &b);
+		spawn_msgs = (long)b.msgs_in_use - (long)a.msgs_in_use;
+	}
+	return 0;
+}
+static const struct act_behaviour parent = {.name = "parent", .handle = parent_handle};
+
 static void pump(uint64_t ms)
 {
 	pump_worker0(rt, ms);
@@ -44,7 +85,7 @@ static uint64_t restarts(void)
 
 int main(void)
 {
-	tap_plan(13);
+	tap_plan(19);
 	rt = mk_rt(1, 0);
 	act_id sup;
 
@@ -160,6 +201,60 @@ int main(void)
 	is_int(act_tell(rt, kid, ACT_TAG_USER_MAX, NULL, 0), 0, "ACT_TAG_USER_MAX is a user tag");
 	act_exit_signal(rt, sup, ACT_SHUTDOWN);
 	pump(5);
+
+	/* a linked spawn whose init fails: no EXIT, no message kept */
+	struct act_stats st;
+	act_get_stats(rt, &st);
+	uint32_t base = st.msgs_in_use;
+	act_id par;
+	struct act_spawn_opts trap = {.trap_exit = true};
+	act_spawn_opt(rt, &parent, NULL, &trap, &par);
+	act_tell(rt, par, 1, NULL, 0);
+	pump(5);
+	act_get_stats(rt, &st);
+	ok(spawn_rc == -EAGAIN && spawn_msgs == 0 && exits_seen == 0 && st.msgs_in_use == base,
+	   "linked spawn, init fails: no EXIT signal sent to the parent (spawn %d, "
+	   "messages queued by it %ld, exits %d, in use %u, %u before)",
+	   spawn_rc, spawn_msgs, exits_seen, st.msgs_in_use, base);
+	act_exit_signal(rt, par, ACT_KILL);
+	pump(1);
+
+	/* a child whose restarts all fail, max_restarts 20000: each failed
+	 * restart is one more restart until the supervisor gives up; the pool
+	 * (16384) must not drain meanwhile */
+	struct act_child_spec chf[1] = {{"f", &flaky, NULL, ACT_PERMANENT, 0}};
+	struct act_sup_spec sf = {.strategy = ACT_ONE_FOR_ONE, .max_restarts = 20000,
+				  .window_ns = 3600000000000ull, .children = chf, .n_children = 1};
+	act_get_stats(rt, &st);
+	base = st.msgs_in_use;
+	is_int(act_sup_start(rt, &sf, &sup), 0, "flaky child: supervisor started");
+	pump(1);
+	act_tell(rt, act_sup_child(rt, sup, 0), 98, NULL, 0);
+	uint64_t t0 = zb_now_ns();
+	for (int i = 0; i < 20000 && act_alive(rt, sup); i++)
+		if (!act_worker_poll(rt, 0, 1000))
+			usleep(100);
+	double secs = (zb_now_ns() - t0) / 1e9;
+	act_get_stats(rt, &st);
+	ok(!act_alive(rt, sup) && flaky_starts == 20001,
+	   "20000 failed restarts, then the supervisor gives up (starts %d, %.2f s)",
+	   flaky_starts, secs);
+	ok(min_free > 16000, "the message pool never drained (lowest free %u of 16384)", min_free);
+	is_int(st.msgs_in_use, base, "every message back in the pool");
+
+	/* max_restarts 100000: each restart O(1), not a scan of 100001 stamps */
+	flaky_starts = 0;
+	sf.max_restarts = 100000;
+	act_sup_start(rt, &sf, &sup);
+	pump(1);
+	act_tell(rt, act_sup_child(rt, sup, 0), 98, NULL, 0);
+	t0 = zb_now_ns();
+	for (int i = 0; i < 100000 && act_alive(rt, sup); i++)
+		if (!act_worker_poll(rt, 0, 1000))
+			usleep(100);
+	secs = (zb_now_ns() - t0) / 1e9;
+	ok(!act_alive(rt, sup) && flaky_starts == 100001 && secs < 1.5,
+	   "100000 failed restarts handled in %.2f s (starts %d; was 3.6 s)", secs, flaky_starts);
 	act_runtime_destroy(rt);
 	return tap_done();
 }
