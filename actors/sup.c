@@ -478,8 +478,15 @@ static int sup_init(struct act_ctx *ctx, void *arg)
 		s->ch[i].arg = sp->children[i].arg;
 		int rc = start_child(ctx, s, i);
 		if (rc) {
-			/* Our failed init ends us; the links take the started
-			 * children down with reason rc. */
+			/* Our failed init ends us, and nothing may remain: the
+			 * links take the started children down with reason rc,
+			 * except those that trap exits, so each is killed too
+			 * (reverse start order). OTP's terminate_children
+			 * waits shutdown_ns before its kill; an init cannot
+			 * wait. The spares make sure of the messages. */
+			for (uint32_t j = i; j-- > 0;)
+				sup_signal(ctx, s, atomic_load_explicit(&s->ch[j].id, RLX),
+					   ACT_KILL);
 			sup_free(act_ctx_runtime(ctx), s);
 			return rc;
 		}

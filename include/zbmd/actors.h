@@ -430,7 +430,9 @@ struct act_sup_spec {
 
 /* Starts a supervisor (linked to the caller when called inside an actor,
  * which is then its parent) and its children in order. 0 or an error (a
- * child's init failed: the started ones are stopped, nothing remains). */
+ * child's init failed: that error; the children already started are
+ * killed, in reverse start order, trapping or not, without the shutdown_ns
+ * grace: nothing remains). */
 int act_sup_start(struct act_runtime *rt, const struct act_sup_spec *spec,
 		  act_id *out);
 /* The supervisor behaviour itself, for a supervisor that is the child of

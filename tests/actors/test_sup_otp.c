@@ -15,14 +15,18 @@
  *    message pool was empty (max_restarts 20000), and handled each failed
  *    retry by recursion with an O(max_restarts) intensity scan: one crash
  *    held the worker 3.6 s with max_restarts 100000.
+ *  - act_sup_start whose second child's init failed left the first child
+ *    running when it trapped exits (only the link's EXIT went to it).
  * Poll mode, 1 worker. */
 #include "util.h"
 
 static struct act_runtime *rt;
 static int starts[8];
 
+static act_id last_started;
 static int c_init(struct act_ctx *c, void *arg)
 {
+	last_started = act_self(c);
 	if ((long)arg == 7)
 		act_trap_exit(c, true); /* ignores `shutdown`: killed after its grace */
 	starts[(long)arg]++;
@@ -85,7 +89,7 @@ static uint64_t restarts(void)
 
 int main(void)
 {
-	tap_plan(19);
+	tap_plan(21);
 	rt = mk_rt(1, 0);
 	act_id sup;
 
@@ -255,6 +259,25 @@ int main(void)
 	secs = (zb_now_ns() - t0) / 1e9;
 	ok(!act_alive(rt, sup) && flaky_starts == 100001 && secs < 1.5,
 	   "100000 failed restarts handled in %.2f s (starts %d; was 3.6 s)", secs, flaky_starts);
+
+	/* a child's init fails at start: the trapping child before it goes too */
+	act_get_stats(rt, &st);
+	uint32_t live0 = st.actors_live;
+	struct act_child_spec chi[2] = {
+		{"trapper", &cb, (void *)7L, ACT_PERMANENT, 0},
+		{"f", &flaky, (void *)1L, ACT_PERMANENT, 0},
+	};
+	struct act_sup_spec si = {.strategy = ACT_ONE_FOR_ONE, .max_restarts = 5,
+				  .window_ns = 5000000000ull, .children = chi, .n_children = 2};
+	last_started = ACT_ID_NONE;
+	int rc = act_sup_start(rt, &si, &sup);
+	act_id trapper = last_started;
+	pump(20);
+	act_get_stats(rt, &st);
+	is_int(rc, -EAGAIN, "act_sup_start returns the failed init's error");
+	ok(trapper != ACT_ID_NONE && !act_alive(rt, trapper) && st.actors_live == live0,
+	   "the started child that traps exits is stopped too (alive %d, actors %u, %u before)",
+	   act_alive(rt, trapper), st.actors_live, live0);
 	act_runtime_destroy(rt);
 	return tap_done();
 }
