@@ -52,9 +52,18 @@ struct sup {
 	struct act_msg *spare[2];
 };
 
+/* The supervisor actor's (inline) state. `strategy` is a copy that
+ * act_sup_start_child reads from the slot to refuse a supervisor that is
+ * not simple_one_for_one without touching memory the supervisor frees. */
+struct sup_state {
+	struct sup *s;
+	uint32_t strategy;
+};
+static_assert(sizeof(struct sup_state) <= ACT_STATE_INLINE, "inline state");
+
 static struct sup *sup_of(struct act_ctx *ctx)
 {
-	return *(struct sup **)act_state(ctx);
+	return ((struct sup_state *)act_state(ctx))->s;
 }
 
 static const struct act_child_spec *cspec(struct sup *s, uint32_t i)
@@ -381,6 +390,53 @@ static void on_exit_msg(struct act_ctx *ctx, struct sup *s, act_id from, int rea
 	on_failure(ctx, s, (uint32_t)i, reason);
 }
 
+/* act_sup_start_child's request m: start a child of the template and
+ * answer the requesting actor (m->from) with m itself as
+ * ACT_TAG_SUP_STARTED: reason 0 and the child's id, or the error. */
+static void start_child_req(struct act_ctx *ctx, struct sup *s, struct act_msg *m)
+{
+	struct act_runtime *rt = act_ctx_runtime(ctx);
+	void *arg;
+	act_id child = ACT_ID_NONE;
+	int rc;
+	memcpy(&arg, m->u.bytes, sizeof(arg));
+	uint32_t j;
+	for (j = 0; j < s->n && s->ch[j].used; j++)
+		;
+	if (s->spec->strategy != ACT_SIMPLE_ONE_FOR_ONE) {
+		rc = -EINVAL;
+	} else if (s->phase == PH_SHUTTING) {
+		rc = -ESHUTDOWN;
+	} else if (j == s->n && s->n == s->cap) {
+		rc = -ENOSPC; /* max_children running */
+	} else {
+		if (j == s->n)
+			s->n++;
+		s->ch[j].used = 1;
+		s->ch[j].arg = arg;
+		rc = start_child(ctx, s, j);
+		if (rc)
+			s->ch[j].used = 0;
+		else
+			child = atomic_load_explicit(&s->ch[j].id, RLX);
+	}
+	act_id to = m->from;
+	if (to == ACT_ID_NONE || act_id_node(to) != rt->p.node)
+		return; /* asked from a thread that is not an actor */
+	act_msg_take(ctx, m);
+	m->_sys = SYS_NONE;
+	m->tag = ACT_TAG_SUP_STARTED;
+	m->flags = 0;
+	m->ref = 0;
+	m->_reason = rc;
+	m->from = act_self(ctx);
+	m->kind = ACT_PL_INLINE;
+	m->len = sizeof(child);
+	memcpy(m->u.bytes, &child, sizeof(child));
+	if (act__deliver(rt, to, m, false))
+		act_msg_free(rt, m); /* the asker is gone or its mailbox full */
+}
+
 static int sup_handle(struct act_ctx *ctx, struct act_msg *m)
 {
 	struct sup *s = sup_of(ctx);
@@ -408,20 +464,8 @@ static int sup_handle(struct act_ctx *ctx, struct act_msg *m)
 		int i = find_child(s, (act_id)m->ref);
 		if (i >= 0 && s->ch[i].stopping)
 			sup_signal(ctx, s, (act_id)m->ref, ACT_KILL);
-	} else if (m->tag == SUP_START_CHILD && s->phase != PH_SHUTTING) {
-		void *arg;
-		memcpy(&arg, m->u.bytes, sizeof(arg));
-		uint32_t j;
-		for (j = 0; j < s->n && s->ch[j].used; j++)
-			;
-		if (j == s->n && s->n < s->cap)
-			s->n++;
-		if (j < s->n) {
-			s->ch[j].used = 1;
-			s->ch[j].arg = arg;
-			if (start_child(ctx, s, j))
-				s->ch[j].used = 0;
-		}
+	} else if (m->tag == SUP_START_CHILD) {
+		start_child_req(ctx, s, m);
 	}
 	return 0;
 }
@@ -468,7 +512,9 @@ static int sup_init(struct act_ctx *ctx, void *arg)
 		sup_free(act_ctx_runtime(ctx), s);
 		return -ENOMEM;
 	}
-	*(struct sup **)act_state(ctx) = s;
+	struct sup_state *st = act_state(ctx);
+	st->s = s;
+	st->strategy = (uint32_t)sp->strategy;
 	act_trap_exit(ctx, true);
 	/* Before any child: the only link now is the one to our starter. */
 	struct act_actor *self = (struct act_actor *)ctx;
@@ -509,7 +555,7 @@ static void sup_terminate(struct act_ctx *ctx, int reason)
 }
 
 const struct act_behaviour act_sup_behaviour = {
-	.name = "supervisor", .state_size = sizeof(struct sup *),
+	.name = "supervisor", .state_size = sizeof(struct sup_state),
 	.init = sup_init, .handle = sup_handle, .terminate = sup_terminate,
 };
 
@@ -534,6 +580,14 @@ int act_sup_start(struct act_runtime *rt, const struct act_sup_spec *spec,
 int act_sup_start_child(struct act_runtime *rt, act_id sup, void *arg)
 {
 	ZB_ASSERT(rt != NULL);
+	if (!act_alive(rt, sup))
+		return ZB_ERR_STALE_ID;
+	/* Slot fields, set before the supervisor became visible: if the slot
+	 * is reused meanwhile, the delivery below finds a newer generation. */
+	struct act_actor *a = act__slot(rt, sup);
+	if (a->beh != &act_sup_behaviour ||
+	    ((struct sup_state *)a->inline_state)->strategy != ACT_SIMPLE_ONE_FOR_ONE)
+		return -EINVAL;
 	struct act_msg *m = act_msg_alloc(rt);
 	if (!m)
 		return -ENOBUFS;
@@ -553,6 +607,6 @@ act_id act_sup_child(struct act_runtime *rt, act_id sup, uint32_t i)
 	struct act_actor *a = act__slot(rt, sup);
 	if (a->beh != &act_sup_behaviour)
 		return ACT_ID_NONE;
-	struct sup *s = *(struct sup **)a->state;
+	struct sup *s = ((struct sup_state *)a->state)->s;
 	return s && i < s->n ? atomic_load_explicit(&s->ch[i].id, RLX) : ACT_ID_NONE;
 }

@@ -155,6 +155,10 @@ void act_buf_unref(struct act_buf *b);
  * call request it is the reply (ACT_MF_REPLY, ref = the call's ref);
  * act_call then returns the error. Sent by the remote router (zbmd/remote.h). */
 #define ACT_TAG_UNDELIVERED 0xFFFF0004u
+/* act_sup_start_child's answer to the actor that asked: from = the
+ * supervisor, act_msg_reason = 0 or the error, u.bytes[0..8) = the child's
+ * act_id (ACT_ID_NONE on error). */
+#define ACT_TAG_SUP_STARTED 0xFFFF0005u
 #define ACT_TAG_USER_MAX 0xFFFEFFFFu
 
 /* A message: 192 bytes (three cache lines), from the runtime's pool. Every
@@ -438,8 +442,14 @@ int act_sup_start(struct act_runtime *rt, const struct act_sup_spec *spec,
 /* The supervisor behaviour itself, for a supervisor that is the child of
  * another: {"name", &act_sup_behaviour, (void *)&its_sup_spec, ...}. */
 extern const struct act_behaviour act_sup_behaviour;
-/* simple_one_for_one: starts a child of the template with `arg`; the reply
- * arrives asynchronously: the call is a message to the supervisor. 0 / error. */
+/* simple_one_for_one: starts a child of the template with `arg`. Returns
+ * at once: 0 (the request is queued at the supervisor), ZB_ERR_STALE_ID (no
+ * such live local actor), -EINVAL (not a supervisor, or not
+ * simple_one_for_one), -ENOBUFS, ZB_ERR_MAILBOX_FULL. The outcome arrives
+ * later, to the calling actor, as an ACT_TAG_SUP_STARTED message: reason 0
+ * and the child's id, or -ENOSPC (max_children running), -ESHUTDOWN (the
+ * supervisor is stopping) or the child init's error. Called from a thread
+ * that is not an actor, nobody is told (act_sup_child shows the children). */
 int act_sup_start_child(struct act_runtime *rt, act_id sup, void *arg);
 /* Current child id at index i (start order), NONE if not running. Test/debug
  * aid: reads supervisor state racily; use when the runtime is quiescent. */

@@ -1,7 +1,56 @@
 /* Supervisors: each strategy restarts exactly the right children in the
  * right order (table-driven), stops in reverse order, intensity escalates to
- * the parent, backoff delays are observed. Poll mode, one worker. */
+ * the parent, backoff delays are observed. Poll mode, one worker.
+ * act_sup_start_child: its answer (ACT_TAG_SUP_STARTED) reaches the asking
+ * actor; it used to send none and return 0 for a full simple_one_for_one,
+ * a one_for_one supervisor and a plain actor (which got the supervisor's
+ * private tag). */
 #include "util.h"
+
+/* start_child client: tag 1 {sup, arg} asks; answers are recorded */
+#define SC_MAX 8
+static int sc_sync[SC_MAX], sc_nsync;
+static int sc_reason[SC_MAX], sc_nans;
+static act_id sc_child[SC_MAX];
+static uint32_t sc_stray;
+static int sc_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	if (m->tag == 1 && sc_nsync < SC_MAX) {
+		act_id sup;
+		void *arg;
+		memcpy(&sup, m->u.bytes, 8);
+		memcpy(&arg, m->u.bytes + 8, 8);
+		sc_sync[sc_nsync++] = act_sup_start_child(act_ctx_runtime(ctx), sup, arg);
+	} else if (m->tag == ACT_TAG_SUP_STARTED && sc_nans < SC_MAX) {
+		sc_reason[sc_nans] = act_msg_reason(m);
+		memcpy(&sc_child[sc_nans++], m->u.bytes, 8);
+	} else {
+		sc_stray = m->tag;
+	}
+	return 0;
+}
+static const struct act_behaviour sc_beh = {.name = "sc", .handle = sc_handle};
+static void sc_ask(struct act_runtime *rt, act_id client, act_id sup, long arg)
+{
+	uint8_t b[16];
+	memcpy(b, &sup, 8);
+	memcpy(b + 8, &arg, 8);
+	act_tell(rt, client, 1, b, sizeof(b));
+	drain(rt, 1);
+}
+static int tmpl_init(struct act_ctx *ctx, void *arg)
+{
+	(void)ctx;
+	return (long)arg < 0 ? -EIO : 0;
+}
+static int tmpl_handle(struct act_ctx *ctx, struct act_msg *m)
+{
+	(void)ctx;
+	sc_stray = m->tag;
+	return 0;
+}
+static const struct act_behaviour tmpl_beh = {.name = "tmpl", .init = tmpl_init,
+					      .handle = tmpl_handle};
 
 static char logbuf[4096];
 static uint64_t start_ns[8];
@@ -110,7 +159,7 @@ int main(void)
 		{"rest_for_one", ACT_REST_FOR_ONE, "TB TD TC SB SC SD"},
 		{"simple_one_for_one", ACT_SIMPLE_ONE_FOR_ONE, "TB SB"},
 	};
-	tap_plan(4 * 3 + 15);
+	tap_plan(4 * 3 + 20);
 	struct act_runtime *rt = mk_rt(1, 0);
 	act_id sup;
 	struct act_stats st;
@@ -280,6 +329,49 @@ int main(void)
 	 * cancelled: none may hold a message once everyone is gone. */
 	is_int(st.msgs_in_use, base_in_use,
 	       "messages in use back to the baseline once every actor exited");
+
+	/* act_sup_start_child: simple_one_for_one, max_children 1 */
+	struct act_child_spec tc[1] = {{"t", &tmpl_beh, NULL, ACT_TEMPORARY, 0}};
+	struct act_sup_spec ss = {.strategy = ACT_SIMPLE_ONE_FOR_ONE, .max_restarts = 3,
+				  .window_ns = 1000000000ull, .children = tc, .n_children = 1,
+				  .max_children = 1};
+	act_id client, plain;
+	act_spawn(rt, &sc_beh, NULL, &client);
+	act_sup_start(rt, &ss, &sup);
+	sc_ask(rt, client, sup, -1); /* init fails */
+	sc_ask(rt, client, sup, 1);  /* started */
+	sc_ask(rt, client, sup, 2);  /* max_children running */
+	ok(sc_nsync == 3 && !sc_sync[0] && !sc_sync[1] && !sc_sync[2] && sc_nans == 3,
+	   "start_child: three requests queued, three answers (%d answers)", sc_nans);
+	ok(sc_reason[0] == -EIO && sc_child[0] == ACT_ID_NONE,
+	   "start_child: the init's error comes back (%d)", sc_reason[0]);
+	ok(sc_reason[1] == 0 && sc_child[1] == act_sup_child(rt, sup, 0) &&
+	   act_alive(rt, sc_child[1]), "start_child: 0 and the child's id");
+	ok(sc_reason[2] == -ENOSPC && sc_child[2] == ACT_ID_NONE,
+	   "start_child over max_children: -ENOSPC (%d)", sc_reason[2]);
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	drain(rt, 1);
+
+	/* targets that are no simple_one_for_one supervisor are refused */
+	struct act_child_spec oc[1] = {{"t", &tmpl_beh, NULL, ACT_PERMANENT, 0}};
+	struct act_sup_spec so = {.strategy = ACT_ONE_FOR_ONE, .max_restarts = 3,
+				  .window_ns = 1000000000ull, .children = oc, .n_children = 1};
+	act_sup_start(rt, &so, &sup);
+	act_spawn(rt, &tmpl_beh, NULL, &plain);
+	drain(rt, 1);
+	sc_stray = 0;
+	int r1 = act_sup_start_child(rt, sup, NULL);
+	int r2 = act_sup_start_child(rt, plain, NULL);
+	int r3 = act_sup_start_child(rt, act_id_make(1, 4000, 3), NULL);
+	drain(rt, 1);
+	ok(r1 == -EINVAL && r2 == -EINVAL && r3 == ZB_ERR_STALE_ID && sc_stray == 0 &&
+	   act_sup_child(rt, sup, 1) == ACT_ID_NONE,
+	   "start_child refused: one_for_one %d, plain actor %d, dead id %d (stray tag 0x%x)",
+	   r1, r2, r3, sc_stray);
+	act_exit_signal(rt, sup, ACT_SHUTDOWN);
+	act_exit_signal(rt, plain, ACT_SHUTDOWN);
+	act_exit_signal(rt, client, ACT_SHUTDOWN);
+	drain(rt, 1);
 	act_runtime_destroy(rt);
 	return tap_done();
 }
