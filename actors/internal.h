@@ -317,6 +317,9 @@ uint64_t act__timers_next(struct act_worker *w);
 /* registry.c */
 void act__unregister_id(struct act_runtime *rt, act_id id);
 
+/* sup.c */
+void act__sup_destroy(struct act_runtime *rt, struct act_actor *a);
+
 /* runtime.c */
 void act__slot_release(struct act_runtime *rt, struct act_actor *a);
 int act__slot_acquire(struct act_runtime *rt, uint8_t kind, struct act_actor **out);

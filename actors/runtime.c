@@ -119,9 +119,15 @@ void act_runtime_destroy(struct act_runtime *rt)
 		}
 	}
 	uint32_t used = atomic_load(&rt->slot_bump);
-	for (uint32_t i = 0; i < used && i < rt->p.max_actors; i++)
-		if (rt->slots[i].kind == AK_ACTOR && (rt->slots[i].flags & AF_BIGSTATE))
-			free(rt->slots[i].state);
+	for (uint32_t i = 0; i < used && i < rt->p.max_actors; i++) {
+		struct act_actor *a = &rt->slots[i];
+		if (a->kind != AK_ACTOR)
+			continue;
+		if (a->beh == &act_sup_behaviour)
+			act__sup_destroy(rt, a); /* its own allocations */
+		if (a->flags & AF_BIGSTATE)
+			free(a->state);
+	}
 	act__sched_fini(rt);
 	pthread_mutex_destroy(&rt->names_lock);
 	free(rt->names);

@@ -552,6 +552,18 @@ static void sup_terminate(struct act_ctx *ctx, int reason)
 			act_exit_signal(rt, atomic_load_explicit(&s->ch[j].id, RLX),
 					ACT_KILL);
 	sup_free(act_ctx_runtime(ctx), s);
+	((struct sup_state *)act_state(ctx))->s = NULL;
+}
+
+/* act_runtime_destroy: a supervisor still alive ends without callbacks;
+ * its memory goes here (it leaked: struct sup and its three arrays). */
+void act__sup_destroy(struct act_runtime *rt, struct act_actor *a)
+{
+	ZB_ASSERT(a->beh == &act_sup_behaviour);
+	struct sup_state *st = a->state;
+	if (st->s)
+		sup_free(rt, st->s);
+	st->s = NULL;
 }
 
 const struct act_behaviour act_sup_behaviour = {

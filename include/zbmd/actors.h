@@ -92,7 +92,8 @@ struct act_runtime;
  * 0 or out of range; mailbox_capacity needs no power of two), -ENOMEM. */
 int act_runtime_create(const struct act_params *p, struct act_runtime **out);
 /* Stops the threads if started, terminates live actors without running
- * callbacks, releases buffer references held by queued messages, frees all. */
+ * callbacks, releases buffer references held by queued messages, frees all
+ * (live supervisors' own memory included). */
 void act_runtime_destroy(struct act_runtime *rt);
 
 /* Built-in mode: one pthread per worker, pinned when params.pin. Idle workers
