@@ -212,13 +212,18 @@ static void begin_shutdown(struct act_ctx *ctx, struct sup *s, int reason)
 	advance(ctx, s);
 }
 
+/* Saturating: base * k and base << (k - 1) wrapped for a large base (a
+ * base of 2^63 ns gave 0 at k = 2), a short delay instead of the cap. */
 static uint64_t backoff(const struct act_sup_spec *sp, uint32_t k)
 {
-	uint64_t d = 0;
-	if (sp->backoff == ACT_BACKOFF_LINEAR)
-		d = sp->backoff_base_ns * k;
-	else if (sp->backoff == ACT_BACKOFF_EXP)
-		d = sp->backoff_base_ns << (k - 1 > 30 ? 30 : k - 1);
+	uint64_t d = 0, base = sp->backoff_base_ns;
+	ZB_ASSERT(k >= 1);
+	if (sp->backoff == ACT_BACKOFF_LINEAR) {
+		d = base > UINT64_MAX / k ? UINT64_MAX : base * k;
+	} else if (sp->backoff == ACT_BACKOFF_EXP) {
+		uint32_t sh = k - 1 > 30 ? 30 : k - 1;
+		d = base > UINT64_MAX >> sh ? UINT64_MAX : base << sh;
+	}
 	if (sp->backoff_max_ns && d > sp->backoff_max_ns)
 		d = sp->backoff_max_ns;
 	return d;

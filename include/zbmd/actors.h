@@ -427,7 +427,8 @@ struct act_sup_spec {
 	enum act_backoff backoff;
 	uint64_t backoff_base_ns;   /* k-th restart in the window waits base*k
 				     * (linear) or base*2^(k-1) (exp) ... */
-	uint64_t backoff_max_ns;    /* ... at most this (0: no cap) */
+	uint64_t backoff_max_ns;    /* ... at most this (0: no cap); the
+				     * products saturate, never wrap */
 	const struct act_child_spec *children; /* started in order */
 	uint32_t n_children;        /* simple_one_for_one: exactly 1 template */
 	uint32_t max_children;      /* simple_one_for_one capacity (0: 64) */

@@ -17,6 +17,8 @@
  *    held the worker 3.6 s with max_restarts 100000.
  *  - act_sup_start whose second child's init failed left the first child
  *    running when it trapped exits (only the link's EXIT went to it).
+ *  - the backoff base*k (linear) or base << (k-1) (exponential) wrapped for
+ *    a large base: the k-th delay came out small (0) instead of the cap.
  * Poll mode, 1 worker. */
 #include "util.h"
 
@@ -89,7 +91,7 @@ static uint64_t restarts(void)
 
 int main(void)
 {
-	tap_plan(21);
+	tap_plan(25);
 	rt = mk_rt(1, 0);
 	act_id sup;
 
@@ -278,6 +280,31 @@ int main(void)
 	ok(trapper != ACT_ID_NONE && !act_alive(rt, trapper) && st.actors_live == live0,
 	   "the started child that traps exits is stopped too (alive %d, actors %u, %u before)",
 	   act_alive(rt, trapper), st.actors_live, live0);
+
+	/* backoff with a base of 2^63 ns, capped at 50 ms: the second restart
+	 * (base * 2 and base << 1 wrap to 0) waits the cap too */
+	for (int b = ACT_BACKOFF_LINEAR; b <= ACT_BACKOFF_EXP; b++) {
+		struct act_child_spec cbk[1] = {{"c5", &cb, (void *)5L, ACT_PERMANENT, 0}};
+		struct act_sup_spec sb = {.strategy = ACT_ONE_FOR_ONE, .max_restarts = 5,
+					  .window_ns = 5000000000ull, .backoff = (enum act_backoff)b,
+					  .backoff_base_ns = 1ull << 63, .backoff_max_ns = 50000000ull,
+					  .children = cbk, .n_children = 1};
+		memset(starts, 0, sizeof(starts));
+		act_sup_start(rt, &sb, &sup);
+		pump(1);
+		act_tell(rt, act_sup_child(rt, sup, 0), 98, NULL, 0);
+		pump(80);
+		int s1 = starts[5];
+		act_tell(rt, act_sup_child(rt, sup, 0), 98, NULL, 0);
+		pump(20);
+		int s2 = starts[5];
+		pump(60);
+		ok(s1 == 2 && s2 == 2, "%s backoff, huge base: the second restart waits the cap (starts %d, %d within 20 ms)",
+		   b == ACT_BACKOFF_LINEAR ? "linear" : "exponential", s1, s2);
+		is_int(starts[5], 3, "and then happens");
+		act_exit_signal(rt, sup, ACT_SHUTDOWN);
+		pump(2);
+	}
 	act_runtime_destroy(rt);
 	return tap_done();
 }
