@@ -176,10 +176,10 @@ static void complete_recv(struct nd_comm *cm, struct tp_msg *m)
 	cm->head = r->next;
 	if (!cm->head)
 		cm->tail = NULL;
-	if (m->len > r->size)
-		r->status = -EMSGSIZE;
-	else if (cm->hdr_tag != r->tag)
+	if (cm->hdr_tag != r->tag)     /* another collective: a desync */
 		r->status = ZB_ERR_BAD_FRAME;
+	else if (m->len > r->size)
+		r->status = -EMSGSIZE;
 	else if (m->len && !r->placed)
 		recv_write(r, 0, m->data, m->len);
 	ZB_DASSERT(!r->placed || (r->msg_id == m->msg_id && m->data == r->buf));

@@ -341,12 +341,14 @@ static int tcp_recv_progress(struct tcp_comm *c)
 				tcp_comm_fail(c, ZB_ERR_BAD_FRAME);
 				return events + 1;
 			}
-			if (sz > r->size) {
-				tcp_comm_fail(c, -EMSGSIZE);
-				return events + 1;
-			}
+			/* The tag first: a message of another collective
+			 * is a desync (BAD_FRAME, net.h), whatever its size. */
 			if (le32toh(r->hdr.tag) != r->tag) {
 				tcp_comm_fail(c, ZB_ERR_BAD_FRAME);
+				return events + 1;
+			}
+			if (sz > r->size) {
+				tcp_comm_fail(c, -EMSGSIZE);
 				return events + 1;
 			}
 			r->msg_size = (size_t)sz;

@@ -247,14 +247,14 @@ static int cts_check(struct rdma_comm *c, size_t size, uint32_t tag,
 		protocol_fail(c, ZB_ERR_BAD_FRAME, "CTS slot out of sequence", cts->seq31, seq31);
 		return c->err;
 	}
+	if (ZB_UNLIKELY(tag != cts->tag)) {   /* first: a desync, whatever the size */
+		send_abort(c, ZB_ERR_BAD_FRAME);
+		protocol_fail(c, ZB_ERR_BAD_FRAME, "tag differs from the receive's", tag, cts->tag);
+		return c->err;
+	}
 	if (ZB_UNLIKELY(size > cts->size)) {
 		send_abort(c, -EMSGSIZE);
 		protocol_fail(c, -EMSGSIZE, "message larger than the receive buffer", size, cts->size);
-		return c->err;
-	}
-	if (ZB_UNLIKELY(tag != cts->tag)) {
-		send_abort(c, ZB_ERR_BAD_FRAME);
-		protocol_fail(c, ZB_ERR_BAD_FRAME, "tag differs from the receive's", tag, cts->tag);
 		return c->err;
 	}
 	*out = cts;

@@ -24,9 +24,10 @@
  * the connection fails every pending request with -ZB_ERR_PEER_DOWN.
  *
  * Messages may be empty (size 0): a zero-length isend matches an irecv and
- * completes it with *size = 0. A message longer than the matched irecv's
- * buffer fails that irecv with -EMSGSIZE; a tag different from the irecv's
- * fails it with -ZB_ERR_BAD_FRAME (the collectives use tags as a check).
+ * completes it with *size = 0. A tag different from the irecv's fails it
+ * with -ZB_ERR_BAD_FRAME (the collectives use tags as a check), whatever
+ * the message's size; a message with the irecv's tag but longer than its
+ * buffer fails it with -EMSGSIZE.
  *
  * Provider registry. Providers compiled into the coll module ("tcp") are
  * always present. A provider that lives in a module linked *above* coll

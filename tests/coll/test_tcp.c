@@ -142,7 +142,7 @@ int main(void)
 	void *s, *r, *mh, *sq, *rq;
 	int rc;
 
-	tap_plan(42);
+	tap_plan(44);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 200);
 
@@ -159,8 +159,8 @@ int main(void)
 	   "a provider from another module registers and is found");
 
 	ok(load(0) == 0 && load(1) == 0, "two node configs");
-	struct net_init_args a0 = {.cfg = &cfg[0], .channels = 4};
-	struct net_init_args a1 = {.cfg = &cfg[1], .channels = 4};
+	struct net_init_args a0 = {.cfg = &cfg[0], .channels = 5};
+	struct net_init_args a1 = {.cfg = &cfg[1], .channels = 5};
 	rc = T->init(&a0, &ctx[0]);
 	if (rc == 0)
 		rc = T->init(&a1, &ctx[1]);
@@ -231,6 +231,14 @@ int main(void)
 	rc = rc ? rc : T->irecv(r2, rb, 10, 4, mh, &rq);
 	is_int(rc ? rc : finish(NULL, rq, NULL, NULL), ZB_ERR_BAD_FRAME,
 	       "a tag other than the receive's: -ZB_ERR_BAD_FRAME");
+	/* ... even when the message is also longer than the receive: the
+	 * tag decides first (the provider used to say -EMSGSIZE). */
+	void *sx4, *rx4;
+	is_int(link_up(4, &sx4, &rx4), 0, "channel 4 connects");
+	rc = T->isend(sx4, sb, 100, 3, mh, &sq);
+	rc = rc ? rc : T->irecv(rx4, rb, 10, 4, mh, &rq);
+	is_int(rc ? rc : finish(NULL, rq, NULL, NULL), ZB_ERR_BAD_FRAME,
+	       "another tag and longer than the receive: -ZB_ERR_BAD_FRAME");
 
 	/* A bad hello (other cluster) is dropped; the channel stays free. */
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
