@@ -595,6 +595,39 @@ static int coll_check_args(const struct coll_comm *c, const struct coll_args *a)
 	return 0;
 }
 
+static uint64_t coll_mix64(uint64_t x)   /* splitmix64's finalizer */
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* The tag of a collective's messages. net.h fails a receive whose message
+ * carries another tag with -ZB_ERR_BAD_FRAME, so the tag holds what every
+ * rank must agree on (coll.h): the start sequence number, the kind as the
+ * caller asked (a gathered all-reduce runs as an all-gather but says
+ * all-reduce), count, dtype, the op where one reduces, the root of a
+ * broadcast. Fields the kind does not use are left out (a broadcast's op,
+ * an all-gather's root, everything of a barrier), so ranks may differ
+ * there. The providers carry 32 bits (tcp and dpdk headers, the rdma CTS):
+ * hashed, two ranks that disagree share a tag with probability 2^-32, and
+ * since the seq is in the hash, not again at the next collective. Once per
+ * coll_start. */
+static uint32_t coll_tag(uint32_t seq, const struct coll_args *a)
+{
+	bool bar = a->kind == COLL_BARRIER;
+	bool red = a->kind == COLL_ALLREDUCE || a->kind == COLL_REDUCE_SCATTER;
+	uint64_t w = (uint64_t)a->kind |
+		     (uint64_t)(bar ? 0 : a->dtype + 1u) << 8 |
+		     (uint64_t)(red ? a->op + 1u : 0) << 16 |
+		     (uint64_t)(a->kind == COLL_BROADCAST ? a->root : 0) << 32;
+	uint64_t h = coll_mix64(coll_mix64(coll_mix64(bar ? 0 : a->count) ^ w) ^ seq);
+
+	return (uint32_t)(h ^ (h >> 32));
+}
+
 int coll_start(struct coll_comm *c, const struct coll_args *a,
 	       struct coll_op **opp)
 {
@@ -634,7 +667,7 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 		op->a.kind = COLL_ALLGATHER;
 		op->a.recvbuf = c->gather;
 	}
-	op->tag = (c->seq++ << 8) | (uint32_t)op->a.kind;
+	op->tag = coll_tag(c->seq++, a);   /* the caller's arguments */
 	c->q[(c->q_head + c->q_len++) % COLL_MAX_OPS] = i;
 	if (opp)
 		*opp = op;
@@ -1000,7 +1033,12 @@ static int chan_complete(struct coll_comm *c, struct coll_op *op,
 			if (rc < 0) {
 				*rq = NULL;
 				return chan_fail(c, ch, rc, "receive from node %u on "
-						 "channel %u", c->prev, ch->id);
+						 "channel %u%s", c->prev, ch->id,
+						 rc == ZB_ERR_BAD_FRAME
+						 ? " (a message of another collective: do "
+						   "all nodes start the same ones, with the "
+						   "same kind, count, dtype, op and root?)"
+						 : "");
 			}
 			if (!done)
 				break;

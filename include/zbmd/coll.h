@@ -15,8 +15,17 @@
  * coll_test() reports completion. Collectives run one after another in
  * start order, and every rank must start the same sequence of collectives
  * (kind, count, dtype, op, root) — as with MPI/NCCL. A mismatch is detected
- * on the wire (the message tag carries a sequence number and the kind) and
- * fails the collective with -ZB_ERR_BAD_FRAME.
+ * on the wire: the message tag is a 32-bit hash of the start sequence
+ * number, the kind, count and dtype, the op of a reduction and the root of
+ * a broadcast (fields a kind does not use may differ), and a rank that
+ * receives a message with another tag fails with -ZB_ERR_BAD_FRAME (two
+ * different collectives share a tag with probability 2^-32). A rank fails
+ * only when it receives from a rank that disagrees: a broadcast whose ranks
+ * disagree on the root can complete where the chain brings no message
+ * across the disagreement (two ranks that both think they are the root
+ * only send); the message left over then fails the next collective with
+ * -ZB_ERR_BAD_FRAME (or its ranks time out, -ZB_ERR_TIMEOUT). Mismatches
+ * are detected, never resolved: the communicator is dead after one.
  *
  * Failures. A peer that goes away (connection reset or closed) fails the
  * running collective with -ZB_ERR_PEER_DOWN; a channel that makes no

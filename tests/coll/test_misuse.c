@@ -1,0 +1,260 @@
+/* test_misuse.c — collectives called wrongly: ranks that disagree on a
+ * collective's arguments, buffers that overlap, a communicator destroyed or
+ * reconfigured with collectives in flight. n communicators in one process
+ * over the real tcp provider on loopback, as in test_pool_avg.c: created by
+ * n threads at once (coll_comm_create blocks until the ring is connected),
+ * then progressed by one thread.
+ *
+ * Every rank must start the same collectives (coll.h); a disagreement must
+ * fail them with -ZB_ERR_BAD_FRAME where a rank receives from one that
+ * disagrees (the tag carries the arguments), never complete with wrong data
+ * and status 0. */
+#include "tap.h"
+#include "zbmd/coll.h"
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAXN 3
+#define NOT_DONE 1      /* a status slot of an op that did not finish */
+
+static struct zb_config cfgs[MAXN];
+static struct coll_comm *cc[MAXN];
+static int port, sub;
+
+struct maker {
+	int i, rc;
+	char err[256];
+};
+
+static void *make_one(void *arg)
+{
+	struct maker *m = arg;
+	struct coll_comm_args a = {.cfg = &cfgs[m->i], .provider = "tcp",
+				   .chunk_bytes = 256, .connect_timeout_ms = 10000};
+	m->rc = coll_comm_create(&a, &cc[m->i], m->err, sizeof(m->err));
+	return NULL;
+}
+
+/* n communicators on 127.82.SUB.1..n (a fresh SUB each time), nch channels,
+ * 256-byte chunks, a 2 s no-progress bound; small_kb > 0: all-reduces up to
+ * that size take the gathered path. */
+static int make(int n, int nch, int small_kb)
+{
+	pthread_t t[MAXN];
+	struct maker m[MAXN];
+	int err = 0;
+
+	sub = (sub + 1) % 250;
+	for (int i = 0; i < n; i++) {
+		char text[2048];
+		struct cfg_error ce;
+		int o = snprintf(text, sizeof(text),
+				 "[node]\nid = %d\n[cluster]\nid = 8\n[transport]\n"
+				 "kind = tcp\ntcp_port = %d\n[coll]\nchannels = %d\n"
+				 "timeout_ms = 2000\nsmall_max_kb = %d\n"
+				 "stream_min_kb = 0\n", i, port, nch, small_kb);
+		for (int j = 0; j < n; j++)
+			o += snprintf(text + o, sizeof(text) - (size_t)o,
+				      "[peer.%d]\nip = 127.82.%d.%d\n", j, sub, j + 1);
+		if (cfg_load_string(&cfgs[i], text, "t", &ce) < 0) {
+			tap_diag("config: %s", ce.msg);
+			return -EINVAL;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		m[i] = (struct maker){.i = i};
+		cc[i] = NULL;
+		if (pthread_create(&t[i], NULL, make_one, &m[i]) != 0) {
+			n = i;
+			err = -EAGAIN;
+			break;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		if (m[i].rc) {
+			tap_diag("create %d: %s (%s)", i, zb_strerror(m[i].rc), m[i].err);
+			err = err ? err : m[i].rc;
+		}
+	}
+	if (err)
+		for (int i = 0; i < n; i++)
+			if (cc[i]) {
+				coll_comm_destroy(cc[i]);
+				cc[i] = NULL;
+			}
+	return err;
+}
+
+static void destroy(int n)
+{
+	for (int i = 0; i < n; i++) {
+		coll_comm_destroy(cc[i]);
+		cc[i] = NULL;
+	}
+}
+
+/* Progress every rank until each op o[r] finished (limit_ms at most):
+ * st[r] = its status, NOT_DONE if it did not finish. */
+static void run_ops(int n, struct coll_op **o, int *st, int limit_ms)
+{
+	int left = n;
+	uint64_t end = zb_now_ns() + (uint64_t)limit_ms * 1000000ull;
+
+	for (int r = 0; r < n; r++)
+		st[r] = NOT_DONE;
+	while (left && zb_now_ns() < end)
+		for (int r = 0; r < n; r++) {
+			(void)coll_progress(cc[r]);
+			if (st[r] != NOT_DONE)
+				continue;
+			int d = 0, rc = coll_test(o[r], &d);
+			if (d) {
+				st[r] = rc;
+				left--;
+			}
+		}
+}
+
+/* Start a[r] on every rank r and run them: 0 when all started. */
+static int start_run(int n, const struct coll_args *a, int *st)
+{
+	struct coll_op *o[MAXN];
+
+	for (int r = 0; r < n; r++) {
+		int rc = coll_start(cc[r], &a[r], &o[r]);
+		if (rc < 0) {
+			tap_diag("coll_start on rank %d: %s", r, zb_strerror(rc));
+			return rc;
+		}
+	}
+	run_ops(n, o, st, 6000);
+	return 0;
+}
+
+/* Every rank failed, at least one with -ZB_ERR_BAD_FRAME (the others see
+ * the failure go round the ring: peer down). */
+static bool all_failed_bad_frame(int n, const int *st)
+{
+	bool bad_frame = false, all = true;
+
+	for (int r = 0; r < n; r++) {
+		if (st[r] == 0 || st[r] == NOT_DONE)
+			all = false;
+		bad_frame = bad_frame || st[r] == ZB_ERR_BAD_FRAME;
+	}
+	if (!all || !bad_frame)
+		for (int r = 0; r < n; r++)
+			tap_diag("rank %d: %s", r, st[r] == NOT_DONE ? "not done"
+				 : st[r] ? zb_strerror(st[r]) : "ok");
+	return all && bad_frame;
+}
+
+/* ---- ranks that disagree on the arguments ---------------------------------- */
+
+static float fa[MAXN][4096], fb[MAXN][4096 * MAXN];
+
+/* Two ranks start a[0] and a[1]; they must both fail, one with BAD_FRAME. */
+static void mismatch(const char *what, int small_kb, const struct coll_args *a)
+{
+	int st[2];
+
+	if (make(2, 1, small_kb)) {
+		ok(0, "two tcp communicators (%s)", what);
+		return;
+	}
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 4096; i++)
+			fa[r][i] = (float)(r + 1);
+	ok(start_run(2, a, st) == 0 && all_failed_bad_frame(2, st),
+	   "%s: both ranks fail, -ZB_ERR_BAD_FRAME", what);
+	destroy(2);
+}
+
+static void test_mismatch(void)
+{
+	struct coll_args a[2];
+
+	for (int r = 0; r < 2; r++)
+		a[r] = (struct coll_args){.kind = COLL_ALLREDUCE, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = 4096,
+					  .dtype = ZB_F32, .op = r ? ZB_MAX : ZB_SUM};
+	mismatch("all-reduce SUM on rank 0, MAX on rank 1", 0, a);
+	a[1].op = ZB_SUM;
+	a[1].dtype = ZB_I32;
+	mismatch("all-reduce f32 on rank 0, i32 on rank 1", 0, a);
+	a[1].dtype = ZB_F32;
+	a[1].op = ZB_AVG;
+	mismatch("all-reduce SUM on rank 0, AVG on rank 1", 0, a);
+	a[1].op = ZB_SUM;
+	a[1].count = 4095;
+	mismatch("all-reduce of 4096 on rank 0, 4095 on rank 1", 0, a);
+
+	/* a small all-reduce runs as an all-gather into the communicator's
+	 * buffer; an all-gather of the same bytes must not pass for it */
+	for (int r = 0; r < 2; r++)
+		a[r] = (struct coll_args){.kind = r ? COLL_ALLGATHER : COLL_ALLREDUCE,
+					  .sendbuf = fa[r], .recvbuf = fb[r],
+					  .count = 8, .dtype = ZB_F32, .op = ZB_SUM};
+	mismatch("small (gathered) all-reduce on rank 0, all-gather on rank 1", 4, a);
+
+	/* broadcast, each rank its own root: both only send and complete; the
+	 * message left over fails the next collective (BAD_FRAME, not the
+	 * "Message too long" of a short receive) */
+	int st[2];
+	if (make(2, 1, 4)) {
+		ok(0, "two tcp communicators (broadcast roots)");
+		return;
+	}
+	for (int r = 0; r < 2; r++)
+		a[r] = (struct coll_args){.kind = COLL_BROADCAST, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = 1024,
+					  .dtype = ZB_F32, .root = (uint32_t)r};
+	ok(start_run(2, a, st) == 0, "broadcast with root 0 on rank 0, 1 on rank 1 runs");
+	for (int r = 0; r < 2; r++)
+		a[r] = (struct coll_args){.kind = COLL_ALLREDUCE, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = 8,
+					  .dtype = ZB_F32, .op = ZB_SUM};
+	ok(start_run(2, a, st) == 0 && all_failed_bad_frame(2, st),
+	   "... its left-over message fails the next collective: -ZB_ERR_BAD_FRAME");
+	destroy(2);
+
+	/* fields a kind does not use may differ */
+	if (make(2, 1, 0)) {
+		ok(0, "two tcp communicators (unused fields)");
+		return;
+	}
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 1000; i++)
+			fa[r][i] = (float)(r * 1000 + i);
+		a[r] = (struct coll_args){.kind = COLL_BROADCAST, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = 1000,
+					  .dtype = ZB_F32, .root = 1,
+					  .op = r ? ZB_MAX : ZB_SUM};
+	}
+	bool good = start_run(2, a, st) == 0 && st[0] == 0 && st[1] == 0 &&
+		    fa[0][999] == 1999.0f;
+	for (int r = 0; r < 2; r++)
+		a[r] = (struct coll_args){.kind = COLL_ALLGATHER, .sendbuf = fa[r],
+					  .recvbuf = fb[r], .count = 100,
+					  .dtype = ZB_F32, .root = (uint32_t)r,
+					  .op = r ? ZB_MIN : ZB_PROD};
+	good = good && start_run(2, a, st) == 0 && st[0] == 0 && st[1] == 0 &&
+	       fb[0][100] == 1000.0f && fb[1][199] == 1099.0f;
+	ok(good, "a broadcast's op, an all-gather's op and root may differ");
+	destroy(2);
+}
+
+int main(void)
+{
+	tap_plan(8);
+	port = 20000 + (int)(getpid() % 20000);
+	sub = (int)(getpid() % 250);
+	test_mismatch();
+	return tap_done();
+}
