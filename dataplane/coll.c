@@ -656,6 +656,11 @@ int coll_start(struct coll_comm *c, const struct coll_args *a,
 		op->a.recvbuf = c->bar_recv;
 		op->a.count = 1;
 		op->a.dtype = ZB_F32;   /* unused: esize forced to 1 below */
+	} else if (!a->count) {
+		/* the empty exchange (COLL_PLAN_EMPTY) moves no byte; the
+		 * caller's buffers may be NULL */
+		op->a.sendbuf = &c->bar_send;
+		op->a.recvbuf = c->bar_recv;
 	}
 	if (a->kind == COLL_ALLREDUCE && c->n > 1 && c->gather && a->count &&
 	    a->count * coll_esize(op) <= c->small_max) {
@@ -751,12 +756,17 @@ static int coll_activate(struct coll_comm *c, struct coll_op *op)
 		struct coll_job *j = &ch->job[op->seq % COLL_MAX_OPS];
 		ZB_ASSERT(!j->send_smh && !j->recv_smh && !j->recv_rmh);
 		j->op = op;
-		coll_plan_init(&j->plan, a->kind, c->n, c->rank, a->root,
-			       i < nact ? a->count : 0, es, i < nact ? i : 0,
-			       (uint16_t)nact, chunk_elems,
-			       a->kind != COLL_BARRIER && a->op == ZB_AVG, inplace);
+		if (i < nact) {
+			coll_plan_init(&j->plan, a->kind, c->n, c->rank, a->root,
+				       a->count, es, i, (uint16_t)nact, chunk_elems,
+				       a->kind != COLL_BARRIER && a->op == ZB_AVG,
+				       inplace);
+		} else {        /* idle for this op (count 0: channel 0 only) */
+			j->plan = (struct coll_plan){.kind = a->kind, .n = c->n,
+						     .rank = c->rank, .esize = es};
+		}
 		j->npos = coll_plan_positions(&j->plan);
-		if (j->npos && c->ops->reg_mr) {
+		if (j->npos && a->count && c->ops->reg_mr) {
 			if (sb) {
 				rc = c->ops->reg_mr(ch->scomm, (void *)sb,
 						    coll_bytes(c, op, true),

@@ -60,6 +60,11 @@ void coll_plan_init(struct coll_plan *p, enum coll_kind kind, uint32_t n,
 				.avg = avg, .in_place = in_place};
 	p->base = coll_split(count, nch, ch);
 	p->len = coll_split(count, nch, ch + 1u) - p->base;
+	if (n > 1 && count == 0) {
+		p->kind = COLL_PLAN_EMPTY;      /* one empty exchange */
+		p->nchunks = p->steps = 1;
+		return;
+	}
 	if (n == 1 || p->len == 0)
 		return;         /* nothing on the wire */
 	switch (kind) {
@@ -222,6 +227,11 @@ void coll_plan_xfer(const struct coll_plan *p, uint64_t pos, struct coll_xfer *x
 	case COLL_BROADCAST:
 		xfer_broadcast(p, k, x);
 		break;
+	case COLL_PLAN_EMPTY:           /* empty, but on the wire: the tag */
+		x->has_send = true;
+		x->send_src = COLL_BUF_SEND;
+		x->recv_kind = COLL_RECV_DIRECT;
+		return;
 	default:
 		ZB_ASSERT(0 && "bad kind");
 	}

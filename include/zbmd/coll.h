@@ -24,8 +24,11 @@
  * disagree on the root can complete where the chain brings no message
  * across the disagreement (two ranks that both think they are the root
  * only send); the message left over then fails the next collective with
- * -ZB_ERR_BAD_FRAME (or its ranks time out, -ZB_ERR_TIMEOUT). Mismatches
- * are detected, never resolved: the communicator is dead after one.
+ * -ZB_ERR_BAD_FRAME (or its ranks time out, -ZB_ERR_TIMEOUT). A collective
+ * of count 0 is not a no-op: it exchanges one empty message with each ring
+ * neighbour (channel 0), so that its tag is checked like any other.
+ * Mismatches are detected, never resolved: the communicator is dead after
+ * one.
  *
  * Failures. A peer that goes away (connection reset or closed) fails the
  * running collective with -ZB_ERR_PEER_DOWN; a channel that makes no
@@ -289,7 +292,15 @@ struct coll_plan {
 	bool in_place;
 };
 
-/* Fill plan for channel ch of nch; chunk_elems >= 1. */
+/* coll_plan.kind of a collective of count 0 on more than one rank: one
+ * position, an empty message to the next rank and one from the previous
+ * (one per link, so every rank's tag meets both neighbours': a rank that
+ * starts count 0 while the others start more fails with -ZB_ERR_BAD_FRAME,
+ * and so do they, instead of its finishing alone and the others waiting). */
+#define COLL_PLAN_EMPTY ((enum coll_kind)COLL_KIND_COUNT)
+
+/* Fill plan for channel ch of nch; chunk_elems >= 1. count 0 with n > 1:
+ * the empty exchange (COLL_PLAN_EMPTY; the engine plans channel 0 only). */
 void coll_plan_init(struct coll_plan *p, enum coll_kind kind, uint32_t n,
 		    uint32_t rank, uint32_t root, size_t count, size_t esize,
 		    uint16_t ch, uint16_t nch, size_t chunk_elems, bool avg,

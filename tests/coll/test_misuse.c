@@ -250,11 +250,65 @@ static void test_mismatch(void)
 	destroy(2);
 }
 
+/* ---- count 0 ----------------------------------------------------------------- */
+
+static void test_count0(void)
+{
+	struct coll_args a[MAXN];
+	int st[MAXN];
+
+	/* count 0 used to put nothing on the wire: rank 0 finished alone and
+	 * rank 1 timed out; now the empty exchange meets rank 1's message */
+	for (int r = 0; r < 2; r++)
+		a[r] = (struct coll_args){.kind = COLL_ALLREDUCE, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = r ? 4096 : 0,
+					  .dtype = ZB_F32, .op = ZB_SUM};
+	mismatch("all-reduce of 0 on rank 0, 4096 on rank 1", 0, a);
+	/* a broadcast's root receives nothing (coll.h): the receiver fails */
+	if (make(2, 1, 0)) {
+		ok(0, "two tcp communicators (broadcast count 0)");
+		return;
+	}
+	for (int r = 0; r < 2; r++)
+		a[r] = (struct coll_args){.kind = COLL_BROADCAST, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = r ? 0 : 100,
+					  .dtype = ZB_F32};
+	ok(start_run(2, a, st) == 0 && st[1] == ZB_ERR_BAD_FRAME,
+	   "broadcast of 100 from rank 0, rank 1 says 0: rank 1 fails, "
+	   "-ZB_ERR_BAD_FRAME");
+	destroy(2);
+
+	/* every rank count 0 (NULL buffers): done, and the ring still in step */
+	if (make(3, 2, 0)) {
+		ok(0, "three tcp communicators (count 0)");
+		return;
+	}
+	bool good = true;
+	for (int k = 0; k < COLL_KIND_COUNT - 1 && good; k++) {
+		for (int r = 0; r < 3; r++)
+			a[r] = (struct coll_args){.kind = (enum coll_kind)k,
+						  .dtype = ZB_F32, .op = ZB_SUM};
+		good = start_run(3, a, st) == 0 && !st[0] && !st[1] && !st[2];
+	}
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < 4096; i++)
+			fa[r][i] = (float)(r + 1);
+		a[r] = (struct coll_args){.kind = COLL_ALLREDUCE, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = 4096,
+					  .dtype = ZB_F32, .op = ZB_SUM};
+	}
+	good = good && start_run(3, a, st) == 0 && !st[0] && !st[1] && !st[2] &&
+	       fa[2][4095] == 6.0f;
+	ok(good, "count 0 of every kind on every rank completes; the next one too");
+	destroy(3);
+}
+
 int main(void)
 {
-	tap_plan(8);
+	tap_plan(11);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 250);
 	test_mismatch();
+	test_count0();
 	return tap_done();
 }

@@ -249,7 +249,11 @@ int main(void)
 	is_int(pl.steps, 6, "all-reduce: 2(n-1) steps per chunk");
 	is_int(pl.nchunks, 4, "all-reduce: ceil(ceil(1000/4)/64) = 4 chunks");
 	coll_plan_init(&pl, COLL_ALLREDUCE, 4, 1, 0, 0, 4, 0, 1, 64, false, false);
-	is_int(coll_plan_positions(&pl), 0, "count 0: nothing on the wire");
+	struct coll_xfer x0;
+	coll_plan_xfer(&pl, 0, &x0);
+	ok(coll_plan_positions(&pl) == 1 && x0.has_send && !x0.send_bytes &&
+	   x0.recv_kind == COLL_RECV_DIRECT && !x0.recv_bytes,
+	   "count 0: one empty message to the next rank, one from the previous");
 
 	static const enum coll_kind kinds[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER,
 					       COLL_ALLGATHER, COLL_BROADCAST};
