@@ -576,6 +576,36 @@ static size_t coll_bytes(const struct coll_comm *c, const struct coll_op *op,
 	return b;
 }
 
+/* May a's buffers share these bytes? Only in the in-place layouts of
+ * coll.h: the schedules read sendbuf after writing recvbuf (a ring step
+ * receives into a block whose own contribution a later step sends), so any
+ * other overlap mixes partial results into the inputs — the communicator
+ * failed in a reduction, or completed with wrong data. A broadcast's
+ * sendbuf is read on the root only. Bounds checked by the caller. */
+static bool coll_overlap_ok(const struct coll_comm *c, const struct coll_args *a)
+{
+	if (!a->count || (a->kind == COLL_BROADCAST && c->rank != a->root))
+		return true;
+	uintptr_t s = (uintptr_t)a->sendbuf, r = (uintptr_t)a->recvbuf;
+	size_t cb = a->count * zb_dtype_size(a->dtype), sl = cb, rl = cb;
+	bool inplace;
+
+	switch (a->kind) {
+	case COLL_REDUCE_SCATTER:
+		sl = cb * c->n;
+		inplace = r == s + (size_t)c->rank * cb;
+		break;
+	case COLL_ALLGATHER:
+		rl = cb * c->n;
+		inplace = s == r + (size_t)c->rank * cb;
+		break;
+	default:
+		inplace = s == r;
+		break;
+	}
+	return inplace || s + sl <= r || r + rl <= s;
+}
+
 static int coll_check_args(const struct coll_comm *c, const struct coll_args *a)
 {
 	if ((unsigned)a->kind >= COLL_KIND_COUNT)
@@ -592,7 +622,7 @@ static int coll_check_args(const struct coll_comm *c, const struct coll_args *a)
 		return -EINVAL;
 	if (a->count > (SIZE_MAX / 8) / CFG_MAX_NODES)
 		return -EINVAL;
-	return 0;
+	return coll_overlap_ok(c, a) ? 0 : -EINVAL;
 }
 
 static uint64_t coll_mix64(uint64_t x)   /* splitmix64's finalizer */

@@ -150,7 +150,11 @@ struct coll_args {
 	const void *sendbuf;    /* may equal recvbuf (in place; for reduce-
 				 * scatter in place is recvbuf == sendbuf +
 				 * rank*count, for all-gather sendbuf ==
-				 * recvbuf + rank*count, as in NCCL) */
+				 * recvbuf + rank*count, as in NCCL); any
+				 * other overlap of the two is -EINVAL
+				 * (coll_start). Broadcast: read on the
+				 * root only (in place: sendbuf == recvbuf);
+				 * other ranks may pass anything, NULL too */
 	void *recvbuf;
 	size_t count;           /* elements (per rank for RS / AG) */
 	enum zb_dtype dtype;
@@ -169,7 +173,9 @@ struct coll_args {
  * from zero (the sum wraps as ZB_SUM's does: an i32 sum that overflows
  * gives the average of the wrapped sum).
  * Returns 0 and *op (NULL allowed when a.done is set), or
- *   -EINVAL    bad kind/dtype/op/root, NULL buffer with count > 0
+ *   -EINVAL    bad kind/dtype/op/root, NULL buffer with count > 0, send
+ *              and receive buffers that overlap other than in place (see
+ *              sendbuf); refused here, the communicator is unaffected
  *   -EAGAIN    COLL_MAX_OPS handles taken: collectives queued, plus
  *              finished ones started without a callback and not yet
  *              reaped by coll_test()

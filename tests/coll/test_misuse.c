@@ -303,12 +303,108 @@ static void test_count0(void)
 	destroy(3);
 }
 
+/* ---- overlapping buffers ----------------------------------------------------- */
+
+#define OC 3000         /* elements per rank */
+
+/* coll_start(a) on rank r must say -EINVAL, queueing nothing. */
+static bool refused(int r, const struct coll_args *a, const char *what)
+{
+	struct coll_op *o = NULL;
+	int rc = coll_start(cc[r], a, &o);
+
+	if (rc != -EINVAL)
+		tap_diag("%s on rank %d: %s", what, r, rc ? zb_strerror(rc) : "accepted");
+	return rc == -EINVAL;
+}
+
+static void test_overlap(void)
+{
+	static int64_t buf[MAXN][OC * MAXN + 200];
+	struct coll_args a[MAXN];
+	int st[MAXN];
+
+	if (make(3, 2, 0)) {
+		ok(0, "three tcp communicators (overlap)");
+		return;
+	}
+	int64_t *b = buf[1];
+	struct coll_args x = {.kind = COLL_ALLREDUCE, .sendbuf = b, .recvbuf = b + 1,
+			      .count = OC, .dtype = ZB_I64, .op = ZB_SUM};
+	bool good = refused(1, &x, "all-reduce, recvbuf = sendbuf + 1");
+	x.recvbuf = b + 100;
+	good = refused(1, &x, "all-reduce, recvbuf = sendbuf + 100") && good;
+	x.recvbuf = b;
+	x.sendbuf = b + 100;
+	good = refused(1, &x, "all-reduce, sendbuf = recvbuf + 100") && good;
+	ok(good, "all-reduce with buffers that overlap, not in place: -EINVAL");
+
+	x = (struct coll_args){.kind = COLL_REDUCE_SCATTER, .sendbuf = b, .recvbuf = b,
+			       .count = OC, .dtype = ZB_I64, .op = ZB_SUM};
+	good = refused(1, &x, "reduce-scatter, recvbuf = sendbuf");
+	x.recvbuf = b + OC * 2 + 1;
+	good = refused(1, &x, "reduce-scatter, recvbuf in sendbuf's block 2") && good;
+	ok(good, "reduce-scatter: recvbuf inside sendbuf other than block rank: -EINVAL");
+
+	x = (struct coll_args){.kind = COLL_ALLGATHER, .sendbuf = b, .recvbuf = b,
+			       .count = OC, .dtype = ZB_I64};
+	good = refused(1, &x, "all-gather, sendbuf = recvbuf");
+	x.sendbuf = b + OC + 7;
+	good = refused(1, &x, "all-gather, sendbuf = recvbuf + count + 7") && good;
+	ok(good, "all-gather: sendbuf inside recvbuf other than block rank: -EINVAL");
+
+	x = (struct coll_args){.kind = COLL_BROADCAST, .sendbuf = b, .recvbuf = b + 1,
+			       .count = OC, .dtype = ZB_I64, .root = 1};
+	ok(refused(1, &x, "broadcast root, recvbuf = sendbuf + 1"),
+	   "broadcast: the root's buffers overlapping, not in place: -EINVAL");
+
+	/* nothing was queued nor failed: the documented in-place layouts run,
+	 * a non-root's broadcast sendbuf is not looked at */
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < OC * 3; i++)
+			buf[r][i] = (int64_t)(r + 1) * 1000000 + i;
+		a[r] = (struct coll_args){.kind = COLL_REDUCE_SCATTER, .sendbuf = buf[r],
+					  .recvbuf = buf[r] + (size_t)r * OC, .count = OC,
+					  .dtype = ZB_I64, .op = ZB_SUM};
+	}
+	good = start_run(3, a, st) == 0 && !st[0] && !st[1] && !st[2];
+	for (int r = 0; r < 3 && good; r++)
+		for (int i = 0; i < OC; i++)
+			good = good && buf[r][r * OC + i] == 6000000 + 3 * (r * OC + i);
+	ok(good, "reduce-scatter in place (recvbuf = sendbuf + rank*count) is right");
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < OC; i++)
+			buf[r][r * OC + i] = r * 10 + i;
+		a[r] = (struct coll_args){.kind = COLL_ALLGATHER,
+					  .sendbuf = buf[r] + (size_t)r * OC,
+					  .recvbuf = buf[r], .count = OC, .dtype = ZB_I64};
+	}
+	good = start_run(3, a, st) == 0 && !st[0] && !st[1] && !st[2];
+	for (int r = 0; r < 3 && good; r++)
+		for (int i = 0; i < OC * 3; i++)
+			good = good && buf[r][i] == (i / OC) * 10 + i % OC;
+	ok(good, "all-gather in place (sendbuf = recvbuf + rank*count) is right");
+	for (int i = 0; i < OC; i++)
+		buf[0][i] = 77 + i;
+	for (int r = 0; r < 3; r++)
+		a[r] = (struct coll_args){.kind = COLL_BROADCAST,
+					  .sendbuf = r == 2 ? buf[r] + 1 : buf[r],
+					  .recvbuf = buf[r], .count = OC,
+					  .dtype = ZB_I64, .root = 0};
+	good = start_run(3, a, st) == 0 && !st[0] && !st[1] && !st[2];
+	for (int i = 0; i < OC * 3 && good; i++)
+		good = buf[2][i] == (i < OC ? 77 + i : (i / OC) * 10 + i % OC);
+	ok(good, "broadcast: a non-root's sendbuf may overlap its recvbuf");
+	destroy(3);
+}
+
 int main(void)
 {
-	tap_plan(11);
+	tap_plan(18);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 250);
 	test_mismatch();
 	test_count0();
+	test_overlap();
 	return tap_done();
 }
