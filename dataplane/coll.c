@@ -247,9 +247,10 @@ void coll_stats_reset(struct coll_comm *c)
 int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms)
 {
 	ZB_ASSERT(c != NULL);
-	ZB_ASSERT(c->q_len == 0);   /* between collectives: no lane reads it */
 	if (timeout_ms == 0)
 		return -EINVAL;
+	if (c->q_len)           /* between collectives only: a lane reads it */
+		return -EBUSY;
 	c->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
 	return 0;
 }
@@ -546,8 +547,17 @@ void coll_comm_destroy(struct coll_comm *c)
 {
 	if (!c)
 		return;
+	/* Collectives still queued complete now, with -ECANCELED (or the
+	 * communicator's earlier error), their callbacks run, after the comms
+	 * closed (coll.h). The lanes have stopped calling (coll_progress_
+	 * channel): the owner closes their comms itself, no acks to wait for. */
+	c->threaded = false;
+	if (c->q_len)
+		(void)coll_fail(c, -ECANCELED, "destroyed with %u collective%s in "
+				"flight", c->q_len, c->q_len == 1 ? "" : "s");
 	coll_deregister(c);
 	coll_close_comms(c);
+	coll_fail_ops(c, c->err);       /* those of an earlier failure's wait */
 	if (c->ctx)
 		c->ops->fini(c->ctx);
 	for (uint16_t i = 0; c->ch && i < c->nch; i++)

@@ -90,6 +90,11 @@ struct coll_comm_args {
  *   -ENOMEM, or the provider's init error (-EADDRINUSE, ...). */
 int coll_comm_create(const struct coll_comm_args *a, struct coll_comm **out,
 		     char *err, size_t errlen);
+/* Owner thread (threaded channels: once every lane stopped calling). The
+ * comms close first; then collectives still queued or running complete with
+ * -ECANCELED (or the communicator's earlier failure): their callbacks run
+ * from here. A handle started without a callback is gone with the
+ * communicator (reap it with coll_test() before). */
 void coll_comm_destroy(struct coll_comm *c);
 
 uint32_t coll_rank(const struct coll_comm *c);
@@ -103,8 +108,9 @@ const char *coll_default_provider(const struct zb_config *cfg);
 uint16_t coll_node_of_rank(const struct coll_comm *c, uint32_t rank);
 
 /* Change the no-progress bound ([coll] timeout_ms) between collectives
- * (owner thread, nothing queued): e.g. a long one for a first barrier that
- * waits for the other nodes to start. 0 or -EINVAL (0 ms). */
+ * (owner thread): e.g. a long one for a first barrier that waits for the
+ * other nodes to start. 0, -EINVAL (0 ms), -EBUSY (a collective is queued
+ * or running: nothing changed). */
 int coll_set_timeout(struct coll_comm *c, uint32_t timeout_ms);
 
 /* Fail the communicator from outside: the control plane calls it when the

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAXN 3
@@ -398,13 +399,77 @@ static void test_overlap(void)
 	destroy(3);
 }
 
+/* ---- a communicator changed with collectives in flight ----------------------- */
+
+static int cb_calls, cb_status[2 * 3];
+
+static void on_done(void *arg, int status)
+{
+	(void)arg;
+	if (cb_calls < 2 * 3)
+		cb_status[cb_calls] = status;
+	cb_calls++;
+}
+
+static void test_in_flight(void)
+{
+	struct coll_args a[MAXN];
+	struct coll_op *o[MAXN];
+	int st[MAXN];
+
+	if (make(2, 1, 0)) {
+		ok(0, "two tcp communicators (in flight)");
+		return;
+	}
+	/* coll_set_timeout with one queued: -EBUSY (was an assertion: the
+	 * process aborted), in a child so that the old abort is a failure */
+	for (int r = 0; r < 2; r++) {
+		a[r] = (struct coll_args){.kind = COLL_ALLREDUCE, .sendbuf = fa[r],
+					  .recvbuf = fa[r], .count = 4096,
+					  .dtype = ZB_F32, .op = ZB_SUM};
+		if (coll_start(cc[r], &a[r], &o[r]) < 0)
+			o[r] = NULL;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(coll_set_timeout(cc[0], 100) == -EBUSY ? 0 : 1);
+	int ws = -1;
+	waitpid(pid, &ws, 0);
+	ok(o[0] && o[1] && WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+	   "coll_set_timeout with a collective queued: -EBUSY");
+	run_ops(2, o, st, 6000);
+	ok(!st[0] && !st[1] && coll_set_timeout(cc[0], 3000) == 0,
+	   "... which completes; between collectives it applies");
+
+	/* destroyed with collectives in flight: every callback runs, once,
+	 * with -ECANCELED (they were dropped, and their handles dangled) */
+	bool started = true;
+	for (int k = 0; k < 3; k++)
+		for (int r = 0; r < 2; r++) {
+			struct coll_args x = a[r];
+			x.done = on_done;
+			started = started && coll_start(cc[r], &x, NULL) == 0;
+		}
+	(void)coll_progress(cc[0]);
+	destroy(2);
+	bool all = cb_calls == 2 * 3;
+	for (int i = 0; i < 2 * 3 && all; i++)
+		all = cb_status[i] == -ECANCELED;
+	if (!all)
+		tap_diag("%d callbacks, first status %d", cb_calls, cb_status[0]);
+	ok(started && all, "coll_comm_destroy completes queued collectives: "
+	   "callbacks with -ECANCELED");
+}
+
 int main(void)
 {
-	tap_plan(18);
+	tap_plan(21);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 250);
 	test_mismatch();
 	test_count0();
 	test_overlap();
+	test_in_flight();
 	return tap_done();
 }
