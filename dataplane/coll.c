@@ -1346,17 +1346,25 @@ static int coll_progress_owner(struct coll_comm *c)
 		if (!c->q_len)
 			return ev;
 		struct coll_op *op = &c->ops_pool[c->q[c->q_head]];
+		bool done = true;
 		ZB_ASSERT(op->state == OP_RUNNING);
+		/* Every channel, also past one still running: a later one may
+		 * have failed the op (it closed its comms; the running ones
+		 * would learn it only when the failure came round the ring). */
 		for (uint16_t i = 0; i < c->nch; i++) {
 			struct coll_chan *ch = &c->ch[i];
 			uint32_t d = atomic_load_explicit(&ch->done_seq, memory_order_acquire);
-			if ((int32_t)(d - op->seq) < 0)
-				return ev;
+			if ((int32_t)(d - op->seq) < 0) {
+				done = false;
+				continue;
+			}
 			/* the lane failed this op (a later one: this one is done) */
 			int err = atomic_load_explicit(&ch->lane_err, memory_order_relaxed);
 			if (err && d == op->seq)
 				return coll_fail(c, err, "%s", ch->lane_msg);
 		}
+		if (!done)
+			return ev;
 		coll_finish(c, op, 0);
 		ev++;
 	}

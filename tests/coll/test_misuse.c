@@ -26,6 +26,7 @@
 static struct zb_config cfgs[MAXN];
 static struct coll_comm *cc[MAXN];
 static int port, sub;
+static bool threaded0;  /* rank 0's channels progressed by "lanes" */
 
 struct maker {
 	int i, rc;
@@ -36,7 +37,8 @@ static void *make_one(void *arg)
 {
 	struct maker *m = arg;
 	struct coll_comm_args a = {.cfg = &cfgs[m->i], .provider = "tcp",
-				   .chunk_bytes = 256, .connect_timeout_ms = 10000};
+				   .chunk_bytes = 256, .connect_timeout_ms = 10000,
+				   .threaded_channels = threaded0 && m->i == 0};
 	m->rc = coll_comm_create(&a, &cc[m->i], m->err, sizeof(m->err));
 	return NULL;
 }
@@ -462,14 +464,57 @@ static void test_in_flight(void)
 	   "callbacks with -ECANCELED");
 }
 
+/* ---- lanes: a failed channel behind a running one -------------------------- */
+
+static void test_lane_failure(void)
+{
+	struct coll_args a[2];
+
+	threaded0 = true;
+	int rc = make(2, 2, 0);
+	threaded0 = false;
+	if (rc) {
+		ok(0, "two tcp communicators, rank 0 with lanes");
+		return;
+	}
+	/* 256 KiB: both channels carry a part; rank 1 disagrees on the op */
+	static float big[2][65536];
+	for (int r = 0; r < 2; r++) {
+		a[r] = (struct coll_args){.kind = COLL_ALLREDUCE, .sendbuf = big[r],
+					  .recvbuf = big[r], .count = 65536,
+					  .dtype = ZB_F32, .op = r ? ZB_MAX : ZB_SUM,
+					  .done = on_done};
+		rc = rc ? rc : coll_start(cc[r], &a[r], NULL);
+	}
+	/* rank 0's lane 0 never runs (a busy lcore): its channel stays
+	 * unfinished while lane 1 fails on the other op's message */
+	int lane1 = 0, owner = 0;
+	cb_calls = 0;
+	for (uint64_t end = zb_now_ns() + 3000000000ull;
+	     !rc && owner >= 0 && zb_now_ns() < end;) {
+		owner = coll_progress(cc[0]);
+		if (lane1 >= 0)
+			lane1 = coll_progress_channel(cc[0], 1);
+		(void)coll_progress(cc[1]);
+	}
+	if (owner >= 0)
+		tap_diag("owner: %d, lane 1: %s", owner, zb_strerror(lane1));
+	ok(!rc && lane1 < 0 && owner < 0,
+	   "lanes: the owner fails when a channel behind a running one failed");
+	for (uint16_t ch = 0; ch < 2; ch++)     /* the lanes let go */
+		(void)coll_progress_channel(cc[0], ch);
+	destroy(2);
+}
+
 int main(void)
 {
-	tap_plan(21);
+	tap_plan(22);
 	port = 20000 + (int)(getpid() % 20000);
 	sub = (int)(getpid() % 250);
 	test_mismatch();
 	test_count0();
 	test_overlap();
 	test_in_flight();
+	test_lane_failure();
 	return tap_done();
 }
