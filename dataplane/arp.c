@@ -5,7 +5,9 @@
  * UDP to [dataplane] udp_port + L (lane L, L < the lcore count) is handed
  * back to the caller (the transport of lane L).
  * Everything else — frames for other MACs, other protocols, malformed or
- * truncated headers, fragments — is freed and counted in rx_drops. Replies
+ * truncated headers, fragments, frames longer than the port's MTU, ARP not
+ * answered, echoes with IP options or from a source no host may have — is
+ * freed and counted in rx_drops. Replies
  * are built in place in the received mbuf and queued on the same lcore's TX
  * buffer, so answering allocates nothing.
  */
@@ -51,15 +53,29 @@ static uint64_t mac_word(const void *mac)
 	return w;
 }
 
-/* Learn the sender of any ARP frame that names a peer whose MAC the config
- * left to ARP ([peer.N] mac = 00:00:00:00:00:00). */
-static void arp_learn(struct dp_lcore *lc, const struct rte_arp_ipv4 *d)
+/* Learn the MAC of a peer whose MAC the config left to ARP ([peer.N] mac =
+ * 00:00:00:00:00:00) from an ARP frame it sent us: a request for this
+ * port's IP (the peer resolving us: also after it restarted with another
+ * MAC), or a reply to this port's IP while the peer is unresolved (ours,
+ * sent every ARP_RETRY_MS). The frame's Ethernet source must be the MAC it
+ * claims. Until 2026-11-29 any well-formed ARP frame naming a peer's IP
+ * taught its MAC — a gratuitous one, a reply nobody asked for, a request
+ * for another host — so any station on the link could take a resolved
+ * peer's traffic for good (entries never expire). ARP has no
+ * authentication: on a link with hostile stations, give [peer.N] mac. */
+static void arp_learn(struct dp_lcore *lc, const struct dp_port *p,
+		      const struct rte_ether_hdr *eth, const struct rte_arp_hdr *arp)
 {
 	const struct zb_config *cfg = dp__node.cfg;
+	const struct rte_arp_ipv4 *d = &arp->arp_data;
+	bool reply = arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REPLY);
 	struct rte_ether_addr sha;
 	memcpy(&sha, &d->arp_sha, RTE_ETHER_ADDR_LEN);
-	if (d->arp_sip == 0 || rte_is_zero_ether_addr(&sha) ||
-	    !rte_is_unicast_ether_addr(&sha))
+	if (d->arp_sip == 0 || p->ip == 0 || d->arp_tip != p->ip ||
+	    d->arp_sip == d->arp_tip || rte_is_zero_ether_addr(&sha) ||
+	    !rte_is_unicast_ether_addr(&sha) ||
+	    memcmp(&eth->src_addr, &sha, RTE_ETHER_ADDR_LEN) != 0 ||
+	    (!reply && arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST)))
 		return;
 	for (unsigned i = 0; i < CFG_MAX_NODES; i++) {
 		const struct cfg_peer *pe = &cfg->peers[i];
@@ -67,7 +83,10 @@ static void arp_learn(struct dp_lcore *lc, const struct rte_arp_ipv4 *d)
 		    !mac_is_zero(pe->mac))
 			continue;
 		uint64_t w = NEIGH_KNOWN | mac_word(&sha);
-		if (__atomic_load_n(&dp__node.neigh[i], __ATOMIC_RELAXED) != w) {
+		uint64_t cur = __atomic_load_n(&dp__node.neigh[i], __ATOMIC_RELAXED);
+		if (reply && (cur & NEIGH_KNOWN))
+			continue;   /* resolved: a reply nobody asked for */
+		if (cur != w) {
 			__atomic_store_n(&dp__node.neigh[i], w, __ATOMIC_RELEASE);
 			DP_STAT_ADD(lc, arp_learned, 1);
 		}
@@ -84,12 +103,10 @@ static int arp_input(struct dp_lcore *lc, const struct dp_port *p,
 	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
 	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4)
 		return drop(lc, m);
-	arp_learn(lc, &arp->arp_data);
+	arp_learn(lc, p, eth, arp);
 	if (arp->arp_opcode != rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) ||
-	    p->ip == 0 || arp->arp_data.arp_tip != p->ip) {
-		rte_pktmbuf_free(m);  /* a reply (learnt above), or not for us */
-		return -1;
-	}
+	    p->ip == 0 || arp->arp_data.arp_tip != p->ip)
+		return drop(lc, m);   /* a reply (learnt above), or not for us */
 
 	struct rte_arp_ipv4 *d = &arp->arp_data;
 	/* answer only a unicast asker: a request naming a broadcast or
@@ -121,11 +138,16 @@ static int icmp_input(struct dp_lcore *lc, const struct dp_port *p,
 	    rte_raw_cksum(icmp, icmp_len) != 0xffff)
 		return drop(lc, m);
 
-	/* no echo to a broadcast or multicast source (a smurf amplifier) */
+	/* no echo to a broadcast or multicast source (a smurf amplifier), nor
+	 * to one no host may have (RFC 1122 3.2.1.3: this network 0/8,
+	 * loopback 127/8, class E 240/4, this port's own address); no IP
+	 * options (the reply would carry a source route or record route back
+	 * unchanged: RFC 1122 3.2.2.6 wants them reversed or updated) */
 	uint32_t src = rte_be_to_cpu_32(ip->src_addr);
 	if (unlikely(!rte_is_unicast_ether_addr(&eth->src_addr) ||
-		     rte_is_zero_ether_addr(&eth->src_addr) || src == 0 ||
-		     src == UINT32_MAX || (src >> 28) == 0xe))
+		     rte_is_zero_ether_addr(&eth->src_addr) || (src >> 24) == 0 ||
+		     (src >> 24) == 127 || (src >> 28) >= 0xe ||
+		     ip->src_addr == p->ip || ihl != sizeof(*ip)))
 		return drop(lc, m);
 	struct rte_ether_addr tmp;
 	memcpy(&tmp, &eth->src_addr, RTE_ETHER_ADDR_LEN);
@@ -151,7 +173,12 @@ int dp__rx_classify(struct dp_lcore *lc, const struct dp_port *p,
 		    struct rte_mbuf *m)
 {
 	ZB_DASSERT(lc != NULL && p != NULL && m != NULL);
-	if (unlikely(m->nb_segs != 1 || m->data_len < sizeof(struct rte_ether_hdr)))
+	/* longer than the port's MTU: never sent by a well-behaved host, and
+	 * an answer to it could not leave (an af_packet port hands over what
+	 * the kernel reassembled from fragments: a 1642-byte echo at MTU
+	 * 1500 was answered with a frame the link dropped, uncounted) */
+	if (unlikely(m->nb_segs != 1 || m->data_len < sizeof(struct rte_ether_hdr) ||
+		     m->data_len > (uint32_t)p->mtu + RTE_ETHER_HDR_LEN))
 		return drop(lc, m);
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	static const uint8_t bcast[RTE_ETHER_ADDR_LEN] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
