@@ -154,12 +154,17 @@ struct __align__(16) zb_v4 {
 			ZB_ELEM(C, LOAD, STORE, EXPR, i)                       \
 	}
 
+// Sum and prod of 16-bit floats: a NaN operand wins explicitly, d's before
+// s's (the host rule, gpu/host_reduce.c); the device's add would return its
+// canonical NaN instead.
+#define ZB_NAN_FIRST(E) (isnan(a) ? a : isnan(b) ? b : (E))
 #define ZB_REDUCE16(NAME, LOAD, STORE)                                         \
 	extern "C" __global__ void NAME(zb_u16 *d, const zb_u16 *s, zb_u64 n,  \
 					int op)                                \
 	{                                                                      \
-		ZB_REDUCE_OPS(ZB_LOOP16, float, LOAD, STORE, __fadd_rn(a, b),  \
-			      __fmul_rn(a, b))                                 \
+		ZB_REDUCE_OPS(ZB_LOOP16, float, LOAD, STORE,                   \
+			      ZB_NAN_FIRST(__fadd_rn(a, b)),                   \
+			      ZB_NAN_FIRST(__fmul_rn(a, b)))                   \
 	}
 
 // Float add/mul spelled with the _rn intrinsics: no contraction into FMA.

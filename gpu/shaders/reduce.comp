@@ -17,13 +17,22 @@ layout(push_constant) uniform PC {
 		d[pc.dst_off + i] = STORE(EXPR);                               \
 	}
 
+// Sum and prod of 16-bit floats: a NaN operand wins explicitly, dst's
+// before src's (the host rule, gpu/host_reduce.c), not whichever one the
+// driver's compiler puts first or the device's canonical NaN.
+#if DT == 1 || DT == 2
+#define NAN_FIRST(E) (isnan(a) ? a : isnan(b) ? b : (E))
+#else
+#define NAN_FIRST(E) (E)
+#endif
+
 void main()
 {
 	uint stride = gl_NumWorkGroups.x * 256u;
 	if (pc.op == 0u || pc.op == 4u) {
-		LOOP(a + b)
+		LOOP(NAN_FIRST(a + b))
 	} else if (pc.op == 1u) {
-		LOOP(a * b)
+		LOOP(NAN_FIRST(a * b))
 	} else if (pc.op == 2u) {
 		LOOP(b < a ? b : a)
 	} else {

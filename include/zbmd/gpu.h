@@ -240,7 +240,9 @@ enum gpu_reg_path gpu_reg_path_for(struct gpu_ctx *ctx, gpu_ptr_t p,
  *   values that round up to the smallest normal, 0x0400 where common.c
  *   currently gives 0).  Integer sum and prod wrap
  *   modulo 2^bits (no undefined behaviour).  min/max on floats: a NaN in dst
- *   is kept, a NaN in src is ignored (the SIMD minps/maxps rule).
+ *   is kept, a NaN in src is ignored (the SIMD minps/maxps rule).  f16/bf16
+ *   sum/prod with a NaN operand: dst's NaN if it is one, else src's, quieted
+ *   (bf16 | 0x0040, f16 sign | 0x7e00), on every backend.
  *   dst and src may be the same buffer; a partial overlap is -EINVAL.
  *   count == 0 is a no-op (the pointers may then be NULL).
  * Returns 0, or -EINVAL (NULL buffer with count > 0, bad dtype/op, partial

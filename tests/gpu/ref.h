@@ -6,6 +6,7 @@
 #include "zbmd/common.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 static uint64_t ref_rng = 0x9e3779b97f4a7c15ull;
@@ -157,6 +158,50 @@ static inline void ref_scale(void *p, size_t n, enum zb_dtype t, double f)
 		default: break;
 		}
 	}
+}
+
+/* NaN pairs for 16-bit sum/prod, compared bit for bit: every pairing of a
+ * few NaNs (both signs, quiet and signalling, with payloads) and numbers, in
+ * dst and src.  The rule: dst's NaN if it is one, else src's, quieted
+ * (bf16: | 0x0040; f16: sign | 0x7e00, the common.h narrowing).  Fills d, s
+ * and want with n = REF_NAN_PAIRS elements. */
+#define REF_NAN_VALS 8
+#define REF_NAN_PAIRS (REF_NAN_VALS * REF_NAN_VALS)
+static inline void ref_nan_pairs(uint16_t *d, uint16_t *s, uint16_t *want,
+				 enum zb_dtype t)
+{
+	static const uint16_t bf[REF_NAN_VALS] = {0x7fc0, 0xffc1, 0x7f81, 0xff85,
+						  0x7fff, 0x3f80, 0xbf80, 0x7f80};
+	static const uint16_t hf[REF_NAN_VALS] = {0x7e00, 0xfe01, 0x7c01, 0xfc05,
+						  0x7fff, 0x3c00, 0xbc00, 0x7c00};
+	const uint16_t *v = t == ZB_BF16 ? bf : hf;
+	uint16_t exp = t == ZB_BF16 ? 0x7f80 : 0x7c00;
+	for (int i = 0; i < REF_NAN_VALS; i++)
+		for (int j = 0; j < REF_NAN_VALS; j++) {
+			int k = i * REF_NAN_VALS + j;
+			uint16_t x = v[i], y = v[j];
+			bool xn = (x & 0x7fff) > exp, yn = (y & 0x7fff) > exp;
+			uint16_t nan = xn ? x : y;
+			d[k] = x;
+			s[k] = y;
+			want[k] = !xn && !yn ? 0 /* not a NaN pair: skipped */
+				  : t == ZB_BF16 ? (uint16_t)(nan | 0x0040)
+						 : (uint16_t)((nan & 0x8000) | 0x7e00);
+		}
+}
+
+/* Elements of got that differ from a NaN want of ref_nan_pairs. */
+static inline int ref_nan_mismatches(const uint16_t *got, const uint16_t *want,
+				     const uint16_t *d, const uint16_t *s)
+{
+	int bad = 0;
+	for (int k = 0; k < REF_NAN_PAIRS; k++)
+		if (want[k] && got[k] != want[k]) {
+			if (bad++ < 3)
+				fprintf(stderr, "# dst %04x src %04x: got %04x, want %04x\n",
+					d[k], s[k], got[k], want[k]);
+		}
+	return bad;
 }
 
 /* Per-dtype tolerance: integers exact; floats within a relative bound

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 18)
+#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 19)
 #define MAXN 70001
 #define MAXB (MAXN * 8 + 64)
 
@@ -182,6 +182,29 @@ static void suite(enum gpu_backend be)
 		}
 		ok(r == 0, "%s: scale %s by 1/3 matches the reference (%ld)", bn,
 		   zb_dtype_name(t), r);
+	}
+
+	{
+		/* 16-bit sum/prod of NaN pairs: the host's bits (dst's NaN,
+		 * else src's), not the driver's or the device's choice */
+		static uint16_t nd[REF_NAN_PAIRS], ns[REF_NAN_PAIRS],
+			want[REF_NAN_PAIRS], got[REF_NAN_PAIRS];
+		const size_t nb = sizeof(nd);
+		long bad = 0;
+		for (int t = ZB_F16; t <= ZB_BF16; t++)
+			for (int op = ZB_SUM; op <= ZB_PROD; op++) {
+				ref_nan_pairs(nd, ns, want, t);
+				rc = gpu_memcpy_h2d(ctx, NULL, dd, nd, nb);
+				if (!rc) rc = gpu_memcpy_h2d(ctx, NULL, ds, ns, nb);
+				if (!rc) rc = gpu_reduce(ctx, NULL, dd, ds, REF_NAN_PAIRS, t, op);
+				if (!rc) rc = gpu_memcpy_d2h(ctx, NULL, got, dd, nb);
+				if (!rc) rc = gpu_stream_sync(ctx, NULL);
+				if (rc == ZB_ERR_UNSUPPORTED)
+					continue;
+				bad += rc ? 1 : ref_nan_mismatches(got, want, nd, ns);
+			}
+		ok(bad == 0, "%s: f16/bf16 sum/prod of NaN pairs keep dst's NaN, else src's (%ld)",
+		   bn, bad);
 	}
 
 	ok(run_sgemm(ctx, false, false, 1, 1, 1) == 0 &&

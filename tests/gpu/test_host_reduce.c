@@ -92,7 +92,7 @@ int main(void)
 	static const size_t sizes[] = {0, 1, 3, 7, 8, 17, 255, 256, 257, 1000, 4099};
 	static const size_t offs[] = {0, 1, 3};
 
-	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 16);
+	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 18);
 	check_conversions();
 
 	/* reduce (dst OP= src) and reduce_into (a third buffer gets x OP src,
@@ -129,6 +129,26 @@ int main(void)
 			       "sizes/offsets match the reference", zb_dtype_name(t),
 			       zb_redop_name(op));
 		}
+
+	/* 16-bit sum/prod of NaN pairs: dst's NaN, bit for bit, in every lane
+	 * of the vector loop and the tail (gcc swapped the bf16 add's operands:
+	 * x86 then kept src's NaN, the sign too) */
+	for (int t = ZB_F16; t <= ZB_BF16; t++) {
+		static const enum zb_redop nops[] = {ZB_SUM, ZB_AVG, ZB_PROD};
+		uint16_t nd[REF_NAN_PAIRS], ns[REF_NAN_PAIRS], want[REF_NAN_PAIRS],
+			got[REF_NAN_PAIRS];
+		int bad = 0;
+		ref_nan_pairs(nd, ns, want, t);
+		for (size_t i = 0; i < ZB_ARRAY_LEN(nops); i++) {
+			memcpy(got, nd, sizeof(got));
+			bad += gpu_host_reduce(got, ns, REF_NAN_PAIRS, t, nops[i]) != 0;
+			bad += ref_nan_mismatches(got, want, nd, ns);
+			bad += gpu_host_reduce_into(got, nd, ns, REF_NAN_PAIRS, t, nops[i]) != 0;
+			bad += ref_nan_mismatches(got, want, nd, ns);
+		}
+		is_int(bad, 0, "%s sum/avg/prod of NaN pairs keeps dst's NaN (quieted), "
+		       "else src's", zb_dtype_name(t));
+	}
 
 	/* scale: 1/3 as the avg of three ranks would use */
 	for (int t = 0; t < ZB_DTYPE_COUNT; t++) {
