@@ -76,6 +76,9 @@ int gpu__pool_init(struct gpu_ctx *ctx, size_t reserve, size_t max_bytes)
 		pl->class_head[i] = -1;
 	for (int i = 0; i < GPU_POOL_MAX_SLABS; i++)
 		pl->slabs[i].range = -1;
+	/* the limit of gpu_alloc; also keeps round_up from wrapping to 0 */
+	if (reserve > ((size_t)1 << 62))
+		return -ENOMEM;
 	reserve = round_up(reserve ? reserve : GPU_POOL_SLAB_BYTES, GPU_POOL_ALIGN);
 	pl->max_bytes = max_bytes > reserve ? max_bytes : reserve;
 	pl->chunk_bytes = reserve;

@@ -64,7 +64,8 @@ int gpu_device_info(enum gpu_backend b, int index, struct gpu_device_info *out);
 struct gpu_options {
 	enum gpu_backend backend; /* GPU_AUTO by default */
 	int device;               /* index within the backend, default 0 */
-	size_t pool_bytes;        /* device memory reserved at open (default 64 MiB) */
+	size_t pool_bytes;        /* device memory reserved at open (default 64 MiB;
+				   * at most 2^62, as one gpu_alloc) */
 	size_t pool_max_bytes;    /* the pool may grow up to this; 0 = no growth */
 	int numa_node;            /* cpu backend: node to allocate on; -1 = local */
 	int cpu_threads;          /* cpu backend: BLAS threads of the process
@@ -102,7 +103,8 @@ typedef uint64_t gpu_ptr_t;
 
 /* Open the backend and device of *o.  GPU_AUTO takes the first usable one.
  * Returns 0, ZB_ERR_UNAVAILABLE (reason in why), -EINVAL (bad options),
- * -ENOMEM (the pool reservation failed), ZB_ERR_DEVICE. */
+ * -ENOMEM (the pool reservation failed, or pool_bytes above 2^62),
+ * ZB_ERR_DEVICE. */
 int gpu_open(const struct gpu_options *o, struct gpu_ctx **out, char *why,
 	     size_t why_len);
 /* Releases the pool (every allocation, tensors included) and the device.

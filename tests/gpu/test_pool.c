@@ -33,7 +33,7 @@ static struct gpu_pool_stats stats(struct gpu_ctx *ctx)
 
 int main(void)
 {
-	tap_plan(21);
+	tap_plan(22);
 	struct gpu_ctx *ctx = open_cpu(8 * MIB, 0);
 	ok(ctx != NULL, "cpu context with an 8 MiB pool");
 	if (!ctx)
@@ -178,5 +178,24 @@ int main(void)
 	o.cpu_threads = -1;
 	ctx = NULL;
 	is_int(gpu_open(&o, &ctx, why, sizeof(why)), -EINVAL, "cpu_threads -1 refused");
+
+	/* a reservation near SIZE_MAX: rounding it up to 256 bytes wrapped to
+	 * 0, and the open succeeded with an empty pool */
+	static const size_t huge[] = {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX - 255,
+				      ((size_t)1 << 62) + 1};
+	int huge_bad = 0;
+	o.cpu_threads = 0;
+	for (size_t i = 0; i < ZB_ARRAY_LEN(huge); i++) {
+		o.pool_bytes = huge[i];
+		ctx = NULL;
+		int rc = gpu_open(&o, &ctx, why, sizeof(why));
+		if (rc != -ENOMEM || ctx) {
+			tap_diag("pool_bytes %zu: rc %d", huge[i], rc);
+			huge_bad++;
+			if (ctx)
+				gpu_close(ctx);
+		}
+	}
+	is_int(huge_bad, 0, "pool_bytes near SIZE_MAX: -ENOMEM, no context");
 	return tap_done();
 }
