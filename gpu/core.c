@@ -374,7 +374,7 @@ int gpu_scale(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t buf,
 	      size_t count, enum zb_dtype dtype, double factor)
 {
 	s = stream_of(ctx, s);
-	if ((unsigned)dtype >= ZB_DTYPE_COUNT || !__builtin_isfinite(factor))
+	if (!gpu__scale_factor_ok(dtype, factor))
 		return -EINVAL;
 	if (!count)
 		return 0;

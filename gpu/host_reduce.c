@@ -299,7 +299,7 @@ static inline double scale_int(double v, double lo, double hi)
 
 int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor)
 {
-	if ((unsigned)dtype >= ZB_DTYPE_COUNT || !isfinite(factor))
+	if (!gpu__scale_factor_ok(dtype, factor))
 		return -EINVAL;
 	if (count == 0)
 		return 0;

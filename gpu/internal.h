@@ -22,6 +22,18 @@ static inline size_t gpu__kernel_threads(size_t count, enum zb_dtype dt,
 	return count;
 }
 
+/* Whether gpu_host_scale / gpu_scale take factor for dtype: finite in the
+ * type it multiplies in, float for f32/f16/bf16 (a finite double such as
+ * 1e300 becomes inf there: 1 gave inf and 0 gave NaN), double otherwise. */
+static inline bool gpu__scale_factor_ok(enum zb_dtype dt, double factor)
+{
+	if ((unsigned)dt >= ZB_DTYPE_COUNT || !__builtin_isfinite(factor))
+		return false;
+	if (dt == ZB_F32 || dt == ZB_F16 || dt == ZB_BF16)
+		return __builtin_isfinite((float)factor);
+	return true;
+}
+
 /* ---- branch-free half-precision conversions ------------------------------
  * The algorithms of zb_f16_to_f32 & co in common/common.c, inline and
  * written as selects so that gcc vectorises the loops that use them, with

@@ -267,7 +267,9 @@ int gpu_host_reduce_into(void *dst, const void *x, const void *src,
  *   f32: multiplied by (float)factor; f64: by factor; f16/bf16: in f32, then
  *   rounded back; i32/i64: computed in double, rounded to nearest (ties away
  *   from zero) and saturated to the type's range.
- * Returns 0 or -EINVAL (NULL with count > 0, bad dtype, factor not finite). */
+ * Returns 0 or -EINVAL (NULL with count > 0, bad dtype, factor not finite
+ * in the type it multiplies in: (float)factor for f32/f16/bf16, so 1e300
+ * is refused there; buf unaltered). */
 int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor);
 
 /* ---- commands (cli/main.c rows) ------------------------------------------- */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 19)
+#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 20)
 #define MAXN 70001
 #define MAXB (MAXN * 8 + 64)
 
@@ -329,6 +329,10 @@ static void suite(enum gpu_backend be)
 	   gpu_reduce(ctx, NULL, dd, ds, 8, ZB_F32, ZB_REDOP_COUNT) == -EINVAL &&
 	   gpu_scale(ctx, NULL, dd, 8, ZB_F32, INFINITY) == -EINVAL,
 	   "%s: overlap, bad dtype/op, non-finite factor rejected", bn);
+	ok(gpu_scale(ctx, NULL, dd, 8, ZB_F32, 1e300) == -EINVAL &&
+	   gpu_scale(ctx, NULL, dd, 8, ZB_F16, 3.5e38) == -EINVAL &&
+	   gpu_scale(ctx, NULL, dd, 8, ZB_BF16, -1e39) == -EINVAL,
+	   "%s: a finite factor beyond float refused for f32/f16/bf16", bn);
 	{
 		gpu_ptr_t big;
 		struct gpu_pool_stats st;

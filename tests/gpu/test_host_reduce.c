@@ -5,6 +5,7 @@
 #include "tap.h"
 #include "ref.h"
 
+#include <float.h>
 #include <math.h>
 
 #define MAXN 4099
@@ -92,7 +93,7 @@ int main(void)
 	static const size_t sizes[] = {0, 1, 3, 7, 8, 17, 255, 256, 257, 1000, 4099};
 	static const size_t offs[] = {0, 1, 3};
 
-	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 18);
+	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 19);
 	check_conversions();
 
 	/* reduce (dst OP= src) and reduce_into (a third buffer gets x OP src,
@@ -195,6 +196,20 @@ int main(void)
 	       gpu_host_reduce(x, x, 4, ZB_F32, ZB_REDOP_COUNT), -2 * EINVAL,
 	       "bad dtype / op rejected");
 	is_int(gpu_host_scale(x, 4, ZB_F32, NAN), -EINVAL, "non-finite factor rejected");
+	{
+		/* a finite double that overflows float (the f32/f16/bf16 compute
+		 * type): 1 became inf, 0 NaN */
+		float f[2] = {1, 0};
+		uint16_t h[2] = {0x3c00, 0}, b[2] = {0x3f80, 0};
+		double dv[2] = {1, 0};
+		int rc = gpu_host_scale(f, 2, ZB_F32, 1e300) + gpu_host_scale(f, 2, ZB_F32, 3.5e38) +
+			 gpu_host_scale(h, 2, ZB_F16, 1e300) + gpu_host_scale(b, 2, ZB_BF16, -1e39);
+		ok(rc == -4 * EINVAL && f[0] == 1 && f[1] == 0 && h[0] == 0x3c00 && h[1] == 0 &&
+		   b[0] == 0x3f80 && b[1] == 0 &&
+		   gpu_host_scale(f, 2, ZB_F32, FLT_MAX) == 0 && f[0] == FLT_MAX &&
+		   gpu_host_scale(dv, 2, ZB_F64, 1e300) == 0 && dv[0] == 1e300,
+		   "factor beyond float refused for f32/f16/bf16, buffer unaltered (rc %d)", rc);
+	}
 	float y[8] = {1, 2, 3, 4, 5, 6, 7, 8}, z[4] = {10, 20, 30, 40};
 	is_int(gpu_host_reduce_into(y + 1, y, z, 4, ZB_F32, ZB_SUM), -EINVAL,
 	       "reduce_into: dst partially over x rejected");
