@@ -16,7 +16,12 @@ static void dtypes_line(const struct gpu_device_info *d, char *buf, size_t len)
 int gpu_cmd_info(int argc, char **argv)
 {
 	if (argc > 1) {
+		/* --help alone; anything after it is still an error */
 		bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+		if (help && argc > 2) {
+			help = false;
+			argv++;
+		}
 		if (!help)
 			fprintf(stderr, "zbmd gpu-info: unexpected argument '%s'\n", argv[1]);
 		fprintf(help ? stdout : stderr, "usage: zbmd gpu-info\n"

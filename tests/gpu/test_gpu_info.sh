@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # zbmd gpu-info and zbmd bench gpu (quick sizes) through the real binary.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 11
+plan 13
 # ZBMD_GPU_CLI: the stand-alone helper when zbmd itself is not built
 # (make test-gpu-only on a machine without DPDK).
 Z="${ZBMD_GPU_CLI:-$ZBMD_BUILD/bin/zbmd}"
@@ -56,4 +56,10 @@ kill -INT $gp 2>/dev/null; wait $gp 2>/dev/null
 ok $? "bench gpu into a file: the first row is there while the run goes on, and after an interrupt"
 "$Z" gpu-info extra >/dev/null 2>&1; [ $? -eq 2 ]
 ok $? "gpu-info with an argument is a usage error (2)"
+"$Z" gpu-info --help extra >"$T_OUT" 2>"$T_ERR"; rc=$?
+[ $rc -eq 2 ] && grep -q "^zbmd gpu-info: unexpected argument 'extra'$" "$T_ERR" && [ ! -s "$T_OUT" ]
+ok $? "gpu-info --help with an extra argument is the same usage error (exit $rc; it was 0)"
+"$Z" gpu-info --help >"$T_OUT" 2>/dev/null; rc=$?
+[ $rc -eq 0 ] && grep -q "^usage: zbmd gpu-info" "$T_OUT"
+ok $? "gpu-info --help alone: usage on stdout, exit 0"
 done_testing
