@@ -297,6 +297,71 @@ static inline double scale_int(double v, double lo, double hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* i64 scale, exact: the factor is m * 2^e (m < 2^53, from its bits), the
+ * product |x| * m is formed in 128 bits from 32-bit halves and shifted by e
+ * with round half up on the magnitude (= half away from zero), then
+ * saturated.  Written with 64-bit integers only, so that the Vulkan shader
+ * (scale.comp) and the cuda/hip kernel (zb_scale_5) run the same steps. */
+struct i64_factor {
+	uint64_t m;
+	int e;
+	bool neg;
+};
+
+static struct i64_factor i64_factor_of(double f)
+{
+	uint64_t b;
+	memcpy(&b, &f, 8);
+	int be = (int)((b >> 52) & 0x7ff);
+	struct i64_factor r = {
+		.m = (b & 0xfffffffffffffull) | (be ? 1ull << 52 : 0),
+		.e = (be ? be : 1) - 1075,
+		.neg = b >> 63,
+	};
+	return r;
+}
+
+static int64_t i64_scale_one(int64_t x, struct i64_factor f)
+{
+	bool neg = (x < 0) != f.neg;
+	uint64_t ax = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+	uint64_t lim = neg ? 1ull << 63 : (1ull << 63) - 1, q;
+
+	uint64_t a0 = ax & 0xffffffffu, a1 = ax >> 32;
+	uint64_t b0 = f.m & 0xffffffffu, b1 = f.m >> 32;
+	uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0;
+	uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+	uint64_t lo = (p00 & 0xffffffffu) | (mid << 32);
+	uint64_t hi = a1 * b1 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+
+	if (f.e >= 0) {
+		if (hi == 0 && lo == 0)
+			return 0;
+		if (f.e > 63 || hi != 0 || lo > lim >> f.e)
+			q = lim;
+		else
+			q = lo << f.e;
+	} else {
+		int s = -f.e;                   /* 1 .. 1074 */
+		uint64_t qlo, qhi, half;
+		if (s >= 128) {
+			qlo = qhi = 0;
+		} else if (s >= 64) {
+			qlo = hi >> (s - 64);
+			qhi = 0;
+		} else {
+			qlo = (lo >> s) | (hi << (64 - s));
+			qhi = hi >> s;
+		}
+		half = s - 1 >= 128 ? 0 : s - 1 >= 64 ? (hi >> (s - 65)) & 1
+						      : (lo >> (s - 1)) & 1;
+		q = qhi != 0 || qlo > lim ? lim : qlo;
+		if (q < lim)
+			q += half;
+	}
+	return neg ? (int64_t)(0 - q) : (int64_t)q;
+}
+
 int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor)
 {
 	if (!gpu__scale_factor_ok(dtype, factor))
@@ -342,13 +407,9 @@ int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor)
 	}
 	case ZB_I64: {
 		int64_t *p = buf;
-		/* 2^63 is exact in double; anything >= it saturates. */
-		for (size_t i = 0; i < count; i++) {
-			double v = round((double)p[i] * factor);
-			p[i] = v >= 9223372036854775808.0 ? INT64_MAX
-			       : v < -9223372036854775808.0 ? INT64_MIN
-							    : (int64_t)v;
-		}
+		struct i64_factor f = i64_factor_of(factor);
+		for (size_t i = 0; i < count; i++)
+			p[i] = i64_scale_one(p[i], f);
 		break;
 	}
 	default:

@@ -231,14 +231,15 @@ static int make_pipe(struct vk_be *be, const char *name, VkPipeline *out)
 }
 
 /* Which dtypes the device can run: 16-bit storage, shaderFloat64 (f64, and
- * integer scale which computes in double), shaderInt64. */
+ * i32 scale which computes in double), shaderInt64 (i64; its scale is
+ * exact integer arithmetic). */
 static bool dtype_ok(const struct gpu_device_info *d, enum zb_dtype t, bool scale)
 {
 	switch (t) {
 	case ZB_F16: case ZB_BF16: return d->fp16;
 	case ZB_F64: return d->fp64;
 	case ZB_I32: return !scale || d->fp64;
-	case ZB_I64: return d->int64 && (!scale || d->fp64);
+	case ZB_I64: return d->int64;
 	default: return true;
 	}
 }

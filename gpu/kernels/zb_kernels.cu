@@ -197,19 +197,62 @@ ZB_SCALE16(zb_scale_1, zb_f16_to_f32, zb_f32_to_f16)
 ZB_SCALE16(zb_scale_2, zb_bf16_to_f32, zb_f32_to_bf16)
 extern "C" __global__ void zb_scale_3(double *d, zb_u64 n, float ff, double fd)
 { (void)ff; ZB_SCALE_LOOP(double, d[i] = __dmul_rn(x, fd)) }
-// integers: in double, rounded half away from zero (round()), saturated
+// i32: in double, rounded half away from zero (round()), saturated
 extern "C" __global__ void zb_scale_4(int *d, zb_u64 n, float ff, double fd)
 {
 	(void)ff;
 	ZB_SCALE_LOOP(int, double v = round(__dmul_rn((double)x, fd));
 		      d[i] = v > 2147483647.0 ? 2147483647 : v < -2147483648.0 ? (-2147483647 - 1) : (int)v)
 }
+// i64: exact, x * m * 2^e with the integer steps of gpu/host_reduce.c
+// (i64_scale_one): |x| * m in 128 bits from 32-bit halves, shifted with
+// round half up on the magnitude, saturated.
+__device__ __forceinline__ zb_i64 zb_scale_i64(zb_i64 x, zb_u64 m, int e, bool fneg)
+{
+	bool neg = (x < 0) != fneg;
+	zb_u64 ax = x < 0 ? 0ull - (zb_u64)x : (zb_u64)x;
+	zb_u64 lim = neg ? 1ull << 63 : (1ull << 63) - 1, q;
+	zb_u64 a0 = ax & 0xffffffffull, a1 = ax >> 32;
+	zb_u64 b0 = m & 0xffffffffull, b1 = m >> 32;
+	zb_u64 p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0;
+	zb_u64 mid = (p00 >> 32) + (p01 & 0xffffffffull) + (p10 & 0xffffffffull);
+	zb_u64 lo = (p00 & 0xffffffffull) | (mid << 32);
+	zb_u64 hi = a1 * b1 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+
+	if (e >= 0) {
+		if (hi == 0 && lo == 0)
+			return 0;
+		q = e > 63 || hi != 0 || lo > lim >> e ? lim : lo << e;
+	} else {
+		int s = -e;
+		zb_u64 qlo, qhi, half;
+		if (s >= 128) {
+			qlo = qhi = 0;
+		} else if (s >= 64) {
+			qlo = hi >> (s - 64);
+			qhi = 0;
+		} else {
+			qlo = (lo >> s) | (hi << (64 - s));
+			qhi = hi >> s;
+		}
+		half = s - 1 >= 128 ? 0 : s - 1 >= 64 ? (hi >> (s - 65)) & 1
+						      : (lo >> (s - 1)) & 1;
+		q = qhi != 0 || qlo > lim ? lim : qlo;
+		if (q < lim)
+			q += half;
+	}
+	return neg ? (zb_i64)(0ull - q) : (zb_i64)q;
+}
+
 extern "C" __global__ void zb_scale_5(zb_i64 *d, zb_u64 n, float ff, double fd)
 {
 	(void)ff;
-	ZB_SCALE_LOOP(zb_i64, double v = round(__dmul_rn((double)x, fd));
-		      d[i] = v >= 9223372036854775808.0 ? 9223372036854775807LL
-			     : v < -9223372036854775808.0 ? (-9223372036854775807LL - 1) : (zb_i64)v)
+	zb_u64 b = (zb_u64)__double_as_longlong(fd);
+	int be = (int)((b >> 52) & 0x7ff);
+	zb_u64 fm = (b & 0xfffffffffffffull) | (be ? 1ull << 52 : 0);
+	int fe = (be ? be : 1) - 1075;
+	bool fneg = (b >> 63) != 0;
+	ZB_SCALE_LOOP(zb_i64, d[i] = zb_scale_i64(x, fm, fe, fneg))
 }
 
 // C = alpha op(A) op(B) + beta C, column-major, 16x16 shared-memory tiles;

@@ -265,8 +265,9 @@ int gpu_host_reduce_into(void *dst, const void *x, const void *src,
 
 /* gpu_host_scale: buf[i] = buf[i] * factor.
  *   f32: multiplied by (float)factor; f64: by factor; f16/bf16: in f32, then
- *   rounded back; i32/i64: computed in double, rounded to nearest (ties away
- *   from zero) and saturated to the type's range.
+ *   rounded back; i32: computed in double, i64: exactly (no double rounding:
+ *   factor 1.0 is the identity for every int64), both rounded to nearest
+ *   (ties away from zero) and saturated to the type's range.
  * Returns 0 or -EINVAL (NULL with count > 0, bad dtype, factor not finite
  * in the type it multiplies in: (float)factor for f32/f16/bf16, so 1e300
  * is refused there; buf unaltered). */

@@ -136,6 +136,33 @@ static inline void ref_reduce(void *d, const void *s, size_t n, enum zb_dtype t,
 	}
 }
 
+/* i64 * f exactly (__int128, frexp), rounded half away from zero and
+ * saturated: the i64 scale contract. */
+static inline int64_t ref_scale_i64(int64_t x, double f)
+{
+	int ex;
+	double fr = frexp(f, &ex);                      /* f = fr * 2^ex */
+	__int128 m = (__int128)(int64_t)ldexp(fr, 53);  /* exact: 53 bits */
+	int e = ex - 53;
+	__int128 p = (__int128)x * m, a = p < 0 ? -p : p, q;
+	const __int128 lim = p < 0 ? (__int128)1 << 63 : ((__int128)1 << 63) - 1;
+	if (a == 0)
+		return 0;
+	if (e >= 0) {
+		q = e > 63 || a > (lim >> e) ? lim : a << e;
+	} else if (-e >= 120) {
+		q = 0;                                  /* a < 2^117: below 1/2 */
+	} else {
+		__int128 one = (__int128)1 << -e;
+		q = a >> -e;
+		if (2 * (a & (one - 1)) >= one)
+			q++;
+		if (q > lim)
+			q = lim;
+	}
+	return (int64_t)(p < 0 ? -q : q);
+}
+
 static inline void ref_scale(void *p, size_t n, enum zb_dtype t, double f)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -149,12 +176,7 @@ static inline void ref_scale(void *p, size_t n, enum zb_dtype t, double f)
 			((int32_t *)p)[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
 			break;
 		}
-		case ZB_I64: {
-			double v = round((double)((int64_t *)p)[i] * f);
-			((int64_t *)p)[i] = v >= 9223372036854775808.0 ? INT64_MAX
-					    : v < -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
-			break;
-		}
+		case ZB_I64: ((int64_t *)p)[i] = ref_scale_i64(((int64_t *)p)[i], f); break;
 		default: break;
 		}
 	}

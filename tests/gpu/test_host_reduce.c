@@ -93,7 +93,7 @@ int main(void)
 	static const size_t sizes[] = {0, 1, 3, 7, 8, 17, 255, 256, 257, 1000, 4099};
 	static const size_t offs[] = {0, 1, 3};
 
-	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 19);
+	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 20);
 	check_conversions();
 
 	/* reduce (dst OP= src) and reduce_into (a third buffer gets x OP src,
@@ -173,6 +173,51 @@ int main(void)
 			}
 		}
 		is_int(bad, 0, "scale %s by 1/3 matches the reference", zb_dtype_name(t));
+	}
+
+	/* i64 scale is exact (it was computed in double: bits above 2^53
+	 * lost, INT64_MAX - 1 scaled by 1.0 became INT64_MAX) */
+	{
+		static const int64_t xs[] = {
+			(1ll << 53) + 1, (1ll << 60) + 2, INT64_MAX - 1, INT64_MAX,
+			INT64_MIN, INT64_MIN + 1, -((1ll << 60) + 3), 3, -3, 5, 1, 0,
+			-1, 0x123456789abcdefll, -0x7edcba9876543210ll};
+		static const double fs[] = {
+			1.0, 0.5, -1.0, 0.25, 1.0 / 3, 0.1, -0.75, 2.0, 0x1p62, 0x1p-62,
+			1e300, -1e300, 1e-300, 4.9e-324, 0.0, -0.0, 1.0 + 0x1p-52,
+			0.5 - 0x1p-54, 0.5 + 0x1p-53, 3.0, 1e-10, 123456789.123};
+		int64_t v[ZB_ARRAY_LEN(xs)];
+		int bad = 0;
+		for (size_t k = 0; k < ZB_ARRAY_LEN(fs); k++) {
+			memcpy(v, xs, sizeof(v));
+			bad += gpu_host_scale(v, ZB_ARRAY_LEN(xs), ZB_I64, fs[k]) != 0;
+			for (size_t i = 0; i < ZB_ARRAY_LEN(xs); i++)
+				if (v[i] != ref_scale_i64(xs[i], fs[k]) && bad++ < 4)
+					tap_diag("%lld * %a: got %lld, want %lld", (long long)xs[i],
+						 fs[k], (long long)v[i],
+						 (long long)ref_scale_i64(xs[i], fs[k]));
+		}
+		/* random values and factors of every magnitude */
+		for (int k = 0; k < 20000; k++) {
+			int64_t x = (int64_t)ref_next() >> (ref_next() % 64);
+			uint64_t fb = (ref_next() & 0x800fffffffffffffull) |
+				      ((uint64_t)(1023 - 70 + ref_next() % 140) << 52);
+			double f;
+			memcpy(&f, &fb, 8);
+			int64_t y = x;
+			gpu_host_scale(&y, 1, ZB_I64, f);
+			if (y != ref_scale_i64(x, f) && bad++ < 4)
+				tap_diag("%lld * %a: got %lld, want %lld", (long long)x, f,
+					 (long long)y, (long long)ref_scale_i64(x, f));
+		}
+		int64_t id[3] = {(1ll << 53) + 1, INT64_MAX - 1, INT64_MIN};
+		gpu_host_scale(id, 3, ZB_I64, 1.0);
+		int64_t half[1] = {(1ll << 60) + 2};
+		gpu_host_scale(half, 1, ZB_I64, 0.5);
+		ok(bad == 0 && id[0] == (1ll << 53) + 1 && id[1] == INT64_MAX - 1 &&
+		   id[2] == INT64_MIN && half[0] == (1ll << 59) + 1,
+		   "i64 scale is the exact product, rounded half away from zero, "
+		   "saturated (%d wrong)", bad);
 	}
 
 	/* avg over 4 "ranks" of i32 = sum then scale */
