@@ -960,38 +960,15 @@ static bool slot_free(const struct coll_chan *ch, uint64_t pos)
 }
 
 /* avg's last step: dst holds the (wrapping) sum of the n contributions.
- * Floats are scaled by 1/n (gpu_host_scale: one rounding). Integers are
- * divided in integer arithmetic, round to nearest with ties away from zero
- * (coll.h): scaling by the double 1.0/n rounds the sum to 53 bits first
- * (2^60 + 2 over 2 ranks gave 2^59, not 2^59 + 1) and the product once more.
+ * gpu_host_avg: floats scaled by 1/n (one rounding); integers divided in
+ * integer arithmetic, round to nearest with ties away from zero (coll.h):
+ * scaling by the double 1.0/n rounds the sum to 53 bits first (2^60 + 2
+ * over 2 ranks gave 2^59, not 2^59 + 1) and the product once more.
  * Once per element of the result, not per fragment. */
 static int coll_avg(void *dst, size_t elems, enum zb_dtype dt, uint32_t n)
 {
 	ZB_DASSERT(n >= 1 && n <= CFG_MAX_NODES);
-	switch (dt) {
-	case ZB_I32: {
-		int32_t *p = dst, d = (int32_t)n;
-		for (size_t i = 0; i < elems; i++) {
-			int32_t q = p[i] / d, r = p[i] % d;   /* |r| < n: no overflow */
-			if (2 * (r < 0 ? -r : r) >= d)
-				q += p[i] < 0 ? -1 : 1;
-			p[i] = q;
-		}
-		return 0;
-	}
-	case ZB_I64: {
-		int64_t *p = dst, d = (int64_t)n;
-		for (size_t i = 0; i < elems; i++) {
-			int64_t q = p[i] / d, r = p[i] % d;
-			if (2 * (r < 0 ? -r : r) >= d)
-				q += p[i] < 0 ? -1 : 1;
-			p[i] = q;
-		}
-		return 0;
-	}
-	default:
-		return gpu_host_scale(dst, elems, dt, 1.0 / n);
-	}
+	return gpu_host_avg(dst, elems, dt, n);
 }
 
 static int coll_process(struct coll_comm *c, struct coll_op *op,

@@ -417,3 +417,43 @@ int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor)
 	}
 	return 0;
 }
+
+/* Round to nearest, ties away from zero, of x / n on the exact quotient
+ * (C division truncates; |r| < n, and 2|r| is compared unsigned, so
+ * nothing overflows, INT_MIN included). */
+int gpu_host_avg(void *buf, size_t count, enum zb_dtype dtype, uint32_t n)
+{
+	if ((unsigned)dtype >= ZB_DTYPE_COUNT || n == 0 || n > INT32_MAX)
+		return -EINVAL;
+	if (count == 0)
+		return 0;
+	if (!buf)
+		return -EINVAL;
+
+	switch (dtype) {
+	case ZB_I32: {
+		int32_t *p = buf, d = (int32_t)n;
+		for (size_t i = 0; i < count; i++) {
+			int32_t q = p[i] / d, r = p[i] % d;
+			uint32_t ar = r < 0 ? 0 - (uint32_t)r : (uint32_t)r;
+			if (2 * ar >= n)
+				q += p[i] < 0 ? -1 : 1;
+			p[i] = q;
+		}
+		return 0;
+	}
+	case ZB_I64: {
+		int64_t *p = buf, d = (int64_t)n;
+		for (size_t i = 0; i < count; i++) {
+			int64_t q = p[i] / d, r = p[i] % d;
+			uint64_t ar = r < 0 ? 0 - (uint64_t)r : (uint64_t)r;
+			if (2 * ar >= n)
+				q += p[i] < 0 ? -1 : 1;
+			p[i] = q;
+		}
+		return 0;
+	}
+	default:
+		return gpu_host_scale(buf, count, dtype, 1.0 / n);
+	}
+}

@@ -174,7 +174,7 @@ struct coll_args {
  * (and sendbuf unmodified) until completion. A failed completion closed the
  * comms first: no provider reads or writes them any more (dpdk: except a
  * port's zero-copy frames until it transmits them, docs/collectives.md). ZB_AVG is a sum scaled by
- * 1/nranks at the end: floats round once (gpu_host_scale); integers are the
+ * 1/nranks at the end (gpu_host_avg): floats round once; integers are the
  * integer sum divided by nranks exactly, rounded to nearest with ties away
  * from zero (the sum wraps as ZB_SUM's does: an i32 sum that overflows
  * gives the average of the wrapped sum).

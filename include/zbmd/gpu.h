@@ -236,8 +236,9 @@ enum gpu_reg_path gpu_reg_path_for(struct gpu_ctx *ctx, gpu_ptr_t p,
 /* ---- host reduction (used by the collectives on host buffers) ----------
  *
  * gpu_host_reduce: dst[i] = dst[i] OP src[i] for i in [0, count).
- *   ZB_AVG accumulates a sum; the caller scales by 1/n at the end with
- *   gpu_host_scale.  f16/bf16 are computed in f32 and rounded back to
+ *   ZB_AVG accumulates a sum; the caller divides by n at the end with
+ *   gpu_host_avg (not gpu_host_scale(1.0 / n): for integers that is not
+ *   x / n, see gpu_host_avg).  f16/bf16 are computed in f32 and rounded back to
  *   nearest-even (the algorithms of zb_f32_to_f16 / zb_f32_to_bf16; for f16
  *   values that round up to the smallest normal, 0x0400 where common.c
  *   currently gives 0).  Integer sum and prod wrap
@@ -272,6 +273,19 @@ int gpu_host_reduce_into(void *dst, const void *x, const void *src,
  * in the type it multiplies in: (float)factor for f32/f16/bf16, so 1e300
  * is refused there; buf unaltered). */
 int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor);
+
+/* gpu_host_avg: buf[i] = buf[i] / n, the last step of ZB_AVG over n ranks
+ * (buf holds the sum, as gpu_host_reduce accumulates it).
+ *   Floats: gpu_host_scale(buf, count, dtype, 1.0 / n) (one rounding).
+ *   i32/i64: the exact quotient rounded to nearest, ties away from zero, in
+ *   integer arithmetic (-1605583 / 98 = -16383.5 gives -16384; rounding
+ *   x * (1.0 / n) gave -16383, and an i64 sum lost its bits above 2^53).
+ *   The collectives' avg (dataplane/coll.c coll_avg) is this function.
+ *   On device buffers: gpu_scale(1.0 / n) is the same for floats; there is
+ *   no device integer avg (copy back and use this).
+ * Returns 0 or -EINVAL (NULL with count > 0, bad dtype, n not in
+ * [1, INT32_MAX]); buf unaltered on error.  Thread-safe. */
+int gpu_host_avg(void *buf, size_t count, enum zb_dtype dtype, uint32_t n);
 
 /* ---- commands (cli/main.c rows) ------------------------------------------- */
 int gpu_cmd_info(int argc, char **argv);  /* zbmd gpu-info */

@@ -93,7 +93,7 @@ int main(void)
 	static const size_t sizes[] = {0, 1, 3, 7, 8, 17, 255, 256, 257, 1000, 4099};
 	static const size_t offs[] = {0, 1, 3};
 
-	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 20);
+	tap_plan(2 * ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 23);
 	check_conversions();
 
 	/* reduce (dst OP= src) and reduce_into (a third buffer gets x OP src,
@@ -218,6 +218,57 @@ int main(void)
 		   id[2] == INT64_MIN && half[0] == (1ll << 59) + 1,
 		   "i64 scale is the exact product, rounded half away from zero, "
 		   "saturated (%d wrong)", bad);
+	}
+
+	/* gpu_host_avg: integers are the exact quotient rounded half away from
+	 * zero (gpu.h recommended gpu_host_scale(1.0 / n): -1605583 over 98
+	 * = -16383.5 gave -16383; 50,102 misses for n in 2..256) */
+	{
+		static int32_t v32[4001];
+		int bad = 0;
+		for (uint32_t n = 1; n <= 256; n++) {
+			for (int i = 0; i < 4001; i++)
+				v32[i] = (int32_t)(i - 2000) * (int32_t)n / 2 + (i % 7) - 3;
+			bad += gpu_host_avg(v32, 4001, ZB_I32, n) != 0;
+			for (int i = 0; i < 4001; i++) {
+				int32_t x = (int32_t)(i - 2000) * (int32_t)n / 2 + (i % 7) - 3;
+				bad += v32[i] != (int32_t)round((double)x / n);
+			}
+		}
+		int32_t t[1] = {-1605583};
+		gpu_host_avg(t, 1, ZB_I32, 98);
+		int32_t e32[4] = {INT32_MIN, INT32_MAX, INT32_MIN, -3};
+		gpu_host_avg(e32, 4, ZB_I32, 2);
+		int32_t big[2] = {INT32_MIN, INT32_MAX};
+		gpu_host_avg(big, 2, ZB_I32, INT32_MAX);
+		bad += e32[0] != INT32_MIN / 2 || e32[1] != 1073741824 || e32[3] != -2;
+		bad += big[0] != -1 || big[1] != 1;
+		/* i64 against (2x + sgn(x) n) / 2n in __int128 */
+		for (int k = 0; k < 20000; k++) {
+			int64_t x = (int64_t)ref_next() >> (ref_next() % 64);
+			uint32_t n = 1 + (uint32_t)(ref_next() % (k & 1 ? 300 : INT32_MAX));
+			int64_t y = x;
+			__int128 w = ((__int128)2 * x + (x < 0 ? -(__int128)n : (__int128)n)) /
+				     ((__int128)2 * n);
+			bad += gpu_host_avg(&y, 1, ZB_I64, n) != 0 || y != (int64_t)w;
+		}
+		int64_t h[2] = {(1ll << 60) + 2, INT64_MIN};
+		gpu_host_avg(h, 2, ZB_I64, 2);
+		/* floats: exactly gpu_host_scale(1.0 / n) */
+		float fa[5] = {1, 2, 3, -7, 1e-3f}, fb[5];
+		memcpy(fb, fa, sizeof(fa));
+		gpu_host_avg(fa, 5, ZB_F32, 3);
+		gpu_host_scale(fb, 5, ZB_F32, 1.0 / 3);
+		bad += memcmp(fa, fb, sizeof(fa)) != 0;
+		ok(bad == 0 && t[0] == -16384 && h[0] == (1ll << 59) + 1 && h[1] == INT64_MIN / 2,
+		   "gpu_host_avg: integer quotient rounded half away from zero (i32 n 1..256, "
+		   "i64 random), floats = scale by 1/n (%d wrong, -1605583/98 = %d)", bad, t[0]);
+		int32_t one[1] = {5};
+		is_int(gpu_host_avg(one, 1, ZB_I32, 0) + gpu_host_avg(one, 1, ZB_I32, 1u << 31) +
+		       gpu_host_avg(NULL, 1, ZB_I32, 2) + gpu_host_avg(one, 1, ZB_DTYPE_COUNT, 2),
+		       -4 * EINVAL, "gpu_host_avg: n 0 or > INT32_MAX, NULL, bad dtype rejected");
+		ok(one[0] == 5 && gpu_host_avg(NULL, 0, ZB_I64, 2) == 0,
+		   "gpu_host_avg: buffer unaltered on error; count 0 is a no-op");
 	}
 
 	/* avg over 4 "ranks" of i32 = sum then scale */
