@@ -200,6 +200,7 @@ struct act_runtime {
 	_Atomic uint32_t slot_enq;
 	_Atomic uint32_t slot_deq;
 	_Atomic uint32_t live;
+	uint64_t gen_seed;                   /* first generations (runtime.c) */
 	struct act_msg *msgs;
 	_Atomic uint64_t msg_free;           /* Treiber head of chains */
 	_Atomic uint32_t msg_free_n;

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 __thread struct act__tls act__tls;
 #if defined(__SANITIZE_THREAD__)
@@ -51,6 +53,18 @@ static void *big_alloc(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* The seed of the slots' first generations: a new one for every runtime,
+ * so that a restarted node's ids differ from its previous incarnation's
+ * (see slot_gen0). getrandom at init only; the clock and the pid if it
+ * fails (no entropy yet at early boot, a seccomp filter). */
+static uint64_t gen_seed_new(const void *salt)
+{
+	uint64_t s = 0;
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s))
+		s = zb_now_ns() ^ (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)salt;
+	return s;
+}
+
 int act_runtime_create(const struct act_params *p, struct act_runtime **out)
 {
 	struct act_runtime *rt;
@@ -64,6 +78,7 @@ int act_runtime_create(const struct act_params *p, struct act_runtime **out)
 		return -ENOMEM;
 	rt->p = *p;
 	rt->nworkers = p->workers;
+	rt->gen_seed = gen_seed_new(rt);
 	rc = -ENOMEM;
 	rt->slots_bytes = (size_t)p->max_actors * sizeof(struct act_actor);
 	rt->slots = big_alloc(rt->slots_bytes);
@@ -212,6 +227,26 @@ static int64_t slot_ring_take(struct act_runtime *rt)
 	}
 }
 
+/* The generation a never-used slot starts at: a hash of the runtime's seed
+ * and the slot, in 1 .. 2^18 - 1 (0 names no actor). An id carries no
+ * incarnation of its node, and a fresh process hands out slots in the same
+ * order: with every slot starting at generation 1, a restarted node's
+ * actors got exactly the ids of the previous incarnation's, and a message,
+ * call, link or monitor meant for a gone actor reached the new one. Now an
+ * old id names a new incarnation's actor only if that slot's generations
+ * meet (probability about (uses of the slot) / (2^18 - 1); Erlang's pids
+ * carry the node's creation instead). */
+static uint32_t slot_gen0(const struct act_runtime *rt, uint32_t idx)
+{
+	uint64_t x = rt->gen_seed ^ (uint64_t)idx * 0x9e3779b97f4a7c15ull;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return (uint32_t)(x % ACT_ID_GEN_MASK) + 1;
+}
+
 int act__slot_acquire(struct act_runtime *rt, uint8_t kind, struct act_actor **out)
 {
 	int64_t got = -1;
@@ -230,7 +265,8 @@ int act__slot_acquire(struct act_runtime *rt, uint8_t kind, struct act_actor **o
 	ZB_ASSERT(idx < rt->p.max_actors);
 	struct act_actor *a = &rt->slots[idx];
 	uint64_t w = atomic_load_explicit(&a->word, ACQ);
-	uint32_t gen = w_gen(w) ? w_gen(w) : 1;
+	uint32_t gen = w_gen(w) ? w_gen(w) : slot_gen0(rt, idx);
+	ZB_DASSERT(gen != 0 && gen <= ACT_ID_GEN_MASK);
 	ZB_DASSERT(w_count(w) == 0);
 	act__mpsc_init(&a->mb);
 	a->beh = NULL;

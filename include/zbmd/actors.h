@@ -44,7 +44,12 @@
  * (ZB_ERR_STALE_ID; act_alive false), whether or not its slot was used. A slot's generation advances on every reuse and slots
  * are reused in FIFO order after every slot has been used once, so a stale
  * id could name a newer actor only after 2^18 - 1 reuses of its one slot,
- * i.e. at least (2^18 - 1) x (free slots) spawns later (docs/actors.md). */
+ * i.e. at least (2^18 - 1) x (free slots) spawns later (docs/actors.md).
+ * A slot's first generation is not 1 but drawn from a seed of the runtime
+ * (act_runtime_create): the id has no incarnation field, so a restarted
+ * node would otherwise give its actors its previous incarnation's ids; an
+ * old id names a new incarnation's actor only by a 1 in 2^18 - 1 chance
+ * per use of its slot. Ids differ from run to run. */
 typedef uint64_t act_id;
 #define ACT_ID_NONE ((act_id)0)
 #define ACT_ID_SLOT_BITS 30

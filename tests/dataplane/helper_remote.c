@@ -21,7 +21,7 @@
  *       node come back as errors; with --restart-flag it then waits for
  *       FILE2 (the test has started the serving node again, which wrote a
  *       new IDS_FILE) and checks that calls and messages reach the new
- *       actors; with --ghost, first a call to node NODE (configured, never
+ *       actors and that a call to the old echo's id fails (stale); with --ghost, first a call to node NODE (configured, never
  *       started) must fail after [transport] connect_timeout_ms while calls
  *       to the live node go on. Exit 0 when every check passed.
  *
@@ -1690,6 +1690,15 @@ static void drive(const char *ids_path, const char *down_flag,
 	check(dt && rep.received == 4000 && rep.order == 0 && rep.bad == 0 && rep.sum == sum,
 	      "and 2 x 2000 messages after the restart arrive in order, intact (received=%lu order=%u bad=%u)",
 	      (unsigned long)rep.received, rep.order, rep.bad);
+	/* the old incarnation's echo is gone: its id names no actor of the
+	 * new process (the same spawns in the same order gave the same ids,
+	 * and the new echo answered the old id) */
+	back = 0;
+	rc = echo_call(id.echo, 13, 5000000000ull, &back);
+	check(id.echo != id2.echo && rc == ZB_ERR_STALE_ID,
+	      "a call to the old incarnation's echo id fails with ZB_ERR_STALE_ID (%s%s; old 0x%016llx, new 0x%016llx)",
+	      zb_strerror(rc), rc == 0 && back == 13 ? ": the new echo answered it" : "",
+	      (unsigned long long)id.echo, (unsigned long long)id2.echo);
 }
 
 /* ---- main ---------------------------------------------------------------------- */

@@ -13,13 +13,15 @@
 # no connection reset, so the carrier must notice the silence within
 # peer_timeout_ms): calls and sends to it come back as ZB_ERR_PEER_DOWN; it is started again (a new
 # process): the carrier reconnects, calls and 4000 messages reach its new
-# actors. The provider under it is the
+# actors, and a call to the old incarnation's echo id fails with
+# ZB_ERR_STALE_ID (the new echo, in the same slot, answered it when every
+# slot started at generation 1). The provider under it is the
 # interface the rdma provider implements too (no RDMA device here).
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 trap 'cleanup_lib' EXIT
-plan 51
+plan 52
 
 # a loopback pair of addresses and a port of our own (parallel test runs)
 A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
@@ -64,7 +66,7 @@ done
 
 mkdir -p "$T/run"
 REMOTE_DOWN_SIG=STOP REMOTE_GHOST=3 remote_pair tcp "$T/run" "$H" "$T/node1.ini" "$T/node2.ini" \
-	'^READY node=1 lanes=1 streams=0\.\.7$' 30 restart
+	'^READY node=1 lanes=1 streams=0\.\.7$' 31 restart
 grep -q '^CARRIER tcp$' "$T/run/drive.log" && grep -q '^CARRIER tcp$' "$T/run/serve.log"
 ok $? "both nodes carried remote messages over tcp (CARRIER tcp)"
 grep '^# stats' "$T/run/drive.log" | while IFS= read -r l; do diag "$l"; done
