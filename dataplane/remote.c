@@ -398,6 +398,21 @@ static int route_signal(struct zbra *z, struct act_msg *m, uint16_t node)
 	return rc;
 }
 
+/* A message every receiver takes (rx_record): an application tag, or the
+ * error reply to a call whose actor was gone (answer_stale_call; act_send
+ * lets ACT_TAG_UNDELIVERED through for it), with a payload kind it knows.
+ * Anything else the receiver refuses; the lane coalesces the records of
+ * every pair on a stream, so it must not leave this node. */
+static inline bool routable(const struct act_msg *m)
+{
+	if (ZB_UNLIKELY(m->kind > ACT_PL_RDMA ||
+			(m->kind == ACT_PL_INLINE && m->len > ACT_INLINE_MAX)))
+		return false;
+	return m->tag <= ACT_TAG_USER_MAX ||
+	       (m->tag == ACT_TAG_UNDELIVERED && m->kind == ACT_PL_NONE &&
+		(m->flags & ACT_MF_REPLY) && m->ref != 0 && m->_reason < 0);
+}
+
 static int zbra_route(void *ctx, struct act_msg *m)
 {
 	struct zbra *z = ctx;
@@ -409,6 +424,10 @@ static int zbra_route(void *ctx, struct act_msg *m)
 	}
 	if (ZB_UNLIKELY(act_msg_signal(m) != ACT_SIG_NONE))
 		return route_signal(z, m, node);
+	if (ZB_UNLIKELY(!routable(m))) {
+		atomic_fetch_add_explicit(&z->lanes[0].rc.refused, 1, memory_order_relaxed);
+		return -EINVAL;
+	}
 	return lane_enqueue(z, m, node);
 }
 
@@ -938,9 +957,13 @@ static int rx_signal(struct zbra_lane *l, uint16_t peer, const struct zbra_hdr *
 
 /* Parses the record at *off of tm and delivers it (or only steps over it:
  * skip). 0: done, *off moved past it; -EAGAIN: hold tm (nothing of this
- * record was delivered); 1: malformed (stop). A buffer payload (its bytes, or
- * the header of a two-part message) is only valid as the sole record; its
- * wrapper then owns tm (*wrapped) or the header waits in *pend. */
+ * record was delivered); 2: refused (a reserved tag, another node's actor,
+ * a broken signal), *off moved past it: its length is known, and the
+ * records after it are delivered; 1: malformed framing (bad magic, version
+ * or kind, a length beyond the message: where the next record starts is
+ * not known, stop). A buffer payload (its bytes, or the header of a
+ * two-part message) is only valid as the sole record; its wrapper then
+ * owns tm (*wrapped) or the header waits in *pend. */
 static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 		     bool skip, size_t *off, struct act_msg **pend, bool *wrapped)
 {
@@ -973,6 +996,8 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 	default:
 		ok = false;
 	}
+	if (ZB_UNLIKELY(!ok || extra > room))
+		return 1;
 	act_id to = le64toh(h.to);
 	/* application tags; and the error reply to a call of ours whose
 	 * actor was gone (answer_stale_call): no payload, reason in d0 */
@@ -980,19 +1005,25 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 	bool undeliv = le32toh(h.tag) == ACT_TAG_UNDELIVERED && h.kind == ACT_PL_NONE &&
 		       (le32toh(h.flags) & ACT_MF_REPLY) && h.ref != 0 &&
 		       reason < 0 && reason >= INT32_MIN;
-	ok = ok && extra <= room && act_id_node(to) == Z.self &&
-	     (le32toh(h.tag) <= ACT_TAG_USER_MAX || undeliv);
-	if (ZB_UNLIKELY(!ok))
-		return 1;
+	/* framed: whatever its fields say, the next record starts here. A
+	 * refused one used to stop the parse, and the valid records after it
+	 * (other senders' too: the sending lane coalesces every pair of the
+	 * stream) were dropped with it */
+	size_t next = at + sizeof(h) + extra;
 	if (skip) {
-		*off = at + sizeof(h) + extra;
+		*off = next;
 		return 0;
+	}
+	if (ZB_UNLIKELY(act_id_node(to) != Z.self ||
+			(le32toh(h.tag) > ACT_TAG_USER_MAX && !undeliv))) {
+		*off = next;
+		return 2;
 	}
 	if (h.kind == ZBRA_KIND_SIG) {
 		int rc = rx_signal(l, tm->peer, &h);
-		if (rc == 0)
-			*off = at + sizeof(h);
-		return rc;
+		if (rc >= 0)
+			*off = next;
+		return rc == 1 ? 2 : rc;
 	}
 	struct act_msg *m = act_msg_alloc(Z.rt);
 	if (ZB_UNLIKELY(!m)) {
@@ -1109,10 +1140,11 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 			*rs = (struct zbra_resume){tm->msg_id, tm->epoch, idx, 1};
 			return -EAGAIN;
 		}
+		l->bad += rc == 2;   /* that record only: the next one follows */
 		idx++;
-	} while (rc == 0 && off < tm->len);
-	if (rc > 0)
-		l->bad++;   /* the rest of the message is dropped */
+	} while ((rc == 0 || rc == 2) && off < tm->len);
+	if (rc == 1)
+		l->bad++;   /* framing broken: the rest of the message is dropped */
 	if (!wrapped)
 		car_release(l, tm);
 	return 0;

@@ -286,7 +286,9 @@ bool act_alive(struct act_runtime *rt, act_id id);
  * the router. On error the message stays with the caller. -EINVAL: the tag
  * is reserved (> ACT_TAG_USER_MAX) and not ACT_TAG_UNDELIVERED (which the
  * remote router sends): EXIT, DOWN and TIMEOUT come from the runtime only,
- * so that no sender can forge them (a forged EXIT stopped a supervisor). */
+ * so that no sender can forge them (a forged EXIT stopped a supervisor).
+ * To a remote id the router (zbmd/remote.h) also refuses, -EINVAL, an
+ * ACT_TAG_UNDELIVERED that is not a call's error reply. */
 int act_send(struct act_runtime *rt, act_id to, struct act_msg *m);
 /* Alloc + inline copy + send; frees on failure. */
 int act_tell(struct act_runtime *rt, act_id to, uint32_t tag,

@@ -53,6 +53,10 @@
  *                        nothing from it since
  *   ZB_ERR_MAILBOX_FULL  the lane's ring is full (backpressure: retry later)
  *   -EMSGSIZE            a BUF payload larger than [transport] max_message
+ *   -EINVAL              a record no receiver accepts: ACT_TAG_UNDELIVERED
+ *                        that is not a call's error reply (ACT_MF_REPLY,
+ *                        ref, negative reason; act_send refuses the other
+ *                        reserved tags itself), an unknown payload kind
  * A message accepted by the router and then not delivered (the peer went
  * down / restarted before acknowledging it; a peer never heard from times out
  * after [transport] peer_timeout_ms) is reported asynchronously:
@@ -154,7 +158,8 @@ int zbra_raw_send(uint16_t peer, uint16_t stream, const void *data, size_t len,
 struct zbra_stats {
 	uint64_t routed;        /* accepted by the router */
 	uint64_t ring_full;     /* router: lane ring full (backpressure) */
-	uint64_t refused;       /* router: unknown node / peer down / too big */
+	uint64_t refused;       /* router: unknown node / peer down / too big /
+				 * a record no receiver accepts (-EINVAL) */
 	uint64_t sent;          /* messages acknowledged by the peer */
 	uint64_t batches;       /* transport messages carrying > 1 record */
 	uint64_t zc_sent;       /* of which BUF payloads sent by reference */
@@ -167,7 +172,8 @@ struct zbra_stats {
 	uint64_t stale;         /* discarded: target gone (late replies too) */
 	uint64_t stale_answered;/* of which call requests answered with
 				 * ACT_TAG_UNDELIVERED ZB_ERR_STALE_ID */
-	uint64_t bad;           /* malformed messages (counted, dropped) */
+	uint64_t bad;           /* malformed messages, refused records (counted,
+				 * dropped; a refused record alone, docs/remote.md) */
 	uint64_t signals;       /* link/monitor signals received and applied */
 	uint64_t lost_notices;  /* EXIT/DOWN/DEMONITOR given on node loss */
 	uint64_t refused_in;    /* messages the carrier refused on arrival (over

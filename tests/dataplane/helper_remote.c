@@ -45,7 +45,10 @@
  *       learnt: calls to the exited actor fail promptly with
  *       ZB_ERR_STALE_ID; a 2 MiB buffer comes back as one UNDELIVERED
  *       -EMSGSIZE and the 3 small messages after it on the same pair are
- *       each received or reported undelivered (exactly one of the two).
+ *       each received or reported undelivered (exactly one of the two);
+ *       reserved tags to a remote actor are refused by the sender, and a
+ *       transport message with two records node 2 refuses among three
+ *       valid ones delivers those three (defects_tags).
  *   helper_remote -c NODE.ini --drive IDS_FILE --defects first --link-file F
  *       the same limit not learnt yet (nothing is sent to the serving node
  *       first): its linker links to a probe actor here (id written to F),
@@ -579,11 +582,58 @@ static const struct act_behaviour pinger_beh = {
 static _Atomic int inject_go, inject_done;
 static uint16_t inject_peer;
 
+/* --defects size: when asked (inject_batch_go), lane 0's poller sends one
+ * transport message of five records from inject_from to inject_to (the
+ * tally): probe messages seq 5, 6 and 7 with a record of a reserved tag
+ * (ACT_TAG_DOWN) and one to another node's actor between them, as a peer's
+ * lane coalesces the records of several pairs (static: the carrier may
+ * still read it after zbra_raw_send returns). */
+static _Atomic int inject_batch_go, inject_batch_done;
+static act_id inject_from, inject_to;
+
+static size_t rec_put(uint8_t *p, uint32_t tag, act_id from, act_id to, uint32_t seq)
+{
+	uint32_t magic = 0x5a425241u, v[2] = {PROBE_MAGIC, seq};
+	memset(p, 0, ZBRA_HDR_LEN);
+	memcpy(p, &magic, 4);
+	p[4] = 1;                          /* version */
+	p[5] = ACT_PL_INLINE;
+	p[7] = sizeof(v);                  /* inline length */
+	memcpy(p + 8, &tag, 4);
+	memcpy(p + 16, &from, 8);          /* struct zbra_hdr: from at 16 */
+	memcpy(p + 24, &to, 8);
+	memcpy(p + ZBRA_HDR_LEN, v, sizeof(v));
+	return ZBRA_HDR_LEN + sizeof(v);
+}
+
+static unsigned batch_injector(uint64_t now_tsc)
+{
+	static uint8_t msg[5 * (ZBRA_HDR_LEN + 8)];
+	size_t n = 0;
+	act_id elsewhere = act_id_make((uint16_t)(act_id_node(inject_to) + 1),
+				       act_id_slot(inject_to), act_id_gen(inject_to));
+	n += rec_put(msg + n, T_DATA, inject_from, inject_to, 5);
+	n += rec_put(msg + n, ACT_TAG_DOWN, inject_from, inject_to, 100);
+	n += rec_put(msg + n, T_DATA, inject_from, inject_to, 6);
+	n += rec_put(msg + n, T_DATA, inject_from, elsewhere, 101);
+	n += rec_put(msg + n, T_DATA, inject_from, inject_to, 7);
+	unsigned first;
+	zbra_streams(&first);
+	if (zbra_raw_send(act_id_node(inject_to), (uint16_t)first, msg, n,
+			  dp_now_ns(now_tsc)) != 0)
+		return 0;   /* again next time */
+	atomic_store(&inject_batch_done, 1);
+	return 1;
+}
+
 /* Lane 0's poller: when asked, sends one of each malformed message to the
- * peer through lane 0's carrier (only from its lcore). */
+ * peer through lane 0's carrier (only from its lcore), or the batch above. */
 static unsigned injector(void *arg, uint64_t now_tsc)
 {
 	(void)arg;
+	if (atomic_load_explicit(&inject_batch_go, memory_order_acquire) &&
+	    !atomic_load(&inject_batch_done))
+		return batch_injector(now_tsc);
 	if (!atomic_load_explicit(&inject_go, memory_order_acquire) ||
 	    atomic_load(&inject_done))
 		return 0;
@@ -986,6 +1036,55 @@ static uint64_t size_resets(void)
 	return dp_transport(0) ? tp_stats(dp_transport(0))->size_resets : 0;
 }
 
+/* --defects size, d: a message no receiver would take (a reserved tag) is
+ * refused by its sender, for a remote destination too: act_tell with
+ * ACT_TAG_DOWN (act_send's own check) and an ACT_TAG_UNDELIVERED that is
+ * not a call's error reply (the router's: it took it, and node 2 dropped
+ * it with every record after it in its transport message). Then node 2
+ * gets one transport message whose second and fourth records it refuses
+ * (batch_injector): the three probe messages around them reach the tally,
+ * in order, and the two refused ones are counted (zbra_stats.bad +2); it
+ * used to drop everything after the first refused one. */
+static void defects_tags(const struct ids *id, struct probe *p, act_id pid)
+{
+	uint32_t v[2] = {PROBE_MAGIC, 90};
+	int rc1 = act_tell(rt, id->tally, ACT_TAG_DOWN, v, sizeof(v));
+	struct act_msg *u = act_msg_alloc(rt);
+	int rc2 = -ENOBUFS;
+	if (u) {
+		u->tag = ACT_TAG_UNDELIVERED;
+		act_msg_set_bytes(u, v, sizeof(v));
+		if ((rc2 = act_send(rt, id->tally, u)))
+			act_msg_free(rt, u);
+	}
+	check(rc1 == -EINVAL && rc2 == -EINVAL,
+	      "reserved tags to a remote actor are refused by the sender: ACT_TAG_DOWN %d (%s), ACT_TAG_UNDELIVERED not a call's reply %d (%s)",
+	      rc1, zb_strerror(rc1), rc2, zb_strerror(rc2));
+	msleep(300);   /* what was accepted (the old code) has arrived */
+	struct report r0, r1;
+	memset(&r0, 0, sizeof(r0));
+	memset(&r1, 0, sizeof(r1));
+	call_report(id->sink, &r0);
+	uint32_t n0 = atomic_load(&p->nrecv);
+	inject_from = pid;
+	inject_to = id->tally;
+	atomic_store_explicit(&inject_batch_go, 1, memory_order_release);
+	WAIT_UNTIL(atomic_load(&p->nrecv) >= n0 + 3, 3000);
+	msleep(300);
+	call_report(id->sink, &r1);
+	uint32_t n = atomic_load(&p->nrecv);
+	char list[64] = "";
+	size_t ll = 0;
+	for (uint32_t i = n0; i < n && i < 16; i++)
+		ll += (size_t)snprintf(list + ll, ll < sizeof(list) ? sizeof(list) - ll : 0,
+				       "%s%d", i > n0 ? "," : "", (int)p->recv[i]);
+	check(atomic_load(&inject_batch_done) && n == n0 + 3 && n <= 16 &&
+		      p->recv[n0] == 5 && p->recv[n0 + 1] == 6 && p->recv[n0 + 2] == 7 &&
+		      r1.malformed - r0.malformed == 2,
+	      "one transport message with a reserved-tag record and one for another node between 3 valid ones: those 3 arrive in order ([%s]), the 2 refused ones counted (malformed +%u)",
+	      list, r1.malformed - r0.malformed);
+}
+
 /* --defects size: node 2 runs with [transport] max_message_mb = 1 and node 1
  * has learnt it (from node 2's ACKs of the calls before).
  *  a. a call (thread, and actor call_async) to an actor of node 2 that has
@@ -1098,6 +1197,7 @@ static void defects_size(const struct ids *id)
 	      und2, why, zb_strerror(why), n2 - n0,
 	      n2 && n2 <= 16 ? (int)p->recv[n2 - 1] : -1);
 	printf("# node 1 lane 0 size_resets +%lu\n", (unsigned long)(size_resets() - sr0));
+	defects_tags(id, p, pid);
 	act_exit_signal(rt, pid, ACT_KILL);
 }
 

@@ -20,7 +20,11 @@
 # once with ZB_ERR_STALE_ID (thread and actor); a 2 MiB buffer to node 2,
 # whose limit node 1 has learnt, comes back as one UNDELIVERED -EMSGSIZE and
 # the 3 small messages after it on the same pair are each received or
-# reported undelivered; the same buffer as the first data to node 2 (limit
+# reported undelivered; ACT_TAG_DOWN and an ACT_TAG_UNDELIVERED that is not
+# a call's reply to a node 2 actor are refused by the sender (-EINVAL), and
+# one transport message to node 2 with a reserved-tag record and one for
+# another node among 3 valid ones delivers those 3, in order, the 2 counted
+# as malformed; the same buffer as the first data to node 2 (limit
 # not learnt) comes back as -EMSGSIZE and a remote link across the pair is
 # then held by both sides or by neither (~12 s in all today, ~5 s once fixed).
 # ZBRA_BENCH=S also prints figures (round trips/s, one-way messages/s).
@@ -30,7 +34,7 @@ TAG=zbra$$
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 CLS="$ZBMD_ROOT/scripts/cluster-memif.sh --tag ${TAG}"
 trap '$CLS''1 --dir $T/r1/cl down >/dev/null 2>&1; $CLS''2 --dir $T/r2/cl down >/dev/null 2>&1; $CLS''b --dir $T/rb/cl down >/dev/null 2>&1; $CLS''size --dir $T/dsize/cl down >/dev/null 2>&1; $CLS''first --dir $T/dfirst/cl down >/dev/null 2>&1; $CLS''rs --dir $T/rs/cl down >/dev/null 2>&1; cleanup_lib' EXIT
-plan 98
+plan 100
 
 # one round: ZBN_LCORES=$1 (0-1: one lane; 0-2: two lanes, actors spread and
 # stolen across two workers, pairs hashed to two transport instances)
@@ -111,8 +115,9 @@ defect_round() {
 	$cl down >/dev/null 2>&1
 }
 # ids read, echo elsewhere, first call, 2 dead-actor calls, -EMSGSIZE, the 3
-# after it, their order, a second -EMSGSIZE and seq 4
-defect_round size 2000 9
+# after it, their order, a second -EMSGSIZE and seq 4, reserved tags refused
+# by the sender, valid records around 2 refused ones in one message delivered
+defect_round size 2000 11
 # ids read, echo elsewhere, linked, -EMSGSIZE, the two sides agree
 defect_round first 60000 5
 

@@ -21,7 +21,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 H=$ZBMD_BUILD/tests/dataplane/helper_remote
 trap 'cleanup_lib' EXIT
-plan 52
+plan 54
 
 # a loopback pair of addresses and a port of our own (parallel test runs)
 A=$(( ($$ >> 8) % 200 + 20 )); B=$(( $$ % 250 + 1 ))
@@ -95,7 +95,10 @@ ok $? "node 2 counted the 12 malformed carrier messages and the one refused ($(g
 # node 2's carrier skips the 2 MiB payload and answers REFUSE, so node 1's
 # sender hears -EMSGSIZE (it was told "sent" before) and node 2 drops the
 # header it held; node 1 learns the limit, so a second one is refused
-# before its header goes; the small messages around them arrive in order
+# before its header goes; the small messages around them arrive in order;
+# reserved tags to a node 2 actor are refused by the sender, and a raw
+# message to node 2 with 2 records it refuses among 3 valid ones delivers
+# those 3 (the same driver checks as test_remote.sh [defects size])
 mkdir -p "$T/big"
 sed '/^\[transport\]/a max_message_mb = 1' "$T/node2.ini" >"$T/big/node2.ini"
 "$H" -c "$T/node1.ini" --drive "$T/big/ids" --defects size >"$T/big/drive.log" 2>&1 &
@@ -111,7 +114,7 @@ wait $d; rd=$?
 kill -TERM $s 2>/dev/null; wait_exit $s 30; wait $s; rs=$?
 ok $([ $rs -eq 0 ]; echo $?) "[defects size, tcp] serving node stopped cleanly (exit $rs)"
 grep -h '^# ' "$T/big/drive.log" "$T/big/serve.log" | while IFS= read -r l; do diag "[defects size, tcp] $l"; done
-driver_checks "defects size, tcp" "$T/big/drive.log" 9 $rd
+driver_checks "defects size, tcp" "$T/big/drive.log" 11 $rd
 grep -q '^EXIT node=2 .* carrier_refused=1 refused_in=1$' "$T/big/serve.log"
 ok $? "[defects size, tcp] node 2's carrier refused the one 2 MiB message that reached it ($(grep -o 'carrier_refused=[0-9]* refused_in=[0-9]*' "$T/big/serve.log"))"
 done_testing
