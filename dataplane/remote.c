@@ -271,8 +271,9 @@ static int rt_find(const struct zbra_rtab *t, uint8_t kind, act_id local,
 	return -1;
 }
 
-/* Records a remote link / monitor. 0 (also: that link exists already),
- * -ENOSPC (table full), -ENOBUFS (no message for its node-loss notice). */
+/* Records a remote link / monitor. 0 (added), 1 (that link exists
+ * already), -ENOSPC (table full), -ENOBUFS (no message for its node-loss
+ * notice). */
 static int rt_add(struct zbra_rtab *t, uint8_t kind, act_id local, act_id remote,
 		  uint64_t ref)
 {
@@ -296,7 +297,7 @@ static int rt_add(struct zbra_rtab *t, uint8_t kind, act_id local, act_id remote
 	rte_spinlock_unlock(&t->lock);
 	if (pre)
 		act_msg_free(Z.rt, pre);
-	return rc > 0 ? 0 : rc;
+	return rc;
 }
 
 /* Forgets a remote link / monitor (no-op when absent). */
@@ -368,10 +369,15 @@ static int route_signal(struct zbra *z, struct act_msg *m, uint16_t node)
 		return ZB_ERR_STALE_ID;   /* names no actor (generation 0) */
 	switch (sig) {
 	case ACT_SIG_LINK:
-		rc = rt_add(t, added = RE_LINK, m->from, m->to, 0);
+		/* an entry already there (the peer's LINK made it, its signal
+		 * still queued for m->from) is not ours to take back below */
+		rc = rt_add(t, RE_LINK, m->from, m->to, 0);
+		added = rc == 0 ? RE_LINK : 0;
+		rc = rc > 0 ? 0 : rc;
 		break;
 	case ACT_SIG_MONITOR:
-		rc = rt_add(t, added = RE_WATCH, m->from, m->to, m->ref);
+		rc = rt_add(t, RE_WATCH, m->from, m->to, m->ref);
+		added = rc == 0 ? RE_WATCH : 0;
 		break;
 	case ACT_SIG_UNLINK:
 	case ACT_SIG_EXIT_LINK:
@@ -919,6 +925,7 @@ static int rx_signal(struct zbra_lane *l, uint16_t peer, const struct zbra_hdr *
 	switch (sig) {
 	case ACT_SIG_LINK:
 		rc = rt_add(t, RE_LINK, to, from, 0);
+		rc = rc > 0 ? 0 : rc;   /* that link exists already */
 		break;
 	case ACT_SIG_MONITOR:
 		rc = rt_add(t, RE_TARGET, to, from, ref);
