@@ -185,7 +185,7 @@ const struct cfg__key cfg__keys[] = {
 	UINT(S_ACTORS, "message_pool", 64, 16777216, "65536",
 	     actors.message_pool, "Messages preallocated per node."),
 	UINT(S_ACTORS, "timers", 16, 1048576, "4096", actors.timers,
-	     "Timer slots per node."),
+	     "Timer slots per actor worker (each lcore or thread hosting actors)."),
 	UINT(S_ACTORS, "remote_links", 16, 1048576, "1024", actors.remote_links,
 	     "Links and monitors between local actors and actors of one peer "
 	     "node (a table per peer; full: -ENOSPC)."),
