@@ -45,6 +45,11 @@
 #define ZBRA_SLOTS 2048u         /* send records per lane */
 #define ZBRA_WRAPS 1024u         /* received BUF payloads held by actors */
 #define ZBRA_BURST 32u
+/* send records one poll takes from the lane's queue at most (ZBRA_SLOTS:
+ * with a carrier that refuses at once, a peer down, producers on other
+ * threads could otherwise keep one loop iteration draining, away from RX,
+ * timers and the TX flush; the rest waits for the next iteration) */
+#define ZBRA_POLL_TX_MAX ZBRA_SLOTS
 #define ZBRA_STREAMS_MAX 8u
 #define ZBRA_BATCH_BYTES 1024u   /* records coalesced into one transport message */
 #define ZBRA_BATCH_RECS 16u
@@ -1289,13 +1294,16 @@ static unsigned zbra_poll(void *arg, uint64_t now_tsc)
 					       ZBRA_HDR_LEN, NULL, 0, now);
 		}
 	}
-	for (;;) {
+	for (unsigned taken = 0;;) {
 		if (l->bk_i == l->bk_n) {
+			if (taken >= ZBRA_POLL_TX_MAX)
+				break;
 			l->bk_i = 0;
 			l->bk_n = rte_ring_sc_dequeue_burst(l->txq, (void **)l->bk,
 							    ZBRA_BURST, NULL);
 			if (l->bk_n == 0)
 				break;
+			taken += l->bk_n;
 		}
 		unsigned used = tx_head(l, now);
 		if (used == 0)
