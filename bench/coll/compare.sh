@@ -9,7 +9,22 @@
 #   bench/coll/compare.sh [-N nodes] [-b min] [-e max] [-f factor] [-n iters]
 #                         [-w warmup] [-r rounds] [-d float|double|int32|int64]
 #                         [-L "memif veth tcp"] [-s settle_seconds] [-m]
-#                         [-W cpus_per_node]
+#                         [-W cpus_per_node] [-q]
+#
+# zbmd waits for each all-reduce before it starts the next (`bench allreduce
+# -z 1`), as the peer's blocking MPI_Allreduce does; -q queues them up to 8
+# deep instead (its default, as nccl-tests on a stream), which hides the
+# hand-off between the calling thread and the lanes (+5 - 13 % at 1 MiB in
+# docs/collectives.md): not a like-for-like comparison, so no goal is
+# evaluated with it. Until 2026-11-29 the script ran zbmd queued.
+#
+# Goals (issue 5) are evaluated on the median over the rounds of each
+# round's ratio (systems run seconds apart within a round), not on the best
+# round of each system taken separately (that favours the noisier system:
+# equal speeds with zbmd's spread gave 1.13 - 1.25x best/best), and only for
+# a steady run (every system's rounds within 1.3x) where zbmd's nodes share
+# the CPUs as Open MPI's ranks do (no -W, and `auto` on a machine with fewer
+# than 2 CPUs per node); otherwise the line says why they were not.
 #
 # Each round runs all systems back to back; the best busbw of the rounds is
 # kept per size and system (the machine is shared; the best is the least
@@ -41,12 +56,13 @@ set -u
 B=${ZBMD_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 NODES=4 MINB=1M MAXB=64M F=4 ITERS=20 WARM=5 ROUNDS=2 DT=float LINKS="memif veth tcp" SETTLE=60 KEEP=1
 WPN=""   # -W: zbmd local --cpus-per-node for the DPDK links (default: its auto)
-while getopts "N:b:e:f:n:w:r:d:L:s:mW:" o; do
+QUEUED=0  # -q: zbmd queues its all-reduces (bench allreduce -z 0)
+while getopts "N:b:e:f:n:w:r:d:L:s:mW:q" o; do
 	case $o in
 	N) NODES=$OPTARG ;; b) MINB=$OPTARG ;; e) MAXB=$OPTARG ;; f) F=$OPTARG ;;
 	n) ITERS=$OPTARG ;; w) WARM=$OPTARG ;; r) ROUNDS=$OPTARG ;; d) DT=$OPTARG ;;
-	L) LINKS=$OPTARG ;; s) SETTLE=$OPTARG ;; m) KEEP=0 ;; W) WPN=$OPTARG ;;
-	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links] [-s settle_seconds] [-m] [-W cpus_per_node]" >&2; exit 2 ;;
+	L) LINKS=$OPTARG ;; s) SETTLE=$OPTARG ;; m) KEEP=0 ;; W) WPN=$OPTARG ;; q) QUEUED=1 ;;
+	*) echo "usage: $0 [-N nodes] [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-r rounds] [-d type] [-L links] [-s settle_seconds] [-m] [-W cpus_per_node] [-q]" >&2; exit 2 ;;
 	esac
 done
 if [ "$KEEP" = 1 ]; then
@@ -64,6 +80,7 @@ OTCP_NS=""
 trap 'rm -rf "$T"; [ -n "$OTCP_NS" ] && ip netns del "$OTCP_NS" 2>/dev/null' EXIT
 trap 'exit 130' INT TERM
 ARGS="-b $MINB -e $MAXB -f $F -n $ITERS -w $WARM -d $DT -o sum"
+ZARGS="$ARGS -z $([ "$QUEUED" = 1 ] && echo 0 || echo 1)"
 MPI="mpirun --allow-run-as-root --oversubscribe --bind-to none -np $NODES"
 [ "$KEEP" = 1 ] && MPI="$MPI -x MALLOC_MMAP_THRESHOLD_ -x MALLOC_TRIM_THRESHOLD_"
 SYS_CC=$(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null || echo "?")
@@ -103,7 +120,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		env $([ "$l" = memif ] && [ -n "${BENCH_MEMIF_MTU:-}" ] && echo "ZBN_MTU=$BENCH_MEMIF_MTU") \
 		"$B/bin/zbmd" local --nodes "$NODES" --link "$l" \
 			$([ -n "$WPN" ] && [ "$l" != tcp ] && echo "--cpus-per-node $WPN") \
-			-- bench allreduce $ARGS > "$T/$l.$r" ||
+			-- bench allreduce $ZARGS > "$T/$l.$r" ||
 			{ echo "compare.sh: zbmd --link $l run failed" >&2; cat "$T/$l.$r" >&2; exit 1; }
 		after "zbmd $l"
 	done
@@ -124,6 +141,11 @@ echo "# all-reduce $DT sum, $NODES ranks on this machine, busbw in GB/s (best of
 echo "# every system: $MALLOC_NOTE"
 echo "# Open MPI tcp: $OTCP_NOTE"
 [ -n "$WPN" ] && echo "# zbmd's DPDK nodes: zbmd local --cpus-per-node $WPN"
+if [ "$QUEUED" = 1 ]; then
+	echo "# zbmd: all-reduces queued up to 8 deep (bench allreduce -z 0, -q); Open MPI: blocking MPI_Allreduce"
+else
+	echo "# zbmd: each all-reduce waited for before the next (bench allreduce -z 1), as Open MPI's blocking MPI_Allreduce"
+fi
 echo "# ratios: zbmd out-of-place busbw / Open MPI out-of-place busbw"
 # best per size: key size, max of oop and ip separately
 best() { awk '{ if (!($1 in o) || $2 > o[$1]) o[$1] = $2; if (!($1 in i) || $3 > i[$1]) i[$1] = $3 }
@@ -151,14 +173,6 @@ nl=$(echo $LINKS | wc -w)
 		}
 		printf "\n" }' "$T/j"
 }
-case " $LINKS " in *" memif "*)
-	k=0; for l in $LINKS; do [ "$l" = memif ] && break; k=$((k + 1)); done
-	awk -v k="$k" -v nl="$nl" '$1 >= 1048576 {
-		z = $(4 + 2 * k); shm = $2; otcp = $(4 + 2 * nl); n++
-		need = ($1 >= 16777216) ? 1.5 : 1.0
-		if (z >= need * shm && z >= 2 * otcp) met++
-	} END { printf "# goals (memif >= 1x ompi shm from 1 MiB, >= 1.5x from 16 MiB, >= 2x ompi tcp): met at %d of %d sizes\n", met, n }' "$T/j" ;;
-esac
 # Per-round ratios: within a round the systems run back to back (seconds
 # apart), so a round's ratio compares figures from one machine state; the
 # median over the rounds is the figure to quote when the rounds disagree.
@@ -168,10 +182,11 @@ if [ "$ROUNDS" -gt 1 ]; then
 		for r in $(seq 1 "$ROUNDS"); do
 			rows "$T/$l.$r" > "$T/z"; rows "$T/ompishm.$r" > "$T/s"; rows "$T/ompitcp.$r" > "$T/t"
 			join "$T/z" "$T/s" | join - "$T/t" | awk -v r="$r" '{ printf "%s %d %.4f %.4f\n", $1, r, ($4 > 0 ? $2 / $4 : 0), ($6 > 0 ? $2 / $6 : 0) }'
-		done | sort -n -k1,1 -k2,2 | awk -v l="$l" '
+		done | sort -n -k1,1 -k2,2 | awk -v l="$l" -v med_file="$T/medians" '
 			function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-			function flush() { if (n) printf "#   %-6s %12d  %s/shm %.2fx  %s/otcp %.2fx  (rounds: shm%s, otcp%s)\n", l, sz, l, med(s, n), l, med(t, n), ls, lt }
+			function flush() { if (n) { printf "#   %-6s %12d  %s/shm %.2fx  %s/otcp %.2fx  (rounds: shm%s, otcp%s)\n", l, sz, l, med(s, n), l, med(t, n), ls, lt
+				printf "%s %d %.4f %.4f\n", l, sz, med(s, n), med(t, n) > med_file } }
 			$1 != sz { flush(); sz = $1; n = 0; ls = ""; lt = "" }
 			{ n++; s[n] = $3; t[n] = $4; ls = ls sprintf(" %.2f", $3); lt = lt sprintf(" %.2f", $4) }
 			END { flush() }'
@@ -191,6 +206,27 @@ if [ "$ROUNDS" -gt 1 ]; then
 		echo "# steady: every system's rounds within 1.3x of each other"
 	fi
 fi
+# The goals of issue 5 (memif >= 1x Open MPI shm from 1 MiB, >= 1.5x from
+# 16 MiB, >= 2x Open MPI tcp): on the per-round medians, and only where the
+# comparison is like for like (header above)
+case " $LINKS " in *" memif "*)
+	why=""
+	[ "$ROUNDS" -gt 1 ] || why="one round (no per-round median)"
+	[ -z "$why" ] && [ -n "${spread:-}" ] && why="UNSTEADY run"
+	[ -z "$why" ] && [ "$QUEUED" = 1 ] && why="zbmd queued its all-reduces (-q)"
+	if [ -z "$why" ] && [ -n "$WPN" ] && [ "$WPN" != 0 ] && [ "$WPN" != auto ]; then why="zbmd nodes given CPUs of their own (-W $WPN)"; fi
+	if [ -z "$why" ] && [ "$WPN" != 0 ] && [ "$(nproc)" -ge $((2 * NODES)) ]; then
+		why="zbmd nodes given CPUs of their own (auto: $(nproc) CPUs for $NODES nodes; -W 0 shares them)"
+	fi
+	if [ -n "$why" ]; then
+		echo "# goals (memif >= 1x ompi shm from 1 MiB, >= 1.5x from 16 MiB, >= 2x ompi tcp): not evaluated: $why"
+	else
+		awk '$1 == "memif" && $2 >= 1048576 {
+			need = ($2 >= 16777216) ? 1.5 : 1.0; n++
+			if ($3 >= need && $4 >= 2) met++
+		} END { printf "# goals (memif >= 1x ompi shm from 1 MiB, >= 1.5x from 16 MiB, >= 2x ompi tcp; per-round medians): met at %d of %d sizes\n", met, n }' "$T/medians"
+	fi ;;
+esac
 runs=$(ls "$T"/*.[0-9]* | wc -l)
 okruns=$(grep -l "Out of bounds values : 0 OK" "$T"/*.[0-9]* | wc -l)
 echo "# results checked element by element: $okruns of $runs runs with #wrong = 0"

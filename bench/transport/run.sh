@@ -262,11 +262,19 @@ if $CLV up 2 >/dev/null; then
 	# lent to the kernel for the measurement, removed before zbmd starts)
 	ns1=zbn-$TAGV-1; ns2=zbn-$TAGV-2
 	ip -n $ns1 addr add 10.77.0.1/24 dev dp0; ip -n $ns2 addr add 10.77.0.2/24 dev dp0
+	# the kernel's runs wait for the machine to settle as zbmd's do, and
+	# their readings count in the SLOW STATE check (until 2026-11-29 they
+	# ran straight after the memif actor runs, with no wait: a slow state
+	# there made the kernel look slower and the ratios larger)
 	log "kernel UDP/TCP over the veth path"
+	ms_settle
 	run_kernel veth $ns1 $ns2 10.77.0.2
+	state kernel-veth
 	ip -n $ns1 addr flush dev dp0; ip -n $ns2 addr flush dev dp0
 	log "kernel UDP/TCP over loopback (the memif comparison)"
+	ms_settle
 	run_kernel lo $ns1 $ns1 127.0.0.1
+	state kernel-lo
 	ms_settle
 	run_zbmd veth "$CLV" "$W/v"
 	state veth
@@ -311,11 +319,11 @@ echo "== zbmd transport benchmark: 2 nodes, one lane each, $(date -u +%FT%TZ) ==
 echo "   machine state: CPU 0 <-> CPU 1 cache-line round trip $(g rtt.before) ns before, $(g rtt.after) ns after (kbench cpu-rtt);"
 echo "   zbmd's runs, before/after each (ns): ${STATES[*]:-n/a}; lowest seen ${RTT_MIN:-n/a}"
 slow=""
-for st in memif memif-copy memif1500 memif-actors memif1500-actors; do
+for st in memif memif-copy memif1500 memif-actors memif1500-actors kernel-veth kernel-lo; do
 	v=${R[state.$st-again]:-${R[state.$st]:-}}   # a run done again counts by its second reading
 	[ -n "$v" ] && [ -n "$RTT_MIN" ] && [ "$v" -gt $((RTT_MIN * 2)) ] && slow="$slow $st"
 done
-[ -n "$slow" ] && echo "   SLOW STATE: the round trip read over 2x the lowest right after zbmd's$slow run: its figures may be the machine's (run again)"
+[ -n "$slow" ] && echo "   SLOW STATE: the round trip read over 2x the lowest right after the$slow run(s): their figures may be the machine's (run again)"
 echo "   (memif: mtu $MMTU unless marked; medians of 3 rate runs; goodput over ${BULK_S} s after ${BULK_W} s of warm-up, and its best ${BEST_S} s; 1 polling lcore per node)"
 printf '%-30s %11s %11s %11s %11s %11s\n' "" "zbmd memif" "memif 1500" "zbmd veth" "kernel lo" "kernel veth"
 row() { printf '%-30s %11s %11s %11s %11s %11s\n' "$@"; }
@@ -360,6 +368,8 @@ done
 echo
 echo "ratios"
 echo "  memif actor rate / kernel UDP lo:     $(ratio "$(g memif.arate)" "$(g lo.krate)")    veth actor rate / kernel UDP veth: $(ratio "$(g veth.arate)" "$(g veth.krate)")"
+echo "    (not per packet: zbmd's router packs ~7 actor messages into a transport message, from 4 sender actors; kernel UDP"
+echo "    sends one 64-byte datagram per message from one thread; the transport row below is one message per transport message)"
 echo "  kernel TCP lo p50 / memif actor p50:  $(ratio "$(g lo.kp50)" "$(g memif.ap50)")    kernel TCP veth p50 / veth actor p50: $(ratio "$(g veth.kp50)" "$(g veth.ap50)")"
 echo "  transport: memif rate / kernel UDP lo $(ratio "$(g memif.rate)" "$(g lo.krate)"), / raw memif 64 B $(ratio "$(g memif.rate)" "$(g tp.64)"); kernel TCP lo p50 / memif p50 $(ratio "$(g lo.kp50)" "$(g memif.p50)")"
 echo "  memif-1500 16 MiB goodput / raw 1500: $(ratio "$(g memif1500.bulk16)" "$raw_gbps")   memif-$MMTU 16 MiB / raw 1500: $(ratio "$(g memif.bulk16)" "$raw_gbps")"
