@@ -553,8 +553,8 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 	uint32_t before = pe->rcv_next;
 	int rc;
 
-	if (h->stream >= tp->p.streams)
-		return WIRE_E_STREAM;
+	/* stream and window: check_frame, before anything was used */
+	ZB_DASSERT(h->stream < tp->p.streams && d < (int32_t)tp->p.window);
 	pe->ts_recent = h->tsval;
 	/* rcv_next's own bit is always clear (it would have advanced): the
 	 * in-order frame (d == 0) needs no look at the bitmap */
@@ -564,8 +564,6 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 		pe->ack_now = 1;           /* the sender lacks our ack */
 		return WIRE_OK;
 	}
-	if (d >= (int32_t)tp->p.window)
-		return WIRE_E_SEQ_WINDOW;
 	rc = place(tp, pe, h, payload, d == 0);
 	if (rc == PLACE_NOBUF) {
 		tp->st.no_buffer_drops++;
@@ -611,48 +609,66 @@ static void ack_reply(struct tp *tp, struct tp_peer *pe, uint64_t *count, uint64
 	pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
 }
 
+/* The peer started a new session (it restarted, or reset its session
+ * with us) with epoch e: ours with it starts over. Its epoch first:
+ * send_done callbacks of the reset may send, and their frames go to the new
+ * session. */
+static void peer_restarted(struct tp *tp, struct tp_peer *pe, uint32_t e,
+			   uint64_t now)
+{
+	ZB_ASSERT(e != 0 && e != pe->remote_epoch);
+	tp->st.peer_restarts++;
+	pe->remote_epoch = e;
+	pe->reset_done_for = e;
+	pe->peer_max = 0;          /* its ACKs will say (config may differ) */
+	pe->await_epoch_ack = 0;   /* it knows nothing older of us */
+	pe->dst0_stale = 0;        /* ... and may not know us */
+	tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
+	if (pe->state == TP_PS_DOWN)
+		pe->state = TP_PS_UNKNOWN;
+	if (tp->ops.peer_event)
+		tp->ops.peer_event(tp->user, pe->node, TP_PEER_RESTARTED, e);
+}
+
 /* Session epochs (docs/wire.md, "Sessions and epochs"). A session is the
  * pair (our local epoch L, the peer's epoch R); any change of either resets
  * both sides' state, so sequence numbers always restart together. Returns
- * WIRE_OK when the frame belongs to the current session (possibly after a
- * reset for a restarted peer). */
+ * WIRE_OK when the frame belongs to the current session, or to a new one of
+ * the peer (*fresh: the caller resets the session once the frame passed
+ * every check, check_frame). Changes nothing on WIRE_OK; a frame refused
+ * for its destination epoch still gives the peer's epoch. */
 static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
-				    const struct wire_hdr *h, uint64_t now)
+				    const struct wire_hdr *h, bool *fresh,
+				    uint64_t now)
 {
-	if (h->src_epoch == 0)
+	*fresh = false;
+	if (ZB_UNLIKELY(h->src_epoch == 0))
 		return WIRE_E_BAD_EPOCH;
-	if (pe->remote_epoch == 0) {
-		pe->remote_epoch = h->src_epoch;
-	} else if (h->src_epoch != pe->remote_epoch) {
-		if (tp__slt(h->src_epoch, pe->remote_epoch))
-			return WIRE_E_STALE_EPOCH;   /* an older incarnation */
-		/* new incarnation (restart, or it reset its session). Its
-		 * epoch first: send_done callbacks of the reset may send, and
-		 * their frames go to the new session */
-		tp->st.peer_restarts++;
-		pe->remote_epoch = h->src_epoch;
-		pe->reset_done_for = h->src_epoch;
-		pe->peer_max = 0;          /* its ACKs will say (config may differ) */
-		pe->await_epoch_ack = 0;   /* it knows nothing older of us */
-		pe->dst0_stale = 0;        /* ... and may not know us */
-		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
-		if (pe->state == TP_PS_DOWN)
-			pe->state = TP_PS_UNKNOWN;
-		if (tp->ops.peer_event)
-			tp->ops.peer_event(tp->user, pe->node,
-					   TP_PEER_RESTARTED, h->src_epoch);
+	if (ZB_UNLIKELY(h->src_epoch != pe->remote_epoch)) {
+		if (pe->remote_epoch != 0) {   /* R = 0: adopt (apply_epoch) */
+			if (tp__slt(h->src_epoch, pe->remote_epoch))
+				return WIRE_E_STALE_EPOCH;   /* an older incarnation */
+			*fresh = true;   /* new incarnation, or it reset its session */
+		}
 	}
-	if (h->dst_epoch == pe->local_epoch) {
-		pe->await_epoch_ack = 0;
+	if (h->dst_epoch == pe->local_epoch)
 		return WIRE_OK;
-	}
 	/* dst_epoch 0: it has not heard from us yet. Not after a reset of
 	 * ours in this incarnation of the peer: it learnt our new epoch from
 	 * it (await_epoch_ack until it says so), so such a frame is of the
 	 * session we abandoned, and taken into the new one it would be
-	 * delivered as one of its messages. */
-	if (h->dst_epoch == 0 && !pe->await_epoch_ack && !pe->dst0_stale)
+	 * delivered as one of its messages. A new incarnation knows nothing
+	 * of that reset. */
+	if (h->dst_epoch == 0 &&
+	    (*fresh || (!pe->await_epoch_ack && !pe->dst0_stale)))
 		return WIRE_OK;
+	/* Refused. The peer's epoch is learnt all the same (our reply then
+	 * addresses it: two sides that both reset, or both never heard of
+	 * each other, would otherwise refuse each other's replies for good) */
+	if (*fresh)
+		peer_restarted(tp, pe, h->src_epoch, now);
+	else if (pe->remote_epoch == 0)
+		pe->remote_epoch = h->src_epoch;
 	if (h->dst_epoch != 0 && !tp__slt(h->dst_epoch, pe->local_epoch))
 		return WIRE_E_BAD_EPOCH;   /* an epoch of ours that never was */
 	/* Addressed to a session of ours that we abandoned (or, after we
@@ -662,6 +678,54 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 	 * carry WIRE_F_RESET, so a peer that never heard of us starts over. */
 	ack_reply(tp, pe, &tp->st.stale_replies, now);
 	return WIRE_E_STALE_EPOCH;
+}
+
+/* What check_epoch found, applied once the frame passed every check: a new
+ * epoch of the peer (adopted, or a new session of it), the peer's request
+ * to start over (WIRE_F_RESET), its acknowledgement of our epoch. */
+static void apply_epoch(struct tp *tp, struct tp_peer *pe,
+			const struct wire_hdr *h, bool fresh, uint64_t now)
+{
+	if (fresh)
+		peer_restarted(tp, pe, h->src_epoch, now);
+	else if (ZB_UNLIKELY(pe->remote_epoch == 0))
+		pe->remote_epoch = h->src_epoch;
+	if (ZB_UNLIKELY((h->flags & WIRE_F_RESET) &&
+			pe->reset_done_for != h->src_epoch)) {
+		/* the peer reset its session (new epoch) and we may not have
+		 * known its old one: drop our state for it too, once per epoch */
+		pe->reset_done_for = h->src_epoch;
+		tp->st.peer_restarts++;
+		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
+		if (pe->state == TP_PS_DOWN)
+			pe->state = TP_PS_UNKNOWN;
+	}
+	if (ZB_UNLIKELY(pe->await_epoch_ack) && h->dst_epoch == pe->local_epoch)
+		pe->await_epoch_ack = 0;
+}
+
+/* The header checks that need the session but change nothing, made before
+ * anything of the frame is used (docs/wire.md, "Validation"): a refused
+ * frame's ack, timestamps, epoch and flags must not act on the session
+ * either. restart: the frame starts a new session of the peer
+ * (apply_epoch will reset ours: sequences from 0). */
+static inline enum wire_reason check_frame(const struct tp *tp,
+					   const struct tp_peer *pe,
+					   const struct wire_hdr *h,
+					   bool restart)
+{
+	uint32_t snd_next = ZB_UNLIKELY(restart) ? 0 : pe->snd_next;
+	uint32_t rcv_next = ZB_UNLIKELY(restart) ? 0 : pe->rcv_next;
+
+	if (ZB_UNLIKELY(tp__sdiff(h->ack, snd_next) > 0))
+		return WIRE_E_ACK_RANGE;
+	if (h->type != WIRE_T_DATA)
+		return WIRE_OK;
+	if (ZB_UNLIKELY(h->stream >= tp->p.streams))
+		return WIRE_E_STREAM;
+	if (ZB_UNLIKELY(tp__sdiff(h->seq, rcv_next) >= (int32_t)tp->p.window))
+		return WIRE_E_SEQ_WINDOW;
+	return WIRE_OK;
 }
 
 /* A DATA frame of a message larger than our max_message (refused as
@@ -688,6 +752,7 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 	const uint8_t *payload = NULL;
 	struct tp_peer *pe;
 	enum wire_reason r;
+	bool fresh;
 
 	tp->rx_ref = ref;
 	tp->rx_kept = 0;
@@ -705,20 +770,15 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 		r = WIRE_E_SRC_ADDR;
 		goto bad;
 	}
-	r = check_epoch(tp, pe, &h, now);
+	r = check_epoch(tp, pe, &h, &fresh, now);
+	if (ZB_UNLIKELY(r != WIRE_OK))
+		goto bad;
+	r = check_frame(tp, pe, &h, fresh || ((h.flags & WIRE_F_RESET) &&
+					      pe->reset_done_for != h.src_epoch));
 	if (ZB_UNLIKELY(r != WIRE_OK))
 		goto bad;
 	tp->st.frames_rx++;
-	if (ZB_UNLIKELY((h.flags & WIRE_F_RESET) &&
-			pe->reset_done_for != h.src_epoch)) {
-		/* the peer reset its session (new epoch) and we may not have
-		 * known its old one: drop our state for it too, once per epoch */
-		pe->reset_done_for = h.src_epoch;
-		tp->st.peer_restarts++;
-		tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
-		if (pe->state == TP_PS_DOWN)
-			pe->state = TP_PS_UNKNOWN;
-	}
+	apply_epoch(tp, pe, &h, fresh, now);
 	tp__peer_heard(tp, pe, now);
 	uint32_t share = (uint32_t)h.share * TP_SHARE_BLK;
 	if (ZB_UNLIKELY(share != pe->peer_share))

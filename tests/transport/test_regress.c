@@ -8,6 +8,8 @@
  * - tp_poll keeps a deadline armed by a callback it ran (a retransmission
  *   waited for the next unrelated timer);
  * - a send_done run by a peer's restart sends to its new epoch;
+ * - a frame refused for its stream or sequence acts on nothing (its ack
+ *   completed messages, its new epoch reset the session);
  * - tp_send from tp_destroy's callbacks is refused, not lost;
  * - an orphan the consumer refuses holds back its own peer only, and that
  *   peer's new session waits for all its orphans, on every stream;
@@ -191,6 +193,7 @@ static int c_tx(void *u, const struct tp_frame *f)
 static int refuse_stream = -1;   /* c_deliver says -EAGAIN for it ... */
 static int refuse_peer = 1;      /* ... from this peer */
 static uint16_t mk_src = 1;      /* the node mk's frames come from */
+static uint32_t mk_ack;          /* ... and the cumulative ack they carry */
 
 static int c_deliver(void *u, struct tp_msg *m)
 {
@@ -270,6 +273,7 @@ static struct tp *craft_tp(bool place, bool write)
 	refuse_stream = -1;
 	refuse_peer = 1;
 	mk_src = 1;
+	mk_ack = 0;
 	ngot = n_place = n_unplace = n_write = 0;
 	memset(write_at, 0, sizeof(write_at));
 	return tp;
@@ -296,6 +300,7 @@ static size_t mk(uint8_t *buf, uint32_t se, uint32_t de, uint32_t seq,
 	h.src_epoch = se;
 	h.dst_epoch = de;
 	h.seq = seq;
+	h.ack = mk_ack;
 	h.credit = 256;
 	h.payload_len = plen;
 	h.msg_id = msg_id;
@@ -430,6 +435,52 @@ static void test_restart_resend_epoch(void)
 	ok(resend_on_done == 0 && last_tx.type == WIRE_T_DATA && last_tx.seq == 0,
 	   "restart: its send_done sent again (seq 0 of the new session)");
 	is_int(last_tx.dst_epoch, 78, "restart: addressed to the new incarnation");
+	for (int i = 0; i < ngot; i++)
+		tp_msg_release(tp, got[i]);
+	ngot = 0;
+	tp_destroy(tp);
+}
+
+/* A DATA frame refused for its stream or its sequence (beyond the receive
+ * window) acts on nothing (docs/wire.md, "Validation"): its cumulative ack
+ * completed our message in flight (send_done 0 for a message the peer may
+ * not have), and with a newer source epoch it reset the session before it
+ * was refused. */
+static void test_refused_unused(void)
+{
+	struct tp *tp = craft_tp(false, false);
+	const struct tp_stats *st = tp_stats(tp);
+	static uint8_t f[SIM_FRAME_MAX], b[16];
+	struct tp_peer_info pi;
+	uint64_t now = 1000000;
+	size_t n;
+	int bad = 0;
+
+	n = mk(f, 77, 0, 0, 0, 0, 3, 0, 1, 3, "abc", 3);
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0 && ngot == 1);
+	tp_msg_release(tp, got[0]);
+	ngot = 0;
+	ZB_ASSERT(tp_send(tp, 1, 0, b, sizeof(b), NULL, 1, now) == 0);
+	last_done_status = 1;    /* not completed */
+	mk_ack = 1;              /* each frame below acknowledges it */
+	n = mk(f, 77, 1000, 1, 500, 0, 3, 0, 1, 3, "abc", 3);
+	bad += tp_rx(tp, f, n, 0, now) == ZB_ERR_BAD_FRAME;
+	n = mk(f, 77, 1000, 1 + P0.window, 0, 1, 3, 0, 1, 3, "abc", 3);
+	bad += tp_rx(tp, f, n, 0, now) == ZB_ERR_BAD_FRAME;
+	mk_ack = 0;
+	n = mk(f, 78, 1000, 0, 500, 0, 3, 0, 1, 3, "abc", 3);
+	bad += tp_rx(tp, f, n, 0, now) == ZB_ERR_BAD_FRAME;
+	ok(bad == 3 && st->bad[WIRE_E_STREAM] == 2 && st->bad[WIRE_E_SEQ_WINDOW] == 1,
+	   "refused: two frames on stream 500, one beyond the window (%d refused)", bad);
+	tp_peer_info(tp, 1, &pi);
+	ok(last_done_status == 1 && pi.in_flight == 1 && pi.remote_epoch == 77 &&
+	   st->peer_restarts == 0,
+	   "refused: their ack and epoch unused (status %d, in flight %u, epoch %u, restarts %"
+	   PRIu64 ")", last_done_status, pi.in_flight, pi.remote_epoch, st->peer_restarts);
+	mk_ack = 1;
+	n = mk(f, 77, 1000, 1, 0, 1, 3, 0, 1, 3, "abc", 3);
+	ZB_ASSERT(tp_rx(tp, f, n, 0, now) == 0);
+	is_int(last_done_status, 0, "refused: a valid frame's ack completes the message");
 	for (int i = 0; i < ngot; i++)
 		tp_msg_release(tp, got[i]);
 	ngot = 0;
@@ -719,7 +770,7 @@ static void test_peer_smaller_max(void)
 
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 2 + 2 + 2 + 2 + 2 + 4);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 3 + 2 + 2 + 2 + 2 + 2 + 4);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -728,6 +779,7 @@ int main(void)
 	dup_frag_case("placed + rx_write, 100 fragments", true, true, 100, 40, 70);
 	test_old_dst0_after_reset();
 	test_restart_resend_epoch();
+	test_refused_unused();
 	test_destroy_sends();
 	test_orphan_refused();
 	big_case(1, 6u << 20, 0, "one sender, two 6 MiB messages on two streams");
