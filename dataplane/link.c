@@ -330,7 +330,10 @@ uint32_t dp__link_sleep_cap_us(unsigned index, uint64_t now_tsc)
 
 static uint32_t epoch_now(void)
 {
-	/* larger after every restart (RFC 1982 comparison): realtime, ms */
+	/* larger after every restart (RFC 1982 comparison): realtime, ms.
+	 * The comparison wraps every 24.9 days; a peer's transport takes a
+	 * restart whose epoch compares older once the previous incarnation
+	 * has been silent for peer_timeout_ms (docs/wire.md, rule 1) */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint32_t e = (uint32_t)((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);

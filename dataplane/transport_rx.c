@@ -630,6 +630,22 @@ static void peer_restarted(struct tp *tp, struct tp_peer *pe, uint32_t e,
 		tp->ops.peer_event(tp->user, pe->node, TP_PEER_RESTARTED, e);
 }
 
+/* Whether the incarnation of the peer we know (epoch R) has been silent for
+ * peer_timeout: then a frame with another epoch cannot be an older
+ * incarnation's, however the epochs compare. An older incarnation's frames
+ * were all sent before R's first frame reached us, and no frame outlives
+ * peer_timeout in the network (seconds at most, where peer_timeout is
+ * seconds too); R's are newer than all of them, so silence for that long
+ * since R was last heard (at or after it was adopted) leaves none in
+ * flight. Serial comparison alone told a restart more than 2^31 epochs
+ * (24.9 days of realtime milliseconds) after the previous start from a
+ * stale frame, and refused the new incarnation for good. */
+static inline bool incarnation_gone(const struct tp *tp, const struct tp_peer *pe,
+				    uint64_t now)
+{
+	return now - pe->last_rx_ns >= (uint64_t)tp->p.peer_timeout_ms * 1000000ull;
+}
+
 /* Session epochs (docs/wire.md, "Sessions and epochs"). A session is the
  * pair (our local epoch L, the peer's epoch R); any change of either resets
  * both sides' state, so sequence numbers always restart together. Returns
@@ -646,7 +662,8 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 		return WIRE_E_BAD_EPOCH;
 	if (ZB_UNLIKELY(h->src_epoch != pe->remote_epoch)) {
 		if (pe->remote_epoch != 0) {   /* R = 0: adopt (apply_epoch) */
-			if (tp__slt(h->src_epoch, pe->remote_epoch))
+			if (tp__slt(h->src_epoch, pe->remote_epoch) &&
+			    !incarnation_gone(tp, pe, now))
 				return WIRE_E_STALE_EPOCH;   /* an older incarnation */
 			*fresh = true;   /* new incarnation, or it reset its session */
 		}
@@ -669,15 +686,17 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 		peer_restarted(tp, pe, h->src_epoch, now);
 	else if (pe->remote_epoch == 0)
 		pe->remote_epoch = h->src_epoch;
-	if (h->dst_epoch != 0 && !tp__slt(h->dst_epoch, pe->local_epoch))
-		return WIRE_E_BAD_EPOCH;   /* an epoch of ours that never was */
 	/* Addressed to a session of ours that we abandoned (or, after we
 	 * reset, from a peer that never heard of us and may still send its
-	 * old stream): refuse, and tell the peer our epoch (rate-limited).
-	 * While we await the peer's acknowledgement of our epoch, our frames
-	 * carry WIRE_F_RESET, so a peer that never heard of us starts over. */
+	 * old stream), or to an epoch of ours that compares newer than ours
+	 * (a previous incarnation of this node, 2^31 epochs or more ago):
+	 * refuse, and tell the peer our epoch (rate-limited) either way, or
+	 * it never learns it. While we await the peer's acknowledgement of
+	 * our epoch, our frames carry WIRE_F_RESET, so a peer that never
+	 * heard of us starts over. */
 	ack_reply(tp, pe, &tp->st.stale_replies, now);
-	return WIRE_E_STALE_EPOCH;
+	return h->dst_epoch != 0 && !tp__slt(h->dst_epoch, pe->local_epoch)
+		? WIRE_E_BAD_EPOCH : WIRE_E_STALE_EPOCH;
 }
 
 /* What check_epoch found, applied once the frame passed every check: a new

@@ -231,7 +231,12 @@ struct tp_params {
 	uint32_t cluster;        /* cluster id; frames of others are refused */
 	uint32_t epoch;          /* != 0, larger after every restart (e.g.
 				  * realtime in ms, truncated): serial-number
-				  * comparison (RFC 1982) over 32 bits */
+				  * comparison (RFC 1982) over 32 bits; a
+				  * peer's epoch that compares older is still
+				  * taken once the incarnation we knew has
+				  * been silent for peer_timeout_ms (so the
+				  * comparison's wrap, 2^31 ms = 24.9 days,
+				  * harms nothing: docs/wire.md) */
 	uint8_t mac[6];
 	uint32_t ip;             /* network order */
 	uint16_t udp_port;       /* base port (lane L uses udp_port + L) */

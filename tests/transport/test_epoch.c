@@ -2,7 +2,8 @@
  * refused and messages in flight to the old incarnation fail with
  * ZB_ERR_EPOCH; a silent peer is declared down within peer_timeout and its
  * messages fail with ZB_ERR_PEER_DOWN; a session reset by one side never
- * makes the other deliver a message twice. */
+ * makes the other deliver a message twice; a restart whose epoch compares
+ * older (2^31 epochs on) is still taken. */
 #include "tap.h"
 #include "sim.h"
 
@@ -287,6 +288,45 @@ static void test_link_down(void)
 	recovery("link down");
 }
 
+/* Node 1 restarts with an epoch 2160000000 above its last one: realtime
+ * milliseconds (dataplane/link.c) 25 days after its previous start, which
+ * compares older over 32 bits. talker says which side speaks first after
+ * the restart: node 1 (node 0 refuses its frames as stale until its last
+ * incarnation has been silent for peer_timeout), or node 0 (node 1 refuses
+ * its frames, addressed to an epoch of node 1 that compares newer than its
+ * own, and must answer them or node 0 never learns its epoch). Either way
+ * the new incarnation is taken within a peer_timeout and traffic flows. */
+static void test_epoch_wrap(uint16_t talker)
+{
+	const char *who = talker ? "wrap, node 1 speaks" : "wrap, node 0 speaks";
+	uint32_t e1 = 200;
+	uint16_t other = (uint16_t)(1 - talker);
+	int rc = 0;
+
+	memset(&A, 0, sizeof(A));
+	ZB_ASSERT(sim_init(&S, 2, &LINK, 10 + talker + SEED, 4096) == 0);
+	S.deliver = deliver;
+	S.send_done = send_done;
+	S.peer_event = peer_event;
+	start(0, 100, 1000);
+	start(1, e1, 1000);
+	ok(exchange(1, 11, 3000), "%s: first incarnation exchanges 10 + 10 messages", who);
+	sim_flush(&S);
+	sim_node_stop(&S, 1);
+	start(1, e1 + 2160000000u, 1000);
+	for (uint32_t i = 20; i < 25; i++)
+		rc |= send_id(talker, other, i, 3000);
+	run_for(3000000000ull);   /* 3 s: 3 peer timeouts */
+	is_int(A.events[0][TP_PEER_RESTARTED], 1, "%s: node 0 saw TP_PEER_RESTARTED", who);
+	is_int(A.last_epoch[0], e1 + 2160000000u, "%s: ... with the new epoch", who);
+	ok(rc == 0 && A.done[talker][20] && A.done[talker][24],
+	   "%s: the messages sent meanwhile completed (status %d)", who, A.status[talker][24]);
+	ok(exchange(30, 60, 3000), "%s: the new session delivers 30 + 30 messages", who);
+	is_int(A.dups, 0, "%s: nothing delivered twice", who);
+	sim_fini(&S);
+	free_bufs();
+}
+
 /* Node 0 hears node 1 but node 1 never hears node 0 (one-way link); node 0
  * then resets the session. Node 1's unacknowledged messages must not be
  * delivered a second time by node 0's new session. */
@@ -352,14 +392,16 @@ int main(int argc, char **argv)
 	 * 5 % loss with seed 3 */
 	if (argc > 1) {
 		lossy(strtod(argv[1], NULL), argc > 2 ? strtoull(argv[2], NULL, 0) : 0);
-		tap_plan(38);
+		tap_plan(38 + 12);
 	} else {
-		tap_plan(76);
+		tap_plan(76 + 24);
 	}
 	test_restart();
 	test_down();
 	test_link_down();
 	test_oneway_reset();
+	test_epoch_wrap(1);
+	test_epoch_wrap(0);
 	if (argc == 1) {
 		lossy(0.05, 3);
 		tap_diag("again over a link with 5%% loss, 1%% dup, 25%% reorder");
@@ -367,6 +409,8 @@ int main(int argc, char **argv)
 		test_down();
 		test_link_down();
 		test_oneway_reset();
+		test_epoch_wrap(1);
+		test_epoch_wrap(0);
 	}
 	return tap_done();
 }
