@@ -493,9 +493,14 @@ int tp_peer_down(struct tp *tp, uint16_t node, uint64_t now_ns)
 	return 0;
 }
 
-/* Peer-down rule (docs/wire.md "Peer down"): messages pending and nothing
- * heard from the peer for a timeout measured from the later of the last
- * frame heard and the moment the queue became non-empty. The timeout is
+/* Peer-down rule (docs/wire.md "Peer down"): messages pending, or partial
+ * messages from the peer in reassembly, and nothing heard from the peer for
+ * a timeout measured from the later of the last frame heard and the moment
+ * the queue became non-empty. A sender that died mid-message would
+ * otherwise hold its partial message's descriptor and arena for good (a
+ * 6 MiB one in a 9.5 MiB arena stalled every other peer's large messages,
+ * with no error); declared down, its session is reset and they are freed.
+ * The timeout is
  * peer_timeout for a peer that was ever heard from (it was up and went
  * silent); for one never heard from ("not yet up": it may still be
  * starting) it is connect_timeout, and with connect_timeout 0 such a peer
@@ -506,13 +511,14 @@ static void check_down(struct tp *tp, struct tp_peer *pe, uint64_t now,
 {
 	uint64_t ref, due, tmo_ms;
 
-	if (pe->queued_msgs == 0 || pe->state == TP_PS_DOWN)
+	if ((pe->queued_msgs == 0 && pe->rx_partial == 0) ||
+	    pe->state == TP_PS_DOWN)
 		return;
 	tmo_ms = pe->heard ? tp->p.peer_timeout_ms : tp->p.connect_timeout_ms;
 	if (tmo_ms == 0)
 		return;
-	ref = pe->last_rx_ns > pe->busy_since_ns ? pe->last_rx_ns
-						 : pe->busy_since_ns;
+	ref = pe->queued_msgs && pe->busy_since_ns > pe->last_rx_ns
+		? pe->busy_since_ns : pe->last_rx_ns;
 	due = ref + tmo_ms * 1000000ull;
 	if (now < due) {
 		if (due < *next)

@@ -106,6 +106,9 @@ struct tp_peer {
 	uint64_t *rcv_bits;             /* [window / 64] ring, bit = seq received */
 	struct tp_stream_rx *srx;       /* [streams] */
 	uint32_t rcv_next;
+	uint32_t rx_partial;            /* messages of several fragments being
+					 * reassembled: while any, silence
+					 * declares the peer down (check_down) */
 	uint32_t ts_recent;             /* tsval of the latest DATA frame, echoed */
 	uint32_t ack_pending;           /* in-order frames not yet acked */
 	uint64_t ack_due;               /* 0: none armed */

@@ -381,7 +381,7 @@ static inline void prefetch_frag(const struct tp_msg *m, const struct wire_hdr *
  * whichever it is). Returns PLACE_OK, PLACE_DELIVER (it completed the
  * stream's next message), PLACE_NOBUF, or a wire_reason. */
 static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
-		 const uint8_t *payload, bool in_order)
+		 const uint8_t *payload, bool in_order, uint64_t now)
 {
 	uint64_t key = msg_key(pe->node, h->stream, h->msg_id);
 	/* a message's fragments come in runs: the last one found first */
@@ -485,6 +485,12 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 		m->frag_size__ = h->frag_size;
 		m->state__ = TP_MS_PARTIAL;
 		hinsert(tp, m);
+		if (h->frag_count > 1) {
+			/* its sender may die before the rest comes: the
+			 * peer-down check frees it then (check_down) */
+			pe->rx_partial++;
+			tp__arm(tp, now + (uint64_t)tp->p.peer_timeout_ms * 1000000ull);
+		}
 	} else if (m->len != h->msg_len || m->frag_count__ != h->frag_count ||
 		   m->frag_size__ != h->frag_size ||
 		   m->state__ != TP_MS_PARTIAL) {
@@ -537,6 +543,8 @@ static int place(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 	}
 	if (++m->frags_got__ == m->frag_count__) {
 		m->state__ = TP_MS_COMPLETE;
+		if (m->frag_count__ > 1)
+			pe->rx_partial--;
 		if (stream_frag(tp, m, h))
 			zb_copy_stream_fence();   /* before anyone reads it */
 		if (m->msg_id == pe->srx[m->stream].next_deliver)
@@ -564,7 +572,7 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 		pe->ack_now = 1;           /* the sender lacks our ack */
 		return WIRE_OK;
 	}
-	rc = place(tp, pe, h, payload, d == 0);
+	rc = place(tp, pe, h, payload, d == 0, now);
 	if (rc == PLACE_NOBUF) {
 		tp->st.no_buffer_drops++;
 		return WIRE_OK;            /* not bad: resent when we have room */
@@ -971,6 +979,7 @@ void tp__rx_reset(struct tp *tp, struct tp_peer *pe)
 	}
 	memset(pe->srx, 0, (size_t)tp->p.streams * sizeof(*pe->srx));
 	pe->rcv_next = 0;
+	pe->rx_partial = 0;        /* every partial message was freed */
 	pe->ack_pending = 0;
 	pe->ack_due = 0;
 	pe->ack_now = 0;

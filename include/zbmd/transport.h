@@ -129,7 +129,8 @@ struct tp_msg {
 enum tp_peer_event {
 	TP_PEER_UP = 1,          /* first valid frame (or first after DOWN) */
 	TP_PEER_RESTARTED,       /* new remote epoch: session reset */
-	TP_PEER_DOWN,            /* data pending and nothing heard for
+	TP_PEER_DOWN,            /* data pending (to it, or partial messages
+				  * from it) and nothing heard for
 				  * peer_timeout (a peer heard from before)
 				  * or connect_timeout (one never heard
 				  * from): see params.peer_timeout_ms; or
@@ -249,7 +250,9 @@ struct tp_params {
 	uint32_t ack_every;      /* ack at once after this many in-order frames */
 	/* Peer down. A peer is "not yet up" until its first valid frame and
 	 * "was up" from then on (for the life of this instance, across session
-	 * resets). With messages pending to it and nothing heard for
+	 * resets). With messages pending to it, or partial messages from it
+	 * in reassembly (a sender that died mid-message would hold their
+	 * arena for good), and nothing heard for
 	 * - peer_timeout_ms, a peer that was up is declared down
 	 *   (TP_PEER_DOWN; its sends fail with ZB_ERR_PEER_DOWN, later ones
 	 *   at once, until a probe is answered);

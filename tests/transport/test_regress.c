@@ -14,7 +14,9 @@
  * - an orphan the consumer refuses holds back its own peer only, and that
  *   peer's new session waits for all its orphans, on every stream;
  * - two messages longer than the window on two streams, together more
- *   than the receiver's arena, both arrive (the session stalled for good).
+ *   than the receiver's arena, both arrive (the session stalled for good);
+ * - a sender that dies mid-message is declared down, and its partial
+ *   message freed, though nothing is sent to it (another peer stalled).
  * Crafted frames come "from" node 1 to the instance under test (node 0). */
 #include "tap.h"
 #include "sim.h"
@@ -690,6 +692,49 @@ static void big_case(int senders, size_t len, unsigned rmax_mib, const char *wha
 			free(big_src[p][s]);
 }
 
+/* Node 1 dies one window into a 6 MiB message to node 0, which has nothing to
+ * send it; then node 2 sends node 0 6 MiB. The arena (9.5 MiB) cannot
+ * hold both: node 1's partial message must be freed, by declaring node 1
+ * down after peer_timeout (2 s) — until 2026-11-29 only peers with sends
+ * pending were, and node 2's message was resent for good, with no error. */
+static void test_dead_partial(void)
+{
+	struct sim_link l = {.delay_ns = 10000};
+	const size_t len = 6u << 20;
+	uint8_t *b1 = calloc(1, len), *b2 = calloc(1, len);
+	struct tp_peer_info pi;
+	uint64_t t0;
+
+	ZB_ASSERT(b1 && b2);
+	s_ok = s_err = 0;
+	memset(delivered, 0, sizeof(delivered));
+	ZB_ASSERT(sim_init(&S, 3, &l, 11, 1 << 14) == 0);
+	S.deliver = s_deliver;
+	S.send_done = s_done;
+	for (uint16_t i = 0; i < 3; i++) {
+		struct tp_params p;
+		sim_params(&p, i, 700 + i);
+		p.max_message = 8u << 20;
+		ZB_ASSERT(sim_node_start(&S, i, &p) == 0);
+	}
+	ZB_ASSERT(tp_send(S.nodes[1].tp, 0, 0, b1, len, NULL, 1, S.now) == 0);
+	while (tp_stats(S.nodes[0].tp)->payload_bytes_rx == 0)
+		sim_step(&S, 1000);   /* its first window arrives */
+	S.nodes[1].down = true;
+	ZB_ASSERT(tp_send(S.nodes[2].tp, 0, 0, b2, len, NULL, 2, S.now) == 0);
+	for (t0 = S.now; S.now - t0 < 5000000000ull && !s_ok;)
+		sim_step(&S, 1000000);
+	tp_peer_info(S.nodes[0].tp, 1, &pi);
+	is_int(pi.state, 2, "dead sender: node 0 declared it down (partial message held)");
+	ok(delivered[2] == 1 && s_ok == 1,
+	   "dead sender: the other peer's 6 MiB message then arrives (%.0f ms, %" PRIu64
+	   " no_buffer_drops)", (double)(S.now - t0) / 1e6,
+	   tp_stats(S.nodes[0].tp)->no_buffer_drops);
+	sim_fini(&S);
+	free(b1);
+	free(b2);
+}
+
 /* ---- a message larger than the receiver's max_message ---- */
 static uint64_t sz_cookie[8];
 static int sz_status[8], sz_done;
@@ -770,7 +815,7 @@ static void test_peer_smaller_max(void)
 
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 3 + 2 + 2 + 2 + 2 + 2 + 4);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 3 + 2 + 2 + 2 + 2 + 2 + 2 + 4);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -788,6 +833,7 @@ int main(void)
 	 * receiver's arena to be its own, the sender started both (8 MiB
 	 * beside each other in 5.5 MiB) and the session stalled for good */
 	big_case(1, 4u << 20, 4, "a receiver with a smaller max_message, two 4 MiB messages");
+	test_dead_partial();
 	test_peer_smaller_max();
 	return tap_done();
 }
