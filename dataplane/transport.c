@@ -336,7 +336,9 @@ void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
 		struct tp_txmsg *m = fail;
 		fail = m->next;
 		/* one the peer would never take says so, whatever the reset */
-		tp__txmsg_finish(tp, m, pe->peer_max && m->len > pe->peer_max ? -EMSGSIZE : err);
+		tp__txmsg_finish(tp, m, pe->peer_max && m->len > pe->peer_max ? -EMSGSIZE
+				 : pe->peer_streams && m->stream >= pe->peer_streams ? -EINVAL
+				 : err);
 	}
 }
 
@@ -374,6 +376,36 @@ bool tp__peer_max(struct tp *tp, struct tp_peer *pe, uint32_t max, uint64_t now)
 	if (!over)
 		return false;
 	tp->st.size_resets++;
+	tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now);
+	reset_told(tp, pe, now);
+	return true;
+}
+
+/* The peer's reply to a frame on a stream it lacks says it has n streams
+ * (docs/wire.md, "More streams than the peer has"): tp_send refuses
+ * streams n and up with -EINVAL from now on. A message on one of them
+ * already queued or in flight would never be delivered (the peer refuses
+ * its frames, and its cumulative ack stays below the first of them: every
+ * later message to it stalls too), so then the session is reset: such
+ * messages fail with -EINVAL, the others with ZB_ERR_EPOCH. Returns true
+ * if it reset the session. */
+bool tp__peer_streams(struct tp *tp, struct tp_peer *pe, uint16_t n, uint64_t now)
+{
+	bool over = false;
+
+	ZB_ASSERT(pe->present && n != 0);
+	pe->peer_streams = n;
+	if (n >= tp->p.streams)
+		return false;   /* it has every stream we may send on */
+	for (uint32_t seq = pe->snd_una; seq != pe->snd_next && !over; seq++) {
+		const struct tp_txmsg *m = pe->win[seq & tp->wmask].msg;
+		over = m && m->stream >= n;
+	}
+	for (uint32_t s = n; s < tp->p.streams && !over; s++)
+		over = pe->stx[s].head != NULL;
+	if (!over)
+		return false;
+	tp->st.stream_resets++;
 	tp__session_reset(tp, pe, ZB_ERR_EPOCH, true, now);
 	reset_told(tp, pe, now);
 	return true;
@@ -421,6 +453,8 @@ int tp_send(struct tp *tp, uint16_t peer, uint16_t stream, const void *data,
 	pe = &tp->peers[peer];
 	if (ZB_UNLIKELY(pe->peer_max && len > pe->peer_max))
 		return -EMSGSIZE;   /* more than the peer takes (its ACKs say) */
+	if (ZB_UNLIKELY(pe->peer_streams && stream >= pe->peer_streams))
+		return -EINVAL;     /* a stream the peer lacks (its reply said) */
 	if (ZB_UNLIKELY(pe->state == TP_PS_DOWN))
 		return tp->closing ? ZB_ERR_SHUTDOWN : ZB_ERR_PEER_DOWN;
 	m = tp->txfree;
@@ -632,6 +666,7 @@ void tp_stats_foreach(const struct tp_stats *s,
 	C(deliver_deferred); C(peer_up); C(peer_restarts); C(peer_downs);
 	C(link_downs);
 	C(stale_replies); C(size_replies); C(size_resets);
+	C(stream_replies); C(stream_resets);
 	C(fault_drops); C(fault_dups); C(fault_reorders);
 	C(bad_frames);
 #undef C

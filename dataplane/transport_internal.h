@@ -115,6 +115,9 @@ struct tp_peer {
 	uint8_t ack_now, has_deferred;
 	uint8_t ack_held;               /* in tp->ackq (rx_batch) */
 	uint64_t stale_reply_ns;
+	uint16_t peer_streams;          /* the peer's stream count (its reply
+					 * to a frame on a stream it lacks
+					 * said); 0: not known */
 	uint32_t peer_max;              /* the largest message the peer takes
 					 * (its ACKs say); 0: not known yet */
 	uint32_t peer_share;            /* blocks of the peer's arena for our
@@ -267,6 +270,7 @@ void tp__arena_free(struct tp_arena *a, uint32_t blk, uint32_t nblk);
 #define TP_BUSY_RETRY_NS 20000ull       /* link full: try the frame again after */
 void tp__pump(struct tp *tp, struct tp_peer *pe, uint64_t now);
 void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now);
+void tp__send_reply(struct tp *tp, struct tp_peer *pe, uint16_t streams, uint64_t now);
 enum wire_reason tp__on_ack(struct tp *tp, struct tp_peer *pe,
 			    const struct wire_hdr *h, uint64_t now);
 void tp__tx_timers(struct tp *tp, struct tp_peer *pe, uint64_t now);
@@ -288,6 +292,7 @@ void tp__session_reset(struct tp *tp, struct tp_peer *pe, int err,
 		       bool bump_local, uint64_t now);
 void tp__peer_heard(struct tp *tp, struct tp_peer *pe, uint64_t now);
 bool tp__peer_max(struct tp *tp, struct tp_peer *pe, uint32_t max, uint64_t now);
+bool tp__peer_streams(struct tp *tp, struct tp_peer *pe, uint16_t n, uint64_t now);
 
 /* transport_fault.c */
 uint64_t tp__rand(struct tp *tp);

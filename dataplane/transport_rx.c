@@ -606,14 +606,16 @@ static enum wire_reason on_data(struct tp *tp, struct tp_peer *pe,
 	return WIRE_OK;
 }
 
-/* Answer pe with an ACK (it states our epoch and our max_message), at most
- * once per rto_us_min whatever the cause; counted in *count when sent. */
-static void ack_reply(struct tp *tp, struct tp_peer *pe, uint64_t *count, uint64_t now)
+/* Answer pe with an ACK (it states our epoch and our max_message, and our
+ * stream count when streams != 0), at most once per rto_us_min whatever the
+ * cause; counted in *count when sent. */
+static void ack_reply(struct tp *tp, struct tp_peer *pe, uint64_t *count,
+		      uint16_t streams, uint64_t now)
 {
 	if (now < pe->stale_reply_ns)
 		return;
 	(*count)++;
-	tp__send_ack(tp, pe, 0, now);
+	tp__send_reply(tp, pe, streams, now);
 	pe->stale_reply_ns = now + (uint64_t)tp->p.rto_us_min * TP_NS_PER_US;
 }
 
@@ -629,6 +631,7 @@ static void peer_restarted(struct tp *tp, struct tp_peer *pe, uint32_t e,
 	pe->remote_epoch = e;
 	pe->reset_done_for = e;
 	pe->peer_max = 0;          /* its ACKs will say (config may differ) */
+	pe->peer_streams = 0;
 	pe->await_epoch_ack = 0;   /* it knows nothing older of us */
 	pe->dst0_stale = 0;        /* ... and may not know us */
 	tp__session_reset(tp, pe, ZB_ERR_EPOCH, false, now);
@@ -702,7 +705,7 @@ static enum wire_reason check_epoch(struct tp *tp, struct tp_peer *pe,
 	 * it never learns it. While we await the peer's acknowledgement of
 	 * our epoch, our frames carry WIRE_F_RESET, so a peer that never
 	 * heard of us starts over. */
-	ack_reply(tp, pe, &tp->st.stale_replies, now);
+	ack_reply(tp, pe, &tp->st.stale_replies, 0, now);
 	return h->dst_epoch != 0 && !tp__slt(h->dst_epoch, pe->local_epoch)
 		? WIRE_E_BAD_EPOCH : WIRE_E_STALE_EPOCH;
 }
@@ -768,7 +771,7 @@ static void size_reply(struct tp *tp, const struct wire_hdr *h, const struct wir
 		return;
 	struct tp_peer *pe = &tp->peers[h->src_node];
 	if (a->src_ip == pe->addr.dst_ip)
-		ack_reply(tp, pe, &tp->st.size_replies, now);
+		ack_reply(tp, pe, &tp->st.size_replies, 0, now);
 }
 
 int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
@@ -777,7 +780,7 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 	struct wire_hdr h;
 	struct wire_addr a;
 	const uint8_t *payload = NULL;
-	struct tp_peer *pe;
+	struct tp_peer *pe = NULL;
 	enum wire_reason r;
 	bool fresh;
 
@@ -816,6 +819,12 @@ int tp__rx_frame(struct tp *tp, const uint8_t *frame, size_t len,
 		tp->rx_ref = NULL;
 		return 0;
 	}
+	if (ZB_UNLIKELY(h.type == WIRE_T_ACK && h.stream != 0) &&
+	    tp__peer_streams(tp, pe, h.stream, now)) {
+		/* our session was reset: this ack is of the one before */
+		tp->rx_ref = NULL;
+		return 0;
+	}
 	r = tp__on_ack(tp, pe, &h, now);
 	if (ZB_UNLIKELY(r != WIRE_OK))
 		goto bad;
@@ -843,6 +852,11 @@ bad:
 	tp__bad(tp, r);
 	if (ZB_UNLIKELY(r == WIRE_E_MSG_SIZE))
 		size_reply(tp, &h, &a, now);
+	else if (ZB_UNLIKELY(r == WIRE_E_STREAM))
+		/* a stream we lack: the peer has more (docs/wire.md, "More
+		 * streams than the peer has"); our reply says how many we
+		 * have, or its message would be resent for good */
+		ack_reply(tp, pe, &tp->st.stream_replies, tp->p.streams, now);
 	return ZB_ERR_BAD_FRAME;
 }
 

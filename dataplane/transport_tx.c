@@ -96,17 +96,32 @@ static int xmit(struct tp *tp, struct tp_peer *pe, const struct wire_hdr *h,
 	return xmit_hdr(tp, pe, tp->hdr, h, payload, ref);
 }
 
-void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now)
+/* streams != 0: the ACK states our stream count (only in replies to a
+ * frame on a stream we lack: docs/wire.md, "More streams than the peer
+ * has") */
+static void send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags,
+		     uint16_t streams, uint64_t now)
 {
 	struct wire_hdr h;
 
 	ZB_DASSERT(pe->present);
 	hdr_common(tp, pe, &h, WIRE_T_ACK, flags, now);
+	h.stream = streams;
 	if (xmit(tp, pe, &h, NULL, NULL) == 0) {
 		tp->st.acks_tx++;
 		if (flags & WIRE_F_ACKREQ)
 			tp->st.probes_tx++;
 	}
+}
+
+void tp__send_ack(struct tp *tp, struct tp_peer *pe, uint8_t flags, uint64_t now)
+{
+	send_ack(tp, pe, flags, 0, now);
+}
+
+void tp__send_reply(struct tp *tp, struct tp_peer *pe, uint16_t streams, uint64_t now)
+{
+	send_ack(tp, pe, 0, streams, now);
 }
 
 /* A message of at least stream_min bytes is taken to be cold (written long

@@ -479,9 +479,10 @@ enum wire_reason wire_decode(const uint8_t *frame, size_t len,
 		if (r != WIRE_OK)
 			return r;
 	} else if (h->type == WIRE_T_ACK) {
-		/* msg_len: the largest message the ACK's sender takes */
+		/* msg_len: the largest message the ACK's sender takes;
+		 * stream: its stream count (docs/wire.md) */
 		if (h->payload_len || h->seq || h->msg_id ||
-		    h->frag_index || h->frag_count || h->frag_size || h->stream)
+		    h->frag_index || h->frag_count || h->frag_size)
 			return WIRE_E_RESERVED;
 	} else {
 		return WIRE_E_TYPE;

@@ -159,7 +159,8 @@ struct tp_ops {
 	/* A message given to tp_send() is finished: status 0 when the peer
 	 * acknowledged every fragment; ZB_ERR_PEER_DOWN (peer timed out),
 	 * ZB_ERR_EPOCH (the session was reset: peer restarted, or
-	 * tp_peer_reset), ZB_ERR_SHUTDOWN (tp_destroy). Called exactly once per
+	 * tp_peer_reset), ZB_ERR_SHUTDOWN (tp_destroy), -EMSGSIZE (longer
+	 * than the peer takes), -EINVAL (a stream the peer lacks). Called exactly once per
 	 * accepted message. 0 means delivered exactly once; an error means the
 	 * message may or may not have reached the peer's consumer (it was not
 	 * fully acknowledged; as with any RPC). Required. */
@@ -320,6 +321,9 @@ struct tp_stats {
 	uint64_t size_replies;    /* ACKs to a peer whose message was too large */
 	uint64_t size_resets;     /* sessions reset: queued messages the peer
 				   * would never take (tp__peer_max) */
+	uint64_t stream_replies;  /* ACKs to a peer that sent on a stream we lack */
+	uint64_t stream_resets;   /* sessions reset: queued messages on streams
+				   * the peer lacks (tp__peer_streams) */
 	uint64_t fault_drops, fault_dups, fault_reorders;
 	uint64_t bad_frames;                  /* sum of bad[] */
 	uint64_t bad[WIRE_REASON_COUNT];      /* per enum wire_reason */
@@ -378,7 +382,9 @@ size_t tp_peer_max_message(const struct tp *tp, uint16_t node);
  * (if given) drops to zero; with ref == NULL the link copies each frame and
  * the buffer is free at send_done. send_done(cookie, status) is called
  * exactly once later — never from inside this call.
- * Returns 0 (accepted), -EINVAL (bad stream), -ENOENT (unknown peer),
+ * Returns 0 (accepted), -EINVAL (bad stream: not below this instance's
+ * streams, or not below the peer's, once its reply to a frame on a stream
+ * it lacks said how many it has), -ENOENT (unknown peer),
  * -EMSGSIZE (len > max_message), ZB_ERR_PEER_DOWN (peer is down: the
  * message was not accepted), -EAGAIN (no send descriptor free: try after
  * some send_done; nothing was accepted), ZB_ERR_SHUTDOWN (called from a

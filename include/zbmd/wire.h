@@ -96,7 +96,8 @@ struct wire_hdr {
 	uint8_t lane;          /* both ends' lane (one transport instance each) */
 	uint32_t cluster;
 	uint16_t src_node, dst_node;
-	uint16_t stream;
+	uint16_t stream;       /* DATA: the stream; ACK: its sender's stream
+				* count, 0 = not stated (docs/wire.md) */
 	uint32_t src_epoch;    /* sender's session epoch with the receiver */
 	uint32_t dst_epoch;    /* sender's view of the receiver's (0 = unknown) */
 	uint32_t seq;          /* DATA: this frame's sequence number */

@@ -16,7 +16,8 @@
  * - two messages longer than the window on two streams, together more
  *   than the receiver's arena, both arrive (the session stalled for good);
  * - a sender that dies mid-message is declared down, and its partial
- *   message freed, though nothing is sent to it (another peer stalled).
+ *   message freed, though nothing is sent to it (another peer stalled);
+ * - a message on a stream the receiver lacks fails (the session stalled).
  * Crafted frames come "from" node 1 to the instance under test (node 0). */
 #include "tap.h"
 #include "sim.h"
@@ -735,6 +736,53 @@ static void test_dead_partial(void)
 	free(b2);
 }
 
+/* ---- a stream the receiver lacks ---- */
+static int st_status[4] = {1, 1, 1, 1};   /* send_done per cookie; 1: none */
+
+static void st_done(struct sim_node *n, uint64_t c, int st)
+{
+	(void)n;
+	if (c < 4)
+		st_status[c] = st;
+}
+
+/* Node 1 has 16 streams, node 0 8 (configs may differ). A message on
+ * stream 10 fails with -EINVAL within a round trip, the next on it is
+ * refused at tp_send, and stream 0 goes on; until 2026-11-29 node 0 refused
+ * its frames (stream) unanswered, its cumulative ack never passed them,
+ * and every message to it stalled once the window filled, with no error
+ * while node 0 sent anything back. */
+static void test_peer_fewer_streams(void)
+{
+	struct sim_link l = {.delay_ns = 10000};
+	static uint8_t b[100];
+	int rc10;
+
+	memset(delivered, 0, sizeof(delivered));
+	ZB_ASSERT(sim_init(&S, 2, &l, 12, 1 << 12) == 0);
+	S.deliver = s_deliver;
+	S.send_done = st_done;
+	for (uint16_t i = 0; i < 2; i++) {
+		struct tp_params p;
+		sim_params(&p, i, 800 + i);
+		p.streams = i ? 16 : 8;
+		ZB_ASSERT(sim_node_start(&S, i, &p) == 0);
+	}
+	ZB_ASSERT(tp_send(S.nodes[1].tp, 0, 10, b, sizeof(b), NULL, 1, S.now) == 0);
+	for (uint64_t t0 = S.now; S.now - t0 < 10000000;)
+		sim_step(&S, 100000);
+	ok(st_status[1] == -EINVAL && tp_stats(S.nodes[0].tp)->stream_replies > 0,
+	   "a message on a stream the receiver lacks fails with -EINVAL (status %d, %" PRIu64
+	   " replies)", st_status[1], tp_stats(S.nodes[0].tp)->stream_replies);
+	rc10 = tp_send(S.nodes[1].tp, 0, 10, b, sizeof(b), NULL, 2, S.now);
+	ZB_ASSERT(tp_send(S.nodes[1].tp, 0, 0, b, sizeof(b), NULL, 3, S.now) == 0);
+	for (uint64_t t0 = S.now; S.now - t0 < 10000000;)
+		sim_step(&S, 100000);
+	ok(rc10 == -EINVAL && st_status[3] == 0 && delivered[1] == 1,
+	   "... the next on it is refused at tp_send (%d), one on stream 0 arrives", rc10);
+	sim_fini(&S);
+}
+
 /* ---- a message larger than the receiver's max_message ---- */
 static uint64_t sz_cookie[8];
 static int sz_status[8], sz_done;
@@ -815,7 +863,7 @@ static void test_peer_smaller_max(void)
 
 int main(void)
 {
-	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 3 + 2 + 2 + 2 + 2 + 2 + 2 + 4);
+	tap_plan(5 + 4 * 4 + 2 * 2 + 3 + 3 + 3 + 2 + 2 + 2 + 2 + 2 + 2 + 2 + 4);
 	test_backlog_gap();
 	test_poll_keeps_armed();
 	dup_frag_case("arena, 2 fragments", false, false, 2, 500, 0);
@@ -834,6 +882,7 @@ int main(void)
 	 * beside each other in 5.5 MiB) and the session stalled for good */
 	big_case(1, 4u << 20, 4, "a receiver with a smaller max_message, two 4 MiB messages");
 	test_dead_partial();
+	test_peer_fewer_streams();
 	test_peer_smaller_max();
 	return tap_done();
 }

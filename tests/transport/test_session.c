@@ -103,7 +103,7 @@ int main(void)
 		{
 			int n[2] = {0, 0};
 			tp_stats_foreach(tp_stats(s.nodes[0].tp), count_name, n);
-			is_int(n[0], 38 + WIRE_REASON_COUNT - 1, "tp_stats_foreach names every counter");
+			is_int(n[0], 40 + WIRE_REASON_COUNT - 1, "tp_stats_foreach names every counter");
 			is_int(n[1], 2, "... including bad_<reason> names");
 		}
 		sim_fini(&s);
