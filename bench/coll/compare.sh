@@ -178,6 +178,7 @@ nl=$(echo $LINKS | wc -w)
 # median over the rounds is the figure to quote when the rounds disagree.
 if [ "$ROUNDS" -gt 1 ]; then
 	echo "# per-round ratios (zbmd out-of-place / Open MPI out-of-place in the same round), median over $ROUNDS rounds:"
+	: > "$T/medians"   # every link's medians (awk appends: one process per link)
 	for l in $LINKS; do
 		for r in $(seq 1 "$ROUNDS"); do
 			rows "$T/$l.$r" > "$T/z"; rows "$T/ompishm.$r" > "$T/s"; rows "$T/ompitcp.$r" > "$T/t"
@@ -186,7 +187,7 @@ if [ "$ROUNDS" -gt 1 ]; then
 			function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 			function flush() { if (n) { printf "#   %-6s %12d  %s/shm %.2fx  %s/otcp %.2fx  (rounds: shm%s, otcp%s)\n", l, sz, l, med(s, n), l, med(t, n), ls, lt
-				printf "%s %d %.4f %.4f\n", l, sz, med(s, n), med(t, n) > med_file } }
+				printf "%s %d %.4f %.4f\n", l, sz, med(s, n), med(t, n) >> med_file } }
 			$1 != sz { flush(); sz = $1; n = 0; ls = ""; lt = "" }
 			{ n++; s[n] = $3; t[n] = $4; ls = ls sprintf(" %.2f", $3); lt = lt sprintf(" %.2f", $4) }
 			END { flush() }'
