@@ -20,87 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAXN 3
+#define TR_NET 82
+#define TR_TIMEOUT_MS 2000
+#include "tcp_ranks.h"
+
 #define NOT_DONE 1      /* a status slot of an op that did not finish */
-
-static struct zb_config cfgs[MAXN];
-static struct coll_comm *cc[MAXN];
-static int port, sub;
-static bool threaded0;  /* rank 0's channels progressed by "lanes" */
-
-struct maker {
-	int i, rc;
-	char err[256];
-};
-
-static void *make_one(void *arg)
-{
-	struct maker *m = arg;
-	struct coll_comm_args a = {.cfg = &cfgs[m->i], .provider = "tcp",
-				   .chunk_bytes = 256, .connect_timeout_ms = 10000,
-				   .threaded_channels = threaded0 && m->i == 0};
-	m->rc = coll_comm_create(&a, &cc[m->i], m->err, sizeof(m->err));
-	return NULL;
-}
-
-/* n communicators on 127.82.SUB.1..n (a fresh SUB each time), nch channels,
- * 256-byte chunks, a 2 s no-progress bound; small_kb > 0: all-reduces up to
- * that size take the gathered path. */
-static int make(int n, int nch, int small_kb)
-{
-	pthread_t t[MAXN];
-	struct maker m[MAXN];
-	int err = 0;
-
-	sub = (sub + 1) % 250;
-	for (int i = 0; i < n; i++) {
-		char text[2048];
-		struct cfg_error ce;
-		int o = snprintf(text, sizeof(text),
-				 "[node]\nid = %d\n[cluster]\nid = 8\n[transport]\n"
-				 "kind = tcp\ntcp_port = %d\n[coll]\nchannels = %d\n"
-				 "timeout_ms = 2000\nsmall_max_kb = %d\n"
-				 "stream_min_kb = 0\n", i, port, nch, small_kb);
-		for (int j = 0; j < n; j++)
-			o += snprintf(text + o, sizeof(text) - (size_t)o,
-				      "[peer.%d]\nip = 127.82.%d.%d\n", j, sub, j + 1);
-		if (cfg_load_string(&cfgs[i], text, "t", &ce) < 0) {
-			tap_diag("config: %s", ce.msg);
-			return -EINVAL;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		m[i] = (struct maker){.i = i};
-		cc[i] = NULL;
-		if (pthread_create(&t[i], NULL, make_one, &m[i]) != 0) {
-			n = i;
-			err = -EAGAIN;
-			break;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		pthread_join(t[i], NULL);
-		if (m[i].rc) {
-			tap_diag("create %d: %s (%s)", i, zb_strerror(m[i].rc), m[i].err);
-			err = err ? err : m[i].rc;
-		}
-	}
-	if (err)
-		for (int i = 0; i < n; i++)
-			if (cc[i]) {
-				coll_comm_destroy(cc[i]);
-				cc[i] = NULL;
-			}
-	return err;
-}
-
-static void destroy(int n)
-{
-	for (int i = 0; i < n; i++) {
-		coll_comm_destroy(cc[i]);
-		cc[i] = NULL;
-	}
-}
 
 /* Progress every rank until each op o[r] finished (limit_ms at most):
  * st[r] = its status, NOT_DONE if it did not finish. */
@@ -470,9 +394,9 @@ static void test_lane_failure(void)
 {
 	struct coll_args a[2];
 
-	threaded0 = true;
+	tr_threaded0 = true;
 	int rc = make(2, 2, 0);
-	threaded0 = false;
+	tr_threaded0 = false;
 	if (rc) {
 		ok(0, "two tcp communicators, rank 0 with lanes");
 		return;
@@ -509,8 +433,8 @@ static void test_lane_failure(void)
 int main(void)
 {
 	tap_plan(22);
-	port = 20000 + (int)(getpid() % 20000);
-	sub = (int)(getpid() % 250);
+	tr_port = 20000 + (int)(getpid() % 20000);
+	tr_sub = (int)(getpid() % 250);
 	test_mismatch();
 	test_count0();
 	test_overlap();

@@ -21,85 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAXN 3
-
-static struct zb_config cfgs[MAXN];
-static struct coll_comm *cc[MAXN];
-static int port, sub;
-
-struct maker {
-	int i, nch, rc;
-	char err[256];
-};
-
-static void *make_one(void *arg)
-{
-	struct maker *m = arg;
-	struct coll_comm_args a = {.cfg = &cfgs[m->i], .provider = "tcp",
-				   .chunk_bytes = 256, .channels = (uint16_t)m->nch,
-				   .connect_timeout_ms = 10000};
-	m->rc = coll_comm_create(&a, &cc[m->i], m->err, sizeof(m->err));
-	return NULL;
-}
-
-/* n communicators on 127.80.SUB.1..n (a fresh SUB each time, so that no
- * connection of the last set is mistaken for one of this), nch channels,
- * 256-byte chunks; small_kb > 0: small all-reduces take the gathered path. */
-static int make(int n, int nch, int small_kb)
-{
-	pthread_t t[MAXN];
-	struct maker m[MAXN];
-	int err = 0;
-
-	sub = (sub + 1) % 250;
-	for (int i = 0; i < n; i++) {
-		char text[2048];
-		struct cfg_error ce;
-		int o = snprintf(text, sizeof(text),
-				 "[node]\nid = %d\n[cluster]\nid = 8\n[transport]\n"
-				 "kind = tcp\ntcp_port = %d\n[coll]\nchannels = %d\n"
-				 "timeout_ms = 5000\nsmall_max_kb = %d\n"
-				 "stream_min_kb = 0\n", i, port, nch, small_kb);
-		for (int j = 0; j < n; j++)
-			o += snprintf(text + o, sizeof(text) - (size_t)o,
-				      "[peer.%d]\nip = 127.80.%d.%d\n", j, sub, j + 1);
-		if (cfg_load_string(&cfgs[i], text, "t", &ce) < 0) {
-			tap_diag("config: %s", ce.msg);
-			return -EINVAL;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		m[i] = (struct maker){.i = i, .nch = nch};
-		cc[i] = NULL;
-		if (pthread_create(&t[i], NULL, make_one, &m[i]) != 0) {
-			n = i;
-			err = -EAGAIN;
-			break;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		pthread_join(t[i], NULL);
-		if (m[i].rc) {
-			tap_diag("create %d: %s (%s)", i, zb_strerror(m[i].rc), m[i].err);
-			err = err ? err : m[i].rc;
-		}
-	}
-	if (err)
-		for (int i = 0; i < n; i++)
-			if (cc[i]) {
-				coll_comm_destroy(cc[i]);
-				cc[i] = NULL;
-			}
-	return err;
-}
-
-static void destroy(int n)
-{
-	for (int i = 0; i < n; i++) {
-		coll_comm_destroy(cc[i]);
-		cc[i] = NULL;
-	}
-}
+#define TR_NET 80
+#define TR_TIMEOUT_MS 5000
+#include "tcp_ranks.h"
 
 /* Progress every rank until every op in o[] is done (10 s at most); 0 or
  * the first error. */
@@ -250,8 +174,8 @@ static void test_avg(void)
 int main(void)
 {
 	tap_plan(5 + 2 * (8 + 4));
-	port = 20000 + (int)(getpid() % 20000);
-	sub = (int)(getpid() % 250);
+	tr_port = 20000 + (int)(getpid() % 20000);
+	tr_sub = (int)(getpid() % 250);
 	test_pool();
 	test_avg();
 	return tap_done();
