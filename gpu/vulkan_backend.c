@@ -119,8 +119,25 @@ static void query_feats(VkPhysicalDevice pd, struct vk_feats *f)
 	vkGetPhysicalDeviceFeatures2(pd, &f->f2);
 }
 
+/* A device the backend runs on: Vulkan 1.1 (vkGetPhysicalDeviceFeatures2,
+ * 16-bit storage chained into vkCreateDevice) and work groups of 256
+ * invocations, 256 x 16 (reduce.comp, scale.comp: 256 wide; sgemm.comp:
+ * 16 x 16); the spec guarantees 128 only. A device short of them is not
+ * listed (it made an invalid pipeline before). */
+static bool usable(VkPhysicalDevice pd)
+{
+	VkPhysicalDeviceProperties p;
+	vkGetPhysicalDeviceProperties(pd, &p);
+	return p.apiVersion >= VK_API_VERSION_1_1 &&
+	       p.limits.maxComputeWorkGroupInvocations >= 256 &&
+	       p.limits.maxComputeWorkGroupSize[0] >= 256 &&
+	       p.limits.maxComputeWorkGroupSize[1] >= 16;
+}
+
 static bool compute_queue(VkPhysicalDevice pd, uint32_t *fam)
 {
+	if (!usable(pd))
+		return false;
 	VkQueueFamilyProperties qp[16];
 	uint32_t n = ZB_ARRAY_LEN(qp);
 	vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, qp);
@@ -177,7 +194,7 @@ static int vk_probe(char *why, size_t len)
 	}
 	if (vk_ndev == 0)
 		return gpu__why(why, len, ZB_ERR_UNAVAILABLE,
-				"no Vulkan device with a compute queue");
+				"no Vulkan 1.1 device with a compute queue and 256-invocation work groups");
 	return gpu__why(why, len, 0, "usable: %d device(s)%s", vk_ndev,
 			vk_devs[0].software ? " (software: lavapipe/llvmpipe)" : "");
 }
@@ -226,6 +243,8 @@ static int make_pipe(struct vk_be *be, const char *name, VkPipeline *out)
 		.layout = be->layout,
 	};
 	r = vkCreateComputePipelines(be->dev, VK_NULL_HANDLE, 1, &pci, NULL, out);
+	if (r != VK_SUCCESS)
+		*out = VK_NULL_HANDLE;   /* a failed create's outputs are undefined */
 	vkDestroyShaderModule(be->dev, mod, NULL);
 	return vk_err(r);
 }
@@ -260,8 +279,10 @@ static int make_layouts(struct vk_be *be)
 		.pBindings = b,
 	};
 	VkResult r = vkCreateDescriptorSetLayout(be->dev, &dci, NULL, &be->dsl);
-	if (r != VK_SUCCESS)
+	if (r != VK_SUCCESS) {
+		be->dsl = VK_NULL_HANDLE;   /* undefined after a failure (vk_close) */
 		return vk_err(r);
+	}
 	VkPushConstantRange pc = {VK_SHADER_STAGE_COMPUTE_BIT, 0, 64};
 	VkPipelineLayoutCreateInfo lci = {
 		.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
@@ -270,7 +291,10 @@ static int make_layouts(struct vk_be *be)
 		.pushConstantRangeCount = 1,
 		.pPushConstantRanges = &pc,
 	};
-	return vk_err(vkCreatePipelineLayout(be->dev, &lci, NULL, &be->layout));
+	r = vkCreatePipelineLayout(be->dev, &lci, NULL, &be->layout);
+	if (r != VK_SUCCESS)
+		be->layout = VK_NULL_HANDLE;
+	return vk_err(r);
 }
 
 static int make_pipes(struct gpu_ctx *ctx, struct vk_be *be)
@@ -352,8 +376,10 @@ static int open_device(struct gpu_ctx *ctx, struct vk_be *be)
 		.pQueueCreateInfos = &q,
 	};
 	VkResult r = vkCreateDevice(be->pd, &dci, NULL, &be->dev);
-	if (r != VK_SUCCESS)
+	if (r != VK_SUCCESS) {
+		be->dev = VK_NULL_HANDLE;   /* undefined after a failure (vk_close) */
 		return vk_err(r);
+	}
 	vkGetDeviceQueue(be->dev, be->qfam, 0, &be->queue);
 	VkCommandPoolCreateInfo pci = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -361,8 +387,10 @@ static int open_device(struct gpu_ctx *ctx, struct vk_be *be)
 		.queueFamilyIndex = be->qfam,
 	};
 	r = vkCreateCommandPool(be->dev, &pci, NULL, &be->cpool);
-	if (r != VK_SUCCESS)
+	if (r != VK_SUCCESS) {
+		be->cpool = VK_NULL_HANDLE;
 		return vk_err(r);
+	}
 	(void)ctx;
 	return pick_memtype(be);
 }
@@ -549,6 +577,8 @@ static int vk_stream_create(struct gpu_ctx *ctx, struct gpu_stream *s)
 	if (r == VK_SUCCESS) {
 		VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
 		r = vkCreateFence(be->dev, &fci, NULL, &vs->fence);
+		if (r != VK_SUCCESS)
+			vs->fence = VK_NULL_HANDLE;   /* undefined after a failure */
 	}
 	if (r == VK_SUCCESS) {
 		VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -560,6 +590,8 @@ static int vk_stream_create(struct gpu_ctx *ctx, struct gpu_stream *s)
 			.pPoolSizes = &ps,
 		};
 		r = vkCreateDescriptorPool(be->dev, &dci, NULL, &vs->dpool);
+		if (r != VK_SUCCESS)
+			vs->dpool = VK_NULL_HANDLE;
 	}
 	if (r != VK_SUCCESS) {
 		vk_stream_destroy(ctx, s);
@@ -608,6 +640,11 @@ static int vk_stream_sync(struct gpu_ctx *ctx, struct gpu_stream *s)
 	}
 	if (r == VK_SUCCESS)
 		r = vkWaitForFences(be->dev, 1, &vs->fence, VK_TRUE, UINT64_MAX);
+	/* a wait that failed (out of memory) may leave the submission
+	 * running: the fence, the command buffer and the descriptor sets are
+	 * reset only once it is not (after a lost device nothing runs) */
+	if (r != VK_SUCCESS && r != VK_ERROR_DEVICE_LOST)
+		vkDeviceWaitIdle(be->dev);
 	vkResetFences(be->dev, 1, &vs->fence);
 	vkResetCommandBuffer(vs->cb, 0);
 	vkResetDescriptorPool(be->dev, vs->dpool, 0);
@@ -680,6 +717,9 @@ static int vk_d2d(struct gpu_ctx *ctx, struct gpu_stream *s, gpu_ptr_t dst,
 	struct vk_chunk *d = chunk(ctx, dst, bytes, &doff);
 	struct vk_chunk *sc = chunk(ctx, src, bytes, &soff);
 	struct vk_stream *vs = s->be;
+	if (d == sc && doff == soff)
+		return 0;   /* onto itself: nothing to do (and the regions of a
+			     * vkCmdCopyBuffer must not overlap) */
 	int rc = rec(ctx, vs);
 	if (rc < 0)
 		return rc;

@@ -37,7 +37,7 @@ PKGS=(
 	# rdma: rdma-core verbs
 	libibverbs-dev ibverbs-utils rdma-core
 	# gpu: CPU backend, Vulkan on lavapipe, HIP compile checks
-	libopenblas-dev libnuma-dev mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools hipcc
+	libopenblas-dev libnuma-dev mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools hipcc vulkan-validationlayers
 	# control plane
 	libraft-dev libuv1-dev libsodium-dev libmicrohttpd-dev
 	# multi-node tests, fault injection, tools

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 20)
+#define PER_BACKEND (2 + ZB_DTYPE_COUNT * ZB_REDOP_COUNT + ZB_DTYPE_COUNT + 21)
 #define MAXN 70001
 #define MAXB (MAXN * 8 + 64)
 
@@ -272,6 +272,12 @@ static void suite(enum gpu_backend be)
 		memset(pat + 100, 0x5c, 400);
 		ok(rc == 0 && memcmp(got, pat, 999) == 0,
 		   "%s: memset + d2d at odd offsets/lengths", bn);
+		/* onto itself: a no-op (a Vulkan copy's regions must not
+		 * overlap: test_vk_validation.sh runs this under the layer) */
+		rc = gpu_memcpy_d2d(ctx, NULL, ds + 1, ds + 1, 999);
+		if (!rc) rc = gpu_memcpy_d2h(ctx, NULL, got, ds + 1, 999);
+		if (!rc) rc = gpu_stream_sync(ctx, NULL);
+		ok(rc == 0 && memcmp(got, pat, 999) == 0, "%s: d2d onto itself keeps the data", bn);
 	}
 
 	/* a second stream orders its own work */
