@@ -1471,12 +1471,18 @@ static bool local_lost_cut(struct local_run *L, uint64_t now, int left)
 		if (!L->nd[i].exited && L->nd[i].pid > 0)
 			sl += (size_t)snprintf(still + sl, sizeof(still) - sl, "%s%d",
 					       sl ? ", " : "", i);
-	if (L->lost >= 0)
+	if (L->lost >= 0 && WIFSIGNALED(nd->status))
 		fprintf(stderr, "zbmd local: %s %s %ld ms ago and %d node(s) (%s) "
 			"still run (the run cannot finish without it; nodes that never "
 			"heard from it wait for the join's connect timeout): stopping "
 			"them\n", local_who(L, ref).s, how, (long)((now - nd->exit_ns) / 1000000),
 			left, still);
+	else if (L->lost >= 0)   /* it failed on its own: those left are the stuck ones */
+		fprintf(stderr, "zbmd local: %s %s %ld ms ago and %d node(s) (%s) "
+			"still run past [coll] timeout_ms + %d ms (stopped, stuck, or "
+			"still joining): stopping them\n", local_who(L, ref).s, how,
+			(long)((now - nd->exit_ns) / 1000000), left, still,
+			LOCAL_LOST_GRACE_MS);
 	else
 		fprintf(stderr, "zbmd local: %s finished %ld ms ago and %d node(s) "
 			"(%s) still run (stuck: they ran the same command): stopping "
