@@ -1028,6 +1028,23 @@ static int rx_record(struct zbra_lane *l, struct tp_msg *tm, size_t at,
 	}
 	if (ZB_UNLIKELY(act_id_node(to) != Z.self ||
 			(le32toh(h.tag) > ACT_TAG_USER_MAX && !undeliv))) {
+		if (h.kind == ACT_PL_BUF && h.split) {
+			/* its payload is the next message of this stream: a
+			 * header that names no actor waits for it and drops it
+			 * (zbra_deliver), or the payload's bytes would be
+			 * parsed as records */
+			struct act_msg *dm = act_msg_alloc(Z.rt);
+			if (ZB_UNLIKELY(!dm)) {
+				l->deferred++;
+				return -EAGAIN;
+			}
+			dm->to = ACT_ID_NONE;
+			dm->kind = ACT_PL_NONE;
+			dm->u.buf.buf = NULL;
+			dm->u.buf.off = 0;
+			dm->u.buf.len = d1;
+			*pend = dm;
+		}
 		*off = next;
 		return 2;
 	}
@@ -1124,6 +1141,13 @@ static int zbra_deliver(void *arg, unsigned index, struct tp_msg *tm)
 		l->bad++;
 		act_msg_free(Z.rt, *pend);
 		*pend = NULL;
+	}
+	if (*pend && (*pend)->to == ACT_ID_NONE) {
+		/* the payload of a refused header (rx_record): dropped */
+		act_msg_free(Z.rt, *pend);
+		*pend = NULL;
+		car_release(l, tm);
+		return 0;
 	}
 	if (*pend) {   /* the payload of a two-part message */
 		struct act_msg *m = *pend;
