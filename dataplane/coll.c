@@ -959,18 +959,6 @@ static bool slot_free(const struct coll_chan *ch, uint64_t pos)
 	return px.recv_kind != COLL_RECV_REDUCE_FWD || ch->send_done > q + 1;
 }
 
-/* avg's last step: dst holds the (wrapping) sum of the n contributions.
- * gpu_host_avg: floats scaled by 1/n (one rounding); integers divided in
- * integer arithmetic, round to nearest with ties away from zero (coll.h):
- * scaling by the double 1.0/n rounds the sum to 53 bits first (2^60 + 2
- * over 2 ranks gave 2^59, not 2^59 + 1) and the product once more.
- * Once per element of the result, not per fragment. */
-static int coll_avg(void *dst, size_t elems, enum zb_dtype dt, uint32_t n)
-{
-	ZB_DASSERT(n >= 1 && n <= CFG_MAX_NODES);
-	return gpu_host_avg(dst, elems, dt, n);
-}
-
 static int coll_process(struct coll_comm *c, struct coll_op *op,
 			struct coll_chan *ch, uint64_t pos,
 			const struct coll_xfer *x)
@@ -992,7 +980,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 		/* the provider combined the message as it arrived (chan_post);
 		 * what is left is avg's final scaling */
 		if (x->scale_after && x->recv_kind != COLL_RECV_REDUCE_FWD)
-			rc = coll_avg(dst, elems, a->dtype, c->n);
+			rc = gpu_host_avg(dst, elems, a->dtype, c->n);
 		ch->st.reduce_ns += coll_ticks() - t0;
 		return rc;
 	}
@@ -1000,7 +988,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 	case COLL_RECV_REDUCE:
 		rc = gpu_host_reduce(dst, slot, elems, a->dtype, rop);
 		if (rc == 0 && x->scale_after)
-			rc = coll_avg(dst, elems, a->dtype, c->n);
+			rc = gpu_host_avg(dst, elems, a->dtype, c->n);
 		break;
 	case COLL_RECV_REDUCE_FWD:
 		rc = gpu_host_reduce(slot, (const char *)a->sendbuf + x->mine_off,
@@ -1010,7 +998,7 @@ static int coll_process(struct coll_comm *c, struct coll_op *op,
 		rc = gpu_host_reduce(dst, (const char *)a->sendbuf + x->mine_off,
 				     elems, a->dtype, rop);
 		if (rc == 0 && x->scale_after)
-			rc = coll_avg(dst, elems, a->dtype, c->n);
+			rc = gpu_host_avg(dst, elems, a->dtype, c->n);
 		break;
 	default:
 		return 0;
@@ -1261,7 +1249,7 @@ static int coll_gather_reduce(struct coll_comm *c, struct coll_op *op)
 		rc = gpu_host_reduce(u->recvbuf, c->gather + (size_t)j * cb, u->count,
 				     u->dtype, rop);
 	if (rc == 0 && u->op == ZB_AVG)
-		rc = coll_avg(u->recvbuf, u->count, u->dtype, c->n);
+		rc = gpu_host_avg(u->recvbuf, u->count, u->dtype, c->n);
 	c->st.reduce_ns += zb_now_ns() - t0;   /* the owner's, as copy_ns */
 	return rc;
 }

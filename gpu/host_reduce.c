@@ -418,6 +418,18 @@ int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor)
 	return 0;
 }
 
+#define ZB_INT_AVG_LOOP(T, UT)                                                 \
+	do {                                                                   \
+		T *p = buf, d = (T)n;                                          \
+		for (size_t i = 0; i < count; i++) {                           \
+			T q = p[i] / d, r = p[i] % d;                          \
+			UT ar = r < 0 ? 0 - (UT)r : (UT)r;                     \
+			if (2 * ar >= n)                                       \
+				q += p[i] < 0 ? -1 : 1;                        \
+			p[i] = q;                                              \
+		}                                                              \
+	} while (0)
+
 /* Round to nearest, ties away from zero, of x / n on the exact quotient
  * (C division truncates; |r| < n, and 2|r| is compared unsigned, so
  * nothing overflows, INT_MIN included). */
@@ -431,28 +443,8 @@ int gpu_host_avg(void *buf, size_t count, enum zb_dtype dtype, uint32_t n)
 		return -EINVAL;
 
 	switch (dtype) {
-	case ZB_I32: {
-		int32_t *p = buf, d = (int32_t)n;
-		for (size_t i = 0; i < count; i++) {
-			int32_t q = p[i] / d, r = p[i] % d;
-			uint32_t ar = r < 0 ? 0 - (uint32_t)r : (uint32_t)r;
-			if (2 * ar >= n)
-				q += p[i] < 0 ? -1 : 1;
-			p[i] = q;
-		}
-		return 0;
-	}
-	case ZB_I64: {
-		int64_t *p = buf, d = (int64_t)n;
-		for (size_t i = 0; i < count; i++) {
-			int64_t q = p[i] / d, r = p[i] % d;
-			uint64_t ar = r < 0 ? 0 - (uint64_t)r : (uint64_t)r;
-			if (2 * ar >= n)
-				q += p[i] < 0 ? -1 : 1;
-			p[i] = q;
-		}
-		return 0;
-	}
+	case ZB_I32: ZB_INT_AVG_LOOP(int32_t, uint32_t); return 0;
+	case ZB_I64: ZB_INT_AVG_LOOP(int64_t, uint64_t); return 0;
 	default:
 		return gpu_host_scale(buf, count, dtype, 1.0 / n);
 	}

@@ -280,7 +280,7 @@ int gpu_host_scale(void *buf, size_t count, enum zb_dtype dtype, double factor);
  *   i32/i64: the exact quotient rounded to nearest, ties away from zero, in
  *   integer arithmetic (-1605583 / 98 = -16383.5 gives -16384; rounding
  *   x * (1.0 / n) gave -16383, and an i64 sum lost its bits above 2^53).
- *   The collectives' avg (dataplane/coll.c coll_avg) is this function.
+ *   The collectives' avg (dataplane/coll.c) calls this function.
  *   On device buffers: gpu_scale(1.0 / n) is the same for floats; there is
  *   no device integer avg (copy back and use this).
  * Returns 0 or -EINVAL (NULL with count > 0, bad dtype, n not in
