@@ -243,6 +243,13 @@ static inline void act__msg_moved(struct act_msg *m)
 		act__tls.handling = NULL;
 }
 
+static inline void act__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 static inline struct act_worker *act__my_worker(struct act_runtime *rt)
 {
 	return act__tls.rt == rt ? act__tls.w : NULL;
@@ -308,7 +315,14 @@ void act__dispatch(struct act_runtime *rt, struct act_actor *a, struct act_msg *
 void act__terminate(struct act_runtime *rt, struct act_actor *a, uint32_t consumed);
 /* Wakes an act_call caller sleeping on its port's sequence word; touches
  * only the futex address (the port may be released already). */
-void act__port_wake(_Atomic uint32_t *seq);
+/* An act_call port's futex word: senders add ACT_PORT_SEQ_STEP before their
+ * push; the caller sets ACT_PORT_SLEEPING before it sleeps. `before` is the
+ * word as the sender's add found it: the futex is woken (a syscall) only when
+ * the caller had gone to sleep, so a reply that finds its caller still
+ * polling costs the sender (an lcore) no syscall. */
+#define ACT_PORT_SLEEPING 1u
+#define ACT_PORT_SEQ_STEP 2u
+void act__port_wake(_Atomic uint32_t *seq, uint32_t before);
 uint64_t act__new_ref(struct act_runtime *rt);
 
 /* timer.c */

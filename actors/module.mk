@@ -21,3 +21,6 @@ bench-actors: $(ACTORS_BENCH_BIN)
 # test_port_wake stalls a replier right after its push to an act_call port,
 # at the wake-up that follows (link-time wrap of the internal wake calls).
 $(BUILD)/tests/actors/test_port_wake.t: private LDFLAGS += -Wl,--wrap=act__make_runnable -Wl,--wrap=act__port_wake
+
+# test_call_spin counts the FUTEX_WAKE calls a worker makes (link-time wrap of syscall).
+$(BUILD)/tests/actors/test_call_spin.t: private LDFLAGS += -Wl,--wrap=syscall

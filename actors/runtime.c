@@ -25,6 +25,7 @@ void act_params_default(struct act_params *p)
 	p->max_names = 1024;
 	p->pin = true;
 	p->timestamps = false;
+	p->call_spin_ns = 20000;
 }
 
 static int params_check(const struct act_params *p)

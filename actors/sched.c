@@ -22,12 +22,6 @@
 #define SPIN_POLLS 400u   /* empty polls before parking (~tens of µs) */
 #define PARK_MAX_NS 100000000ull
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val,
 		  const struct timespec *ts)
@@ -146,9 +140,10 @@ static struct act_actor *inject_pop(struct act_worker *w)
 		 : NULL;
 }
 
-void act__port_wake(_Atomic uint32_t *seq)
+void act__port_wake(_Atomic uint32_t *seq, uint32_t before)
 {
-	futex(seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+	if (before & ACT_PORT_SLEEPING)
+		futex(seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
 }
 
 /* Actors only: act_call ports are woken by act__deliver itself, before and
@@ -333,7 +328,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		if (++idle < SPIN_POLLS) {
-			cpu_relax();
+			act__cpu_relax();
 			if (idle % 64 == 0)
 				sched_yield();
 			continue;

@@ -57,14 +57,15 @@ int act__deliver(struct act_runtime *rt, act_id to, struct act_msg *m, bool sys)
 	 * benchmark ~23 %). */
 	bool first = w_count(w) == 0;
 	bool port = first && a->kind == AK_PORT;
+	uint32_t port_before = 0;
 	if (ZB_UNLIKELY(port))
-		atomic_fetch_add_explicit(&a->port_seq, 1, REL);
+		port_before = atomic_fetch_add_explicit(&a->port_seq, ACT_PORT_SEQ_STEP, ACR);
 	m->to = to;
 	m->_priv.state = MS_QUEUED;
 	act__msg_moved(m); /* before the push: from there on m is the receiver's */
 	act__mpsc_push(&a->mb, act__qn(m));
 	if (ZB_UNLIKELY(port))
-		act__port_wake(&a->port_seq);
+		act__port_wake(&a->port_seq, port_before);
 	else if (first)
 		act__make_runnable(rt, a);
 	return 0;
@@ -714,6 +715,7 @@ int act_call(struct act_runtime *rt, act_id to, struct act_msg *req,
 	/* Saturated: now + UINT64_MAX (infinity) wrapped into the past. */
 	uint64_t start = zb_now_ns();
 	uint64_t deadline = timeout_ns < UINT64_MAX - start ? start + timeout_ns : UINT64_MAX;
+	uint64_t spin_end = start + rt->p.call_spin_ns;
 	rc = ZB_ERR_TIMEOUT;
 	for (;;) {
 		uint32_t seq = atomic_load_explicit(&p->port_seq, ACQ);
@@ -740,6 +742,19 @@ int act_call(struct act_runtime *rt, act_id to, struct act_msg *req,
 		uint64_t now = zb_now_ns();
 		if (now >= deadline)
 			break;
+		if (now < spin_end) { /* a quick reply: neither side enters the kernel */
+			act__cpu_relax();
+			continue;
+		}
+		if (!(seq & ACT_PORT_SLEEPING)) {
+			/* Announce the sleep. A sender's add ordered before this
+			 * one changed the word (look again); one ordered after it
+			 * sees the flag and wakes us (act__port_wake). */
+			uint32_t was = atomic_fetch_or_explicit(&p->port_seq, ACT_PORT_SLEEPING, ACR);
+			if (was != seq)
+				continue;
+			seq |= ACT_PORT_SLEEPING;
+		}
 		futex_wait(&p->port_seq, seq, deadline - now);
 	}
 	port_close(rt, p);

@@ -85,10 +85,14 @@ struct act_params {
 				    * the creating thread's); read by
 				    * act_start_threads() only */
 	bool timestamps;           /* fill act_msg.ts_ns on every send */
+	uint32_t call_spin_ns;     /* act_call polls this long for its reply
+				    * before it sleeps on a futex: a reply
+				    * found while polling costs its sender
+				    * (a worker, an lcore) no syscall */
 };
 
 /* Defaults: 65536 actors, 256, 2000, 2 workers, 65536 messages, 4096 timers,
- * 1024 names, pinned, no timestamps. */
+ * 1024 names, pinned, no timestamps, call_spin_ns 20000. */
 void act_params_default(struct act_params *p);
 
 struct act_runtime;

@@ -15,7 +15,7 @@
 struct act_runtime;
 struct act_actor;
 void __real_act__make_runnable(struct act_runtime *rt, struct act_actor *a);
-void __real_act__port_wake(_Atomic uint32_t *seq) __attribute__((weak));
+void __real_act__port_wake(_Atomic uint32_t *seq, uint32_t before) __attribute__((weak));
 static _Atomic int stall_next;
 
 void __wrap_act__make_runnable(struct act_runtime *rt, struct act_actor *a);
@@ -26,13 +26,13 @@ void __wrap_act__make_runnable(struct act_runtime *rt, struct act_actor *a)
 	__real_act__make_runnable(rt, a);
 }
 
-void __wrap_act__port_wake(_Atomic uint32_t *seq);
-void __wrap_act__port_wake(_Atomic uint32_t *seq)
+void __wrap_act__port_wake(_Atomic uint32_t *seq, uint32_t before);
+void __wrap_act__port_wake(_Atomic uint32_t *seq, uint32_t before)
 {
 	if (atomic_exchange(&stall_next, 0))
 		usleep(60000);
 	if (__real_act__port_wake)
-		__real_act__port_wake(seq);
+		__real_act__port_wake(seq, before);
 }
 
 static struct act_runtime *rt;
