@@ -11,6 +11,8 @@
 #include "tap.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <uv.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +25,32 @@ static int base;
 static struct zb_config cfg[N];
 static struct ctl_node *node[N];
 static struct ctl_status s;
+
+/* libuv's work pool (raft_uv's file I/O) is process-wide and outlives every
+ * loop: started here, before the baseline count, so that it counts there. */
+static void uv_noop(uv_work_t *w) { (void)w; }
+static void warm_uv_pool(void)
+{
+	uv_loop_t loop;
+	uv_work_t w;
+	ZB_ASSERT(uv_loop_init(&loop) == 0);
+	ZB_ASSERT(uv_queue_work(&loop, &w, uv_noop, NULL) == 0);
+	ZB_ASSERT(uv_run(&loop, UV_RUN_DEFAULT) == 0);
+	ZB_ASSERT(uv_loop_close(&loop) == 0);
+}
+
+/* The threads of this process (entries of /proc/self/task). */
+static int thread_count(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
 
 static void make_cfg(int i, const char *psk)
 {
@@ -142,6 +170,8 @@ int main(void)
 	int rc;
 
 	tap_plan(24);
+	warm_uv_pool();
+	int threads0 = thread_count();
 	ZB_ASSERT(mkdtemp(dir));
 	base = 21000 + (int)(getpid() % 2000) * 10;
 	write_file("psk", "test cluster key, long enough", 0600);
@@ -256,7 +286,10 @@ int main(void)
 	uint64_t applied = s.applied;
 	for (int i = 0; i < N; i++)
 		ctl_node_stop(node[i], false);
-	ok(1, "all stopped cleanly");
+	int threads1 = thread_count();
+	ok(threads0 > 0 && threads1 == threads0,
+	   "all stopped cleanly: %d thread(s) left, as many as before the first start (%d)",
+	   threads1, threads0);
 	char cmd0[160];
 	snprintf(cmd0, sizeof(cmd0), "ls %s/raft%d | grep -q '^snapshot-'", dir, l);
 	ok(system(cmd0) == 0, "raft_uv wrote a snapshot under raft_dir (threshold 16, %llu applied)",
