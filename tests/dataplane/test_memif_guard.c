@@ -101,7 +101,7 @@ static int fault_child(uintptr_t at, bool in_burst)
 
 int main(void)
 {
-	tap_plan(16);
+	tap_plan(15);
 
 	dp__memif_guard_install();
 	char *r = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -115,10 +115,10 @@ int main(void)
 	munmap(r, LEN);                          /* the driver's disconnect */
 	volatile char *v = r;
 	v[LEN / 2] = 7;                          /* a burst still in flight */
-	ok(1, "a write into the unmapped range did not kill the process");
+	/* (had the write killed the process, no check below would run) */
 	is_int(v[LEN / 2], 7, "it landed on a private zero page (read back)");
 	is_int(v[100], 0, "the rest of the range reads zeros, not the old bytes");
-	is_int(dp__memif_guard_absorbed() - before, 1, "one fault absorbed (counted)");
+	is_int(dp__memif_guard_absorbed() - before, 1, "the write into the unmapped range was absorbed: one fault counted");
 
 	int st = fault_elsewhere(true);
 	ok(WIFEXITED(st) && WEXITSTATUS(st) == 3,

@@ -104,7 +104,7 @@ int main(void)
 	if (rc == ZB_ERR_UNAVAILABLE)
 		tap_skip_all("RDMA device present but unusable: %s", rdma_last_error());
 
-	tap_plan(25);
+	tap_plan(24);
 	is_int(rc, 0, "init on the first device (%s)", rc ? rdma_last_error() : "ok");
 	if (rc)
 		return tap_done();
@@ -223,6 +223,5 @@ int main(void)
 	o->fini(ctx);
 	free(big_s);
 	free(big_r);
-	ok(1, "fini after failures");
 	return tap_done();
 }

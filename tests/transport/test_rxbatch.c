@@ -127,7 +127,7 @@ int main(void)
 {
 	struct side a, b;
 	uint64_t now = 1000000;
-	tap_plan(18);
+	tap_plan(17);
 
 	/* without rx_batch: an ack per frame that asks for one (each message
 	 * empties the send queue, so each carries ACKREQ) */
@@ -158,6 +158,5 @@ int main(void)
 	fed = feed(&b, &a, now + 3000);
 	ok(fed == 0 && a.done_ok == 40, "40 sends complete (%d)", a.done_ok);
 	teardown(&a, &b);
-	ok(1, "clean teardown");
 	return tap_done();
 }
