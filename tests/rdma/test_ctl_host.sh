@@ -16,7 +16,8 @@ cleanup() {
 	rm -rf "$T" /var/run/dpdk/$PFX-* "${XDG_RUNTIME_DIR:-/tmp}"/dpdk/$PFX-* 2>/dev/null
 }
 trap cleanup EXIT
-[ -x "$ZBMD" ] || skip_all "no zbmd binary"
+# no zbmd binary is a broken build (make test builds it), not a reason to skip
+[ -x "$ZBMD" ] || { echo "1..1"; echo "not ok 1 - $ZBMD is built"; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root for the DPDK EAL (no hugepages, but /var/run/dpdk)"
 HAVE_DEV=0
 ibv_devices 2>/dev/null | awk 'NR > 2 && NF' | grep -q . && HAVE_DEV=1
