@@ -52,8 +52,12 @@ if [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
 		grep -qx "dry run: nothing was changed" <<<"$out"
 	ok $? "hugepages.sh --dry-run --memory-mb 1000: plans 500 pages of 2M"
 	[ $rc -eq 0 ] || diag "$out"
-	if grep -qw hugetlbfs /proc/mounts; then
-		ok 0 "hugepages.sh --dry-run: (hugetlbfs already mounted, no mount planned)"
+	# the default mount point, /dev/hugepages: mounted there already (any
+	# hugetlbfs elsewhere does not count), or the mount is planned
+	if awk '$2 == "/dev/hugepages" && $3 == "hugetlbfs" { f = 1 } END { exit !f }' /proc/mounts; then
+		grep -qx "hugetlbfs already mounted on /dev/hugepages (2M pages)" <<<"$out" &&
+			! grep -q "would run: mount" <<<"$out"
+		ok $? "hugepages.sh --dry-run: hugetlbfs already mounted on /dev/hugepages, no mount planned"
 	else
 		grep -qx "would run: mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages" <<<"$out"
 		ok $? "hugepages.sh --dry-run: plans the hugetlbfs mount"
