@@ -97,7 +97,7 @@ int main(void)
 		   "chunks coalesce back independently");
 		gpu_close(ctx);
 	} else {
-		tap_skip(1, "no context");
+		ok(0, "chunks coalesce back independently (no context)");
 	}
 
 	/* bookkeeping exhaustion is -ENOMEM, never an abort (virtual memory
@@ -140,7 +140,7 @@ int main(void)
 				bad++;
 		memset((void *)(uintptr_t)ptr[i], 0x5a, sz); /* real memory: ASan checks it */
 	}
-	is_int(bad, 0, "20000 random alloc/free: no overlap, aligned, frees succeed");
+	ok(ctx && bad == 0, "20000 random alloc/free: no overlap, aligned, frees succeed (%d bad)", bad);
 	for (int i = 0; ctx && i < NSTRESS; i++)
 		if (ptr[i])
 			gpu_free(ctx, ptr[i]);
@@ -150,7 +150,7 @@ int main(void)
 		   st.free_ranges == 1 && st.largest_free == 64 * MIB,
 		   "after the stress run the pool is whole again (no leaks)");
 	} else {
-		tap_skip(1, "no context");
+		ok(0, "after the stress run the pool is whole again (no context)");
 	}
 	gpu_close(ctx);
 
