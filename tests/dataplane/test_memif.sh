@@ -55,8 +55,8 @@ for first in 1 2; do
 	kill -TERM $M1 $M2 2>/dev/null
 	wait $M1; r1=$?; wait $M2; r2=$?
 	[ $r1 -eq 0 ] && [ $r2 -eq 0 ]; ok $? "2000 messages each way over memif, verified ($r1 $r2)"
-	grep -h '^RESULT' "$T/m1" "$T/m2" | grep -qE 'received=2000 bad=0 order=0'
-	ok $? "exactly once, in order, intact"
+	[ "$(grep -h '^RESULT' "$T/m1" "$T/m2" | grep -cE 'received=2000 bad=0 order=0')" = 2 ]
+	ok $? "exactly once, in order, intact (both nodes)"
 	"$XFER" -c "$T/cl/node1.ini" --count 1000000 >"$T/m1" 2>&1 & M1=$!; PIDS+=($M1)
 	wait_for "$T/m1" '^READY' 30
 	"$XFER" -c "$T/cl/node2.ini" --count 1000000 >"$T/m2" 2>&1 & M2=$!; PIDS+=($M2)
