@@ -106,6 +106,15 @@ impair_line() {
 	grep 'impair: forwarded' "$T/impair" | tail -1
 }
 
+# netem_drops: the packets the tc netem qdiscs of the hub (on the node
+# links h1..) dropped, summed; empty when the hub has no netem qdisc. Needs CL.
+netem_drops() {
+	$CL exec hub tc -s qdisc show 2>/dev/null | awk '
+		/^qdisc / { n = $2 == "netem"; if (n) f = 1; next }
+		n && match($0, /dropped [0-9]+/) { d += substr($0, RSTART + 8) }
+		END { if (f) print d + 0 }'
+}
+
 # field FILE PREFIX KEY: the value of KEY=... on FILE's last line starting
 # with PREFIX (e.g. field "$T/x1" RESULT retransmits)
 field() {

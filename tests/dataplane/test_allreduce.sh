@@ -62,7 +62,8 @@ run_ring "$CL" "$T/l" 3; ok $? "3-node ring over the lossy link: 3 all-reduces f
 diag "$(grep -h '^DONE' "$T"/l/a1)"
 impair_stop; s=$(impair_line); diag "$s"
 if [ "$s" = netem ]; then
-	ok 0 "impairment by tc netem"
+	d=$(netem_drops)
+	[ "${d:-0}" -gt 0 ]; ok $? "tc netem dropped frames on the node links during the run (${d:-no netem qdisc})"
 else
 	[ "$(echo "$s" | sed -n 's/.*dropped=\([0-9]*\).*/\1/p')" -gt 0 ] &&
 		[ "$(echo "$s" | sed -n 's/.*reordered=\([0-9]*\).*/\1/p')" -gt 0 ]
