@@ -11,6 +11,11 @@ ZBMD="$ZBMD_BUILD/bin/zbmd"
 DATA="$ZBMD_ROOT/tests/config/data"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/zbmd-config-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+# one check per bad file, two per good file or example, 19 more: a loop or
+# section that stops early shows as a short count
+nbad=$(ls "$DATA"/bad/*.ini | wc -l)
+ngood=$( (ls "$DATA"/good/*.ini; find "$ZBMD_ROOT/config/examples" -name '*.ini') | wc -l)
+plan $((nbad + 2 * ngood + 19))
 
 # Each bad file: exact stderr, exit status 2, empty stdout.
 cd "$DATA/bad" || exit 1
