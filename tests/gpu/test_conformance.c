@@ -164,7 +164,8 @@ static void suite(enum gpu_backend be)
 	for (int t = 0; t < ZB_DTYPE_COUNT; t++)
 		for (int op = 0; op < ZB_REDOP_COUNT; op++) {
 			long r = run_reduce(ctx, dd, ds, t, op);
-			if (r == ZB_ERR_UNSUPPORTED) {
+			/* (the cpu backend reduces every dtype: there it is a failure) */
+			if (r == ZB_ERR_UNSUPPORTED && be != GPU_CPU) {
 				char msg[300];
 				snprintf(msg, sizeof(msg), "%s: reduce %s unsupported by %s (error code returned)",
 					 bn, zb_dtype_name(t), di->name);
@@ -176,7 +177,7 @@ static void suite(enum gpu_backend be)
 		}
 	for (int t = 0; t < ZB_DTYPE_COUNT; t++) {
 		long r = run_scale(ctx, dd, t);
-		if (r == ZB_ERR_UNSUPPORTED) {
+		if (r == ZB_ERR_UNSUPPORTED && be != GPU_CPU) {
 			tap_skip(1, "scale: dtype unsupported by the device (error code returned)");
 			continue;
 		}
@@ -249,7 +250,7 @@ static void suite(enum gpu_backend be)
 			if (!rc) rc = gpu_memcpy_d2h(ctx, NULL, got, dd, sizeof(got));
 			if (!rc) rc = gpu_stream_sync(ctx, NULL);
 		}
-		if (rc == ZB_ERR_UNSUPPORTED)
+		if (rc == ZB_ERR_UNSUPPORTED && be != GPU_CPU)
 			tap_skip(1, "f16 unsupported by the device");
 		else if (!ok(rc == 0 && memcmp(got, want_prod, 6) == 0 &&
 			     (got[3] & 0x7fff) > 0x7c00,
