@@ -193,7 +193,10 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 ms=$((($(date +%s%N) - t0) / 1000000))
-[ $alive = 0 ] && [ $ms -le 5000 ]; ok $? "survivors exited ${ms} ms after the kill (bound 5000 ms)"
+# (a victim and its two survivors must have been found: with none to
+# watch, "all exited" holds at once)
+[ -n "$victim" ] && [ "$(echo $survivors | wc -w)" = 2 ] && [ $alive = 0 ] && [ $ms -le 5000 ]
+ok $? "survivors ($survivors) exited ${ms} ms after the kill of node 2 (${victim:-not found}; bound 5000 ms)"
 wait $LP; rc=$?
 [ $rc != 0 ]; ok $? "zbmd local exits non-zero ($rc)"
 grep -qE 'made no progress for 4000 ms|peer down|membership epoch changed from [0-9]+ to [0-9]+: node 2 removed' "$T/k.err"
