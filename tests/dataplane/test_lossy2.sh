@@ -45,7 +45,7 @@ done
 # end-to-end checksums: what 1 sent is what 2 received, and back
 [ "$(field "$T/x1" TX csum)" = "$(field "$T/x2" RX csum)" ] &&
 	[ "$(field "$T/x2" TX csum)" = "$(field "$T/x1" RX csum)" ] &&
-	[ -n "$(field "$T/x1" TX csum)" ]
+	[ -n "$(field "$T/x1" TX csum)" ] && [ -n "$(field "$T/x2" TX csum)" ]
 ok $? "content checksums agree end to end ($(field "$T/x1" TX csum), $(field "$T/x2" TX csum))"
 rt=$(( $(field "$T/x1" RESULT retransmits) + $(field "$T/x2" RESULT retransmits) ))
 dup=$(( $(field "$T/x1" RESULT dup_frames) + $(field "$T/x2" RESULT dup_frames) ))
