@@ -128,8 +128,8 @@ awk '/^\[cluster\]/ { print "[gpu]"; print "backend = cuda" } { print }' "$T/one
 "$ZBMD" run -c "$T/g.ini" >"$T/g.out" 2>&1 & P=$!; PIDS+=($P)
 wait_for "$T/g.out" '^zbmd: ready' 60; kill -TERM $P; wait $P; rc=$?
 if "$ZBMD" gpu-info 2>/dev/null | grep -q '^cuda *usable'; then
-	! grep -q 'warning: \[gpu\] backend = cuda' "$T/g.out"
-	ok $? "[gpu] backend = cuda where CUDA is usable: no warning (rc $rc)"
+	[ $rc -eq 0 ] && grep -q '^zbmd: ready' "$T/g.out" && ! grep -q 'warning: \[gpu\] backend = cuda' "$T/g.out"
+	ok $? "[gpu] backend = cuda where CUDA is usable: the node runs, no warning (rc $rc)"
 else
 	[ $rc -eq 0 ] && grep -q 'warning: \[gpu\] backend = cuda is not usable on this machine' "$T/g.out"
 	ok $? "[gpu] backend = cuda without CUDA: the node runs and warns at start (rc $rc)"
