@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Vulkan backend under the Khronos validation layer (with synchronization
-# validation): the gpu tests that drive it (conformance, tensors, the pool,
-# blocked sgemm) make no validation error. The layer is Debian's
+# validation): the gpu tests that drive it (conformance, tensors, blocked
+# sgemm) make no validation error. The layer is Debian's
 # vulkan-validationlayers (make deps); without it, or without a Vulkan
 # device, the test skips and says why.
 source "$ZBMD_ROOT/tests/common/tap.sh"
@@ -17,15 +17,20 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 # (its synchronization validation keeps them): ours are still checked
 echo 'leak:libVkLayer_khronos_validation.so' >"$T/lsan.supp"
 export LSAN_OPTIONS="suppressions=$T/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-tests=(test_conformance test_tensor test_pool test_sgemm_blocks)
+# (test_pool is not among them: it runs the cpu backend only, and no
+# Vulkan instance means no layer and nothing to validate)
+tests=(test_conformance test_tensor test_sgemm_blocks)
 plan $((2 * ${#tests[@]}))
 for t in "${tests[@]}"; do
-	VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation \
+	# the loader says when it puts the layer in: no message from a layer
+	# that was never loaded proves nothing
+	VK_LOADER_DEBUG=layer VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation \
 	VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT \
 		"$B/$t.t" >"$T/$t" 2>&1
 	rc=$?
 	ok $rc "$t passes under the validation layer"
 	n=$(grep -c 'Validation Error\|Validation Warning' "$T/$t")
-	[ "$n" -eq 0 ]; ok $? "$t: no validation message ($n)" ||
-		grep -m3 'Validation' "$T/$t" | cut -c1-300 | sed 's/^/# /'
+	grep -q 'Insert instance layer.*VK_LAYER_KHRONOS_validation' "$T/$t" && [ "$n" -eq 0 ]
+	ok $? "$t: the layer was loaded, and no validation message ($n)" ||
+		grep -m3 'Validation\|Insert instance layer' "$T/$t" | cut -c1-300 | sed 's/^/# /'
 done
