@@ -73,10 +73,13 @@ int main(void)
 	is_int(build(ini), 0, "all lcores builds");
 	cpu_set_t set;
 	sched_getaffinity(0, sizeof(set), &set);
-	ok(CPU_COUNT(&set) >= CFG_MAX_LCORES ||
-		   (strstr(join(), "--lcores 0@") != NULL &&
-		    strstr(join(), ",1@") != NULL),
-	   "more lcores than CPUs: --lcores id@cpu mapping");
+	/* (a machine with as many CPUs as lcore ids has nothing to map: that
+	 * is a skip, not a pass) */
+	if (CPU_COUNT(&set) >= CFG_MAX_LCORES)
+		tap_skip(1, "as many CPUs as lcore ids: no --lcores mapping to check");
+	else
+		ok(strstr(join(), "--lcores 0@") != NULL && strstr(join(), ",1@") != NULL,
+		   "more lcores than CPUs: --lcores id@cpu mapping");
 
 	/* a tiny buffer: -ENOSPC, never an overflow */
 	static struct zb_config cfg;
