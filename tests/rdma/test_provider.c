@@ -44,11 +44,17 @@ int main(void)
 		is_int(rc, ZB_ERR_UNAVAILABLE, "no device here: init says unavailable");
 		ok(strstr(rdma_last_error(), "no RDMA devices") != NULL, "  %s", rdma_last_error());
 		ok(ctx == NULL, "no context handed out");
+	} else if (rc == ZB_ERR_UNAVAILABLE) {
+		/* a device whose port is down: nothing to check, and said so
+		 * (the three checks below passed on it without looking) */
+		char why[300];
+		snprintf(why, sizeof(why), "device present but unusable (port down?): %s",
+			 rdma_last_error());
+		tap_skip(3, why);
 	} else {
-		ok(rc == 0 || rc == ZB_ERR_UNAVAILABLE, "device present: init works (or port down): %s",
-		   rc ? rdma_last_error() : "ok");
-		ok(rc != 0 || rdma_cq_source(ctx, 0) != NULL, "a completion source per channel");
-		ok(rc != 0 || rdma_cq_source(ctx, 1) == NULL, "no source for a channel not set up");
+		is_int(rc, 0, "device present: init works (%s)", rc ? rdma_last_error() : "ok");
+		ok(rc == 0 && rdma_cq_source(ctx, 0) != NULL, "a completion source per channel");
+		ok(rc == 0 && rdma_cq_source(ctx, 1) == NULL, "no source for a channel not set up");
 		if (rc == 0)
 			o->fini(ctx);
 	}
