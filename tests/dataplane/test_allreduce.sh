@@ -24,10 +24,12 @@ plan 14
 
 # run_ring CL DIR N [ARGS...]: start helper_allreduce (with ARGS) on nodes
 # 1..N in index order (memif servers first), wait for all DONE, stop them;
-# sets RCS
+# sets RCS (emptied first: a run that gives up early must not leave the
+# statuses of the one before it for the next check to read)
 run_ring() {
 	local cl=$1 dir=$2 n=$3 i pids=()
 	shift 3
+	RCS=
 	for ((i = 1; i <= n; i++)); do
 		$cl exec $i "$AR" -c "$dir/node$i.ini" --iters 3 "$@" >"$dir/a$i" 2>&1 &
 		pids+=($!); PIDS+=($!)
@@ -35,7 +37,6 @@ run_ring() {
 	done
 	for ((i = 1; i <= n; i++)); do wait_for "$dir/a$i" '^DONE' 90 || return 1; done
 	kill -TERM "${pids[@]}"
-	RCS=
 	for p in "${pids[@]}"; do wait "$p"; RCS="$RCS $?"; done
 }
 
