@@ -63,7 +63,15 @@ int main(void)
 
 	if (!INTERPOSE)
 		tap_skip_all("allocator interposition is off under sanitizers");
-	tap_plan(3);
+	tap_plan(4);
+	/* the counter itself works: 0 below would mean nothing if the
+	 * interposed functions were not the ones called */
+	counting = 1;
+	void *volatile probe = malloc(16);
+	free(probe);
+	counting = 0;
+	is_int(allocs, 2, "the counter sees this binary's malloc and free");
+	allocs = 0;
 	ZB_ASSERT(sim_init(&s, 3, &l, 31, 1 << 14) == 0);
 	s.deliver = deliver;
 	s.send_done = send_done;
