@@ -94,7 +94,14 @@ static long cycle(int sups)
 
 int main(void)
 {
-	tap_plan(2);
+	tap_plan(3);
+	/* the counter itself: a block kept is seen (else 0 below means nothing) */
+	atomic_store(&live, 0);
+	atomic_store(&armed, 1);
+	void *volatile kept = malloc(16);
+	atomic_store(&armed, 0);
+	is_int(atomic_load(&live), 1, "the counter sees a block allocated and not freed");
+	free(kept);
 	is_int(cycle(0), 0, "create + destroy: every block freed");
 	is_int(cycle(3), 0, "three supervisor trees (one nested) alive at destroy: every block freed");
 	return tap_done();
