@@ -735,8 +735,22 @@ static int local_sh(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(cmd + pre, sizeof(cmd) - pre, fmt, ap);
 	va_end(ap);
-	int rc = system(cmd);
-	return (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0) ? 0 : -1;
+	/* not system(): it ignores SIGINT in the caller while the command
+	 * runs, and an ignored signal is dropped — a SIGINT sent to zbmd
+	 * local alone (kill -INT, a supervisor) during the namespaces'
+	 * set-up was lost, and the run went on to its end, exit 0 */
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 static void local_ns_teardown(const struct local_opts *o, int pid)
@@ -753,6 +767,8 @@ static int local_ns_setup(const struct local_opts *o, int pid, int x)
 		     "ip -n zbcoll-%d-hub link set br0 up", pid, pid, pid) < 0)
 		return -1;
 	for (int i = 0; i < o->nodes; i++) {
+		if (local_signal)
+			return -1;   /* interrupted: the rest is not built */
 		if (local_sh("ip netns add zbcoll-%d-%d && "
 			     "ip -n zbcoll-%d-hub link add v%d type veth peer name eth0 "
 			     "netns zbcoll-%d-%d && "
@@ -765,6 +781,8 @@ static int local_ns_setup(const struct local_opts *o, int pid, int x)
 			return -1;
 		if (o->qdisc && local_sh("ip netns exec zbcoll-%d-%d tc qdisc add dev "
 					 "eth0 root %s", pid, i, o->qdisc) < 0) {
+			if (local_signal)
+				return -1;   /* tc was interrupted: not its failure */
 			fprintf(stderr, "zbmd local: `tc qdisc add dev eth0 root %s` "
 				"failed%s\n", o->qdisc, o->netem ? " (is sch_netem "
 				"available in this kernel?)" : "");
@@ -1138,12 +1156,16 @@ static int local_qdisc_probe(const struct local_opts *o, int pid)
 				"(letters, digits, spaces and . %% _ : / + -)\n", flag, spec);
 			return -1;
 		}
-	/* exit 99: no namespace to try it in */
-	snprintf(cmd, sizeof(cmd), "ip netns add zbcoll-%d-probe >/dev/null 2>&1 || exit 99; "
+	/* exit 99: no namespace to try it in. The shell ignores ^C (the
+	 * terminal sends it to our process group): one killed between its
+	 * add and its del left the namespace behind */
+	snprintf(cmd, sizeof(cmd), LOCAL_NOINT "ip netns add zbcoll-%d-probe >/dev/null 2>&1 || exit 99; "
 		 "ip netns exec zbcoll-%d-probe tc qdisc add dev lo root %s%s 2>&1; "
 		 "rc=$?; ip netns del zbcoll-%d-probe 2>/dev/null; exit $rc",
 		 pid, pid, o->netem ? "netem " : "", spec, pid);
 	int rc = local_capture(cmd, out, sizeof(out));
+	if (local_signal)
+		return -1;   /* interrupted: said by the caller */
 	if (rc == 0 || rc == 99 || rc < 0)
 		return 0;
 	local_tc_refused(o, out);
@@ -1302,6 +1324,8 @@ static int local_prepare(struct local_run *L)
 		}
 		L->ns_up = true;
 		if (local_ns_setup(&L->o, L->pid, L->x) < 0) {
+			if (local_signal)
+				return -EINTR;   /* said by the caller */
 			fprintf(stderr, "zbmd local: setting up namespaces zbcoll-%d-* "
 				"failed\n", L->pid);
 			return -EIO;
@@ -1502,6 +1526,8 @@ static void local_supervise(struct local_run *L)
 	L->t0 = zb_now_ns();
 	bool memif = L->o.dpdk && !strcmp(L->o.link, "memif");
 	for (int i = 0; i < L->o.nodes; i++) {
+		if (local_signal)
+			return;   /* no node started after a ^C */
 		if (memif && i > 0 && local_memif_ready(L, i) < 0) {
 			L->failed = true;
 			return;
@@ -1581,7 +1607,9 @@ static void local_stop(struct local_run *L)
 			usleep(10000);
 	}
 	kill(-L->pgid, SIGKILL);
-	while (waitpid(-L->pgid, NULL, 0) > 0)
+	/* a second ^C (EINTR) does not end the reaping: the teardown after
+	 * this removes what the nodes use */
+	while (waitpid(-L->pgid, NULL, 0) > 0 || errno == EINTR)
 		;
 }
 
@@ -1760,7 +1788,7 @@ int coll_local_main(int argc, char **argv)
 	sigaction(SIGINT, &sa, &old[0]);
 	sigaction(SIGTERM, &sa, &old[1]);
 	sigaction(SIGHUP, &sa, &old[2]);
-	if (local_prepare(&L) < 0 || local_check_configs(&L) < 0) {
+	if (local_prepare(&L) < 0 || local_check_configs(&L) < 0 || local_signal) {
 		L.failed = true;
 		if (local_signal)
 			fprintf(stderr, "\nzbmd local: caught signal %d while setting up, "

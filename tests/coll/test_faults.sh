@@ -5,11 +5,12 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/common/local.sh"   # fault_survivors, fault_slowest
 Z=$ZBMD_BUILD/bin/zbmd
-plan 15
+plan 19
 E=/tmp/zbcoll-faults.$$
 P=/tmp/zbcoll-faults-pids.$$
 : >$P
-trap 'rm -f $E $P' EXIT
+B=/tmp/zbcoll-faults-bin.$$
+trap 'rm -f $E $P; rm -rf $B' EXIT
 # `zbmd local` names its namespaces zbcoll-PID-* after its own pid. Run it as
 # (zlocal ARGS) or $(zlocal ARGS): the subshell records its pid, then becomes
 # zbmd, so test 12 can look for this run's namespaces only (other jobs may
@@ -92,6 +93,46 @@ alive=0
 for k in $kids; do kill -0 $k 2>/dev/null && alive=$((alive + 1)); done
 nsleft=$(ip netns list | grep -c "^zbcoll-$lp-")
 ok $([ -n "$kids" ] && [ $alive -eq 0 ] && [ "$nsleft" -eq 0 ]; echo $?) "SIGINT: node processes ($kids) and namespaces gone ($alive alive, $nsleft namespaces)"
+
+# 5b. Ctrl-C while zbmd local sets the namespaces up. A tc first in PATH that
+# takes a second for `qdisc add` on the device SLOW_DEV holds zbmd local in
+# the step at hand: a node's qdisc (eth0), or the probe of the spec (lo, in
+# the namespace zbcoll-PID-probe, before anything else is made).
+mkdir -p $B
+cat >$B/tc <<EOF
+#!/bin/sh
+case " \$* " in *" qdisc add dev \$SLOW_DEV "*) sleep 1 ;; esac
+exec $(command -v tc) "\$@"
+EOF
+chmod +x $B/tc
+# waitns PID NAME: until namespace zbcoll-PID-NAME is there (10 s at most)
+waitns() { for _ in $(seq 200); do ip netns list | grep -q "^zbcoll-$1-$2\( \|$\)" && return; sleep 0.05; done; }
+# SIGINT to zbmd local alone (kill -INT, a supervisor) while node 0's tc runs:
+# it ran the set-up's commands with system(), which ignores SIGINT in the
+# caller, so the signal was lost and the run went on to its end (exit 0)
+SLOW_DEV=eth0 PATH=$B:$PATH "$Z" local --nodes 3 --qdisc "tbf rate 1gbit burst 64kb limit 64kb" -- \
+	bench allreduce -b 1M -e 1M -n 2 -w 0 >/dev/null 2>$E &
+lp=$!
+waitns $lp 0; sleep 0.3
+kill -INT $lp
+wait $lp; rc=$?
+ok $([ $rc -eq 130 ] && grep -q "caught signal 2 while setting up" $E; echo $?) \
+	"SIGINT to zbmd local during the namespaces' set-up: exit 130, said ($rc: $(grep 'zbmd local' $E | head -2 | tr '\n' ' '))"
+nsleft=$(ip netns list | grep -c "^zbcoll-$lp-")
+ok $([ "$nsleft" -eq 0 ]; echo $?) "... and no namespace of it left ($nsleft)"
+# ^C from the terminal (SIGINT to the whole process group) during the probe:
+# the probe's shell died between its `ip netns add` and its `ip netns del`
+# and zbcoll-PID-probe stayed (until a later run took it back)
+SLOW_DEV=lo PATH=$B:$PATH setsid "$Z" local --nodes 3 --qdisc "tbf rate 1gbit burst 64kb limit 64kb" -- \
+	bench allreduce -b 1M -e 1M -n 2 -w 0 >/dev/null 2>$E &
+lp=$!
+waitns $lp probe; sleep 0.3
+kill -INT -- -$lp
+wait $lp; rc=$?
+sleep 0.2
+nsleft=$(ip netns list | grep "^zbcoll-$lp-" | awk '{print $1}' | tr '\n' ' ')
+ok $([ $rc -eq 130 ]; echo $?) "Ctrl-C during the qdisc probe: exit 130 ($rc)"
+ok $([ -z "$nsleft" ]; echo $?) "... and no namespace left, the probe's included (${nsleft:-none})"
 
 # 6. zbmd local killed outright (SIGKILL: no teardown) mid-run: its nodes die
 # with it (parent-death signal); its directory and namespaces stay until the
