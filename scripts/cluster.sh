@@ -557,7 +557,8 @@ cmd_status() {
 			local pre=() c=""
 			[ "$(mode)" = veth ] && pre=(ip netns exec "$(ns "$i")")
 			c=$("${pre[@]}" "$ZBMD" status -c "$DIR/node$i.ini" 2>/dev/null |
-				awk '$1 ~ /^(state|leader|epoch|members|dataplane_epoch)$/ { k = $1; $1 = ""; printf "%s%s=%s", sep, k, substr($0, 2); sep = " " }')
+				awk '$1 ~ /^(state|leader|epoch|members|dataplane_epoch)$/ { k = $1; $1 = ""; printf "%s%s=%s", sep, k, substr($0, 2); sep = " " }') ||
+				true   # no answer (control off, starting, stopping): the node is still listed
 			echo "node $i: running (pid $p)${c:+ $c}"
 		else echo "node $i: stopped (exit $(cat "$DIR/node$i.rc" 2>/dev/null || echo -))"; fi
 	done
