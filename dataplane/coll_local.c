@@ -1030,6 +1030,7 @@ struct local_run {
 	uint64_t t0, fault_ns;
 	uint64_t started_ns;            /* when the last node was launched */
 	uint64_t up_ns;                 /* when every node's ready file was there */
+	sigset_t mask;                  /* the signal mask before the teardown */
 };
 
 /* How zbmd local names node I: by its index, the I of --kill I@MS and
@@ -1642,6 +1643,17 @@ static void local_qdisc_stats(const struct local_run *L)
 
 static void local_cleanup(struct local_run *L)
 {
+	/* Blocked here and in every command the teardown runs (a child keeps
+	 * its parent's mask across exec): the shells' trap (LOCAL_NOINT) is
+	 * set only once the shell runs, and a ^C that came before it (held
+	 * down, or twice) killed the shell of a `rm -rf /var/run/dpdk/...` —
+	 * a node's runtime directory stayed. coll_local_main unblocks them. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &L->mask);
 	local_noint = true;
 	if (L->ns_up && L->o.qdisc && L->t0)
 		local_qdisc_stats(L);
@@ -1828,6 +1840,9 @@ int coll_local_main(int argc, char **argv)
 	/* a signal's status as a shell gives it: 128 + the signal */
 	status = local_signal ? 128 + (int)local_signal : L.usage_err ? 2 : L.failed ? 1 : 0;
 	local_cleanup(&L);
+	/* a signal held during the teardown goes to our handler: the run's
+	 * status is said already */
+	sigprocmask(SIG_SETMASK, &L.mask, NULL);
 	sigaction(SIGINT, &old[0], NULL);
 	sigaction(SIGTERM, &old[1], NULL);
 	sigaction(SIGHUP, &old[2], NULL);

@@ -5,7 +5,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 . "$ZBMD_ROOT/tests/common/local.sh"   # fault_survivors, fault_slowest
 Z=$ZBMD_BUILD/bin/zbmd
-plan 19
+plan 20
 E=/tmp/zbcoll-faults.$$
 P=/tmp/zbcoll-faults-pids.$$
 : >$P
@@ -133,6 +133,19 @@ sleep 0.2
 nsleft=$(ip netns list | grep "^zbcoll-$lp-" | awk '{print $1}' | tr '\n' ' ')
 ok $([ $rc -eq 130 ]; echo $?) "Ctrl-C during the qdisc probe: exit 130 ($rc)"
 ok $([ -z "$nsleft" ]; echo $?) "... and no namespace left, the probe's included (${nsleft:-none})"
+
+# 5c. ^C held down (SIGINT to the whole process group every ms) from mid-run
+# through the teardown: every namespace removed, nothing of the run left. The
+# teardown's shells ignored ^C only from their first command on (a trap); one
+# killed before it left its namespace (16 nodes: most runs left some)
+setsid "$Z" local --nodes 16 --ns -- bench allreduce -b 1M -e 1M -n 1000000 -w 0 >/dev/null 2>$E &
+lp=$!
+waitns $lp 15; sleep 1
+while kill -INT -- -$lp 2>/dev/null; do sleep 0.001; done
+wait $lp; rc=$?
+sleep 0.2
+nsleft=$(ip netns list | grep -c "^zbcoll-$lp-")
+ok $([ $rc -eq 130 ] && [ "$nsleft" -eq 0 ]; echo $?) "^C held down through the teardown: exit 130 ($rc), no namespace left ($nsleft)"
 
 # 6. zbmd local killed outright (SIGKILL: no teardown) mid-run: its nodes die
 # with it (parent-death signal); its directory and namespaces stay until the
