@@ -320,6 +320,15 @@ dp_lcores() {
 	echo $((n > 1 ? n - 1 : 1))
 }
 
+# up_interrupted STATUS: a signal during up: tear down what it made, exit STATUS
+up_interrupted() {
+	trap '' PIPE HUP INT TERM
+	trap - ERR
+	echo "cluster.sh: up interrupted, tearing down" >&2 || true
+	cmd_down >/dev/null 2>&1 || true
+	exit "$1"
+}
+
 cmd_up() {
 	local n=${1:-} m=veth master=(master br0) a
 	[ $# -ge 1 ] || usage_err "up: give N, the number of nodes"
@@ -367,7 +376,12 @@ cmd_up() {
 	done
 	# from here on every write is undone on a failure or an interrupt
 	set -E   # the teardown below also for failures inside functions
-	trap 'echo "cluster.sh: up interrupted, tearing down" >&2; cmd_down >/dev/null 2>&1; exit 130' INT TERM
+	# SIGHUP too (the terminal or ssh session gone): the half-built cluster
+	# stayed, and the next up refused it. Its stderr may be gone with it:
+	# the message may fail, the teardown must not
+	trap 'up_interrupted 130' INT
+	trap 'up_interrupted 143' TERM
+	trap 'up_interrupted 129' HUP
 	# The directory (by default a fixed name in /tmp) holds the configs and
 	# the key, and root writes into it: it must be a real directory of ours
 	# that nobody else can write, else a planted link or file would be
@@ -409,7 +423,7 @@ cmd_up() {
 		ip netns exec "$PROBE" ethtool -K eth0 tx off >/dev/null 2>&1 || true
 	fi
 	for ((i = 1; i <= n; i++)); do write_config "$i" "$n" "$m"; done
-	trap - ERR INT TERM
+	trap - ERR INT TERM HUP
 	set +E
 	echo "cluster $TAG: $n nodes ($m), configs in $DIR"
 }

@@ -675,6 +675,16 @@ kill -TERM "$pid"; wait "$pid"; rc=$?
 ok $? "cluster.sh up: interrupted, it tears down; the next up works (rc $rc, $rc2)" ||
 	diag "$(cat "$TMP/err" "$TMP/err2")"
 "$C" --tag "${CT}h" --dir "$TMP/clh" down >/dev/null 2>&1
+# the same with SIGHUP (the terminal or ssh session gone): up had no trap for
+# it and left the half-built cluster, which the next up refused
+PATH="$TMP/slowb64:$PATH" "$C" --tag "${CT}h" --dir "$TMP/clh" up 2 --memif >/dev/null 2>"$TMP/err" & pid=$!
+for _ in $(seq 50); do [ -e "$TMP/clh/count" ] && break; sleep 0.1; done
+kill -HUP "$pid"; wait "$pid"; rc=$?
+"$C" --tag "${CT}h" --dir "$TMP/clh" up 2 --memif >/dev/null 2>"$TMP/err2"; rc2=$?
+[ $rc -eq 129 ] && grep -q "up interrupted, tearing down" "$TMP/err" && [ $rc2 -eq 0 ]
+ok $? "cluster.sh up: a SIGHUP tears down too (exit 129); the next up works (rc $rc, $rc2)" ||
+	diag "$(cat "$TMP/err" "$TMP/err2")"
+"$C" --tag "${CT}h" --dir "$TMP/clh" down >/dev/null 2>&1
 
 # memif: --dir goes into DPDK vdev strings
 "$C" --tag "${CT}b" --dir "$TMP/c l,b" up 2 --memif >/dev/null 2>"$TMP/err"; rc=$?
