@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <string.h>
@@ -288,6 +289,16 @@ int dp_cmd_run(int argc, char **argv)
 	printf("zbmd: ready\n");
 	fflush(stdout);
 	sd_notify_state("READY=1\nSTATUS=ready");
+	/* zbmd local (dataplane/coll_local.c) starts memif nodes one after the
+	 * other, each once this file of the one before exists, and counts
+	 * --kill N@up+MS from every node's: without it, `zbmd local --link
+	 * memif -- run` never started node 1 (30 s, then exit 1) */
+	const char *ready = getenv("ZBMD_READY_FILE");
+	if (ready && *ready) {
+		int fd = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
 
 	if (dp_main_polls()) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -9,7 +9,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 44
+plan 46
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
@@ -207,3 +207,23 @@ if [ "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)" -lt $((250 * 1024 * 10
 else
 	ok 0 "# SKIP -b 64G -e 64G on 2 nodes: this machine has over 250 GiB available"
 fi
+
+# `run` on memif nodes: a node of zbmd run says it is up (ZBMD_READY_FILE)
+# once it is, so zbmd local starts the next one; `run` created no such file,
+# and node 1 never started (30 s, "its dataplane was not up", exit 1)
+"$ZBMD" local --nodes 3 --link memif -- run >"$T/run0" 2>"$T/err" &
+lp=$!; PIDS+=($lp)
+d=
+for _ in $(seq 200); do
+	[ -n "$d" ] || { d=$(grep -lx "$lp" /tmp/zbmd-local-*/owner 2>/dev/null | head -1); d=${d%/owner}; }
+	[ -n "$d" ] && grep -q '^zbmd: ready' "$d/node2.log" 2>/dev/null && break
+	kill -0 $lp 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$d" ] && grep -q '^zbmd: ready' "$T/run0" && grep -q '^zbmd: ready' "$d/node1.log" &&
+	grep -q '^zbmd: ready' "$d/node2.log"
+ok $? "zbmd local --link memif -- run: all 3 nodes up within 20 s" || diag "$(grep 'zbmd local' "$T/err")"
+kill -INT $lp; wait_exit $lp 20; wait $lp; rc=$?
+[ $rc -eq 130 ] && [ -z "$(ls -d /var/run/dpdk/zbloc$lp-* 2>/dev/null)" ] && [ ! -e "$d" ]
+ok $? "... and SIGINT stops them (exit $rc), nothing of the run left"
+rm_kept
