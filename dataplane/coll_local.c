@@ -161,8 +161,9 @@ static void local_usage(FILE *f)
 "Starts an N-node cluster on this machine (embedded default config), runs\n"
 "`zbmd COMMAND ARGS --config nodeI.ini` on every node (a COMMAND with a '/'\n"
 "is run as a program), prints node 0's output and tears everything down.\n"
-"COMMAND: bench allreduce, train, run, control or status (the zbmd commands\n"
-"that take a config; no -c/--config FILE in ARGS), or a program's path.\n"
+"COMMAND: bench allreduce, train, run (--link memif or veth), control or status\n"
+"(the zbmd commands that take a config; no -c/--config FILE in ARGS), or a\n"
+"program's path.\n"
 "  --link tcp        kernel TCP (default; loopback, or namespaces with --ns/--netem)\n"
 "  --link memif      DPDK nodes joined by net_memif (scripts/cluster-memif.sh;\n"
 "                    MTU 9000 and 768 MB per node: env ZBN_MTU, ZBN_MEMORY_MB)\n"
@@ -440,6 +441,15 @@ static int local_cmd_ok(const struct local_opts *o)
 	}
 	bool bench = k == 0, dataplane = k <= 2;
 	const char *prov = o->dpdk ? "dpdk" : "tcp";
+	if (k == 2 && !o->dpdk) {
+		/* zbmd run is a DPDK node: over tcp its config has no [eal] of
+		 * its own, so every node took file-prefix zbmd and hugepages —
+		 * they refused one another ("another zbmd node is running with
+		 * file-prefix zbmd") or found no hugepages, exit 1 at once */
+		fprintf(stderr, "zbmd local: 'run' starts a DPDK dataplane node: it "
+			"needs --link memif or veth (--link %s has none)\n", o->link);
+		return -1;
+	}
 	if (dataplane && !strcmp(o->link, "memif") && o->nodes < 2) {
 		fprintf(stderr, "zbmd local: --link memif needs at least 2 nodes for "
 			"'%s' (a memif link joins two nodes; one node alone: --link veth "

@@ -9,7 +9,7 @@
 . "$ZBMD_ROOT/tests/dataplane/lib.sh"
 trap cleanup_lib EXIT
 [ "$(id -u)" -eq 0 ] || skip_all "zbmd local --link memif needs root"
-plan 46
+plan 47
 
 # the node command: say ready (zbmd local starts node i once node i-1 is),
 # then print the config keys of interest
@@ -166,6 +166,11 @@ refused() {  # WHAT EXPECT ARGS...
 	fi
 	rm_kept
 }
+# zbmd run is a DPDK node: the tcp link's configs have no [eal], so every node
+# took file-prefix zbmd and hugepages (exit 1 at once: "another zbmd node is
+# running with file-prefix zbmd", or no hugepages reserved)
+refused "run over --link tcp" "'run' starts a DPDK dataplane node: it needs --link memif or veth" \
+	--nodes 2 -- run
 refused "a second --kill (the first was dropped)" "one --kill per run ('0@500' is a second)" \
 	--nodes 2 --kill 1@500 --kill 0@500 -- /bin/true
 refused "a second --linkdown" "one --linkdown per run" \
