@@ -543,7 +543,14 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			break;
 		}
 		case 'l': o->link = optarg; break;
-		case 'e': o->netem = optarg; break;
+		case 'e':
+			if (strspn(optarg, " \t") == strlen(optarg)) {
+				fprintf(stderr, "zbmd local: --netem is empty (want netem's "
+					"parameters, e.g. \"loss 2%% delay 1ms reorder 25%%\")\n");
+				return -EINVAL;
+			}
+			o->netem = optarg;
+			break;
 		case 'q':
 			if (!optarg[0] || strspn(optarg, " \t") == strlen(optarg)) {
 				fprintf(stderr, "zbmd local: --qdisc is empty (want a "
@@ -915,20 +922,33 @@ static pid_t local_spawn(const struct local_opts *o, struct local_node *nd,
 			 int i, pid_t pgid)
 {
 	pid_t parent = getpid();
+	/* Held across the fork: a SIGTERM (local_stop) or ^C that reached the
+	 * child before it reset our handlers only set local_signal in the
+	 * child's copy, and that node lived on until local_stop's SIGKILL
+	 * 2 s later. Held, it stays pending until the defaults are back. */
+	sigset_t hold, was;
+	sigemptyset(&hold);
+	sigaddset(&hold, SIGINT);
+	sigaddset(&hold, SIGTERM);
+	sigaddset(&hold, SIGHUP);
+	sigprocmask(SIG_BLOCK, &hold, &was);
 	pid_t pid = fork();
 
 	if (pid != 0) {
 		if (pid > 0)
 			(void)setpgid(pid, pgid ? pgid : pid);
+		sigprocmask(SIG_SETMASK, &was, NULL);
 		return pid;
 	}
 	/* child */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &was, NULL);
 	(void)setpgid(0, pgid);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(127);   /* the parent died before the line above */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
 	if (nd->ns[0]) {
 		char path[128];
 		snprintf(path, sizeof(path), "/run/netns/%s", nd->ns);

@@ -215,7 +215,7 @@ if [ "$(id -u)" = 0 ]; then
 	bad=0
 	for a in "--netem:garbage:tc does not take it: What is" "--qdisc:nosuchq 1:tc does not take it" \
 		 "--netem:loss 1%; true:only tc's words go there" "--qdisc:tbf \$(true):only tc's words go there" \
-		 "--qdisc: :--qdisc is empty" "--qdisc:nosuchqdisc:has no qdisc 'nosuchqdisc' (no sch_nosuchqdisc module, or no qdisc of that name"; do
+		 "--qdisc: :--qdisc is empty" "--netem: :--netem is empty" "--qdisc:nosuchqdisc:has no qdisc 'nosuchqdisc' (no sch_nosuchqdisc module, or no qdisc of that name"; do
 		IFS=: read -r f spec want <<<"$a"
 		"$Z" local --nodes 2 "$f" "$spec" -- bench allreduce -N 1 >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
 		[ $rc -eq 2 ] && grep -qF -- "$want" /tmp/zbcoll-err.$$ && ! grep -q 'setting up namespaces' /tmp/zbcoll-err.$$ ||
