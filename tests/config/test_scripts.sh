@@ -21,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 # (every branch that does not apply here prints its checks as skipped: the
 # count is the same on every machine, and a section that stops early shows)
-plan 93
+plan 95
 # as_nobody CMD...: CMD as user nobody (checks of what a non-root user is told)
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 can_drop() { [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; }
