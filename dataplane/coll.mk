@@ -58,3 +58,14 @@ soak: soak-allreduce
 # run, ratio per size (COMPARE_ARGS, e.g. -L "memif tcp" -r 3).
 bench-allreduce-compare: $(BUILD)/bin/zbmd $(BUILD)/bin/mpi_allreduce $(BUILD)/bin/kbench
 	bench/coll/compare.sh $(COMPARE_ARGS)
+
+# libFuzzer on what the tcp provider reads from its sockets (hello, ack,
+# message headers and payloads) through a socketpair (tests/coll/fuzz_tcp.c;
+# needs clang); not part of `make test`.
+.PHONY: fuzz-tcp
+fuzz: fuzz-tcp
+fuzz-tcp:
+	@mkdir -p $(BUILD)/fuzz/corpus_tcp
+	$(FUZZ_CC) tests/coll/fuzz_tcp.c common/common.c -o $(BUILD)/fuzz/fuzz_tcp -lpthread
+	$(BUILD)/fuzz/fuzz_tcp -max_total_time=$(FUZZ_SECS) -max_len=4096 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_tcp tests/coll/fuzz_tcp_seeds

@@ -16,3 +16,42 @@ dataplane_LDLIBS := $(DPDK_LIBS)
 dataplane_DEPS := $(filter $(MODULES),coll transport config actors gpu) metrics common
 TSAN_MODULES += transport
 dataplane_SUMMARY := DPDK $(shell $(PKG_CONFIG) --modversion libdpdk 2>/dev/null || echo MISSING): node (zbmd run), lcore loop, ARP/ICMP, transport on ports, dpdk net provider
+
+# libFuzzer on what a peer sends the remote actors' net carrier
+# (remote_net.c: carrier headers, reassembly, credits, refusals), over a fake
+# net provider (tests/dataplane/fuzz_netcar.c; needs clang); not part of
+# `make test`.
+.PHONY: fuzz-netcar
+fuzz: fuzz-netcar
+fuzz-netcar:
+	@mkdir -p $(BUILD)/fuzz/corpus_netcar
+	$(FUZZ_CC) tests/dataplane/fuzz_netcar.c dataplane/remote_net.c \
+		$(transport_SRCS) common/common.c -o $(BUILD)/fuzz/fuzz_netcar -lpthread
+	$(BUILD)/fuzz/fuzz_netcar -max_total_time=$(FUZZ_SECS) -max_len=4096 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_netcar
+
+# libFuzzer on dp__rx_classify (arp.c: Ethernet, ARP, IPv4, ICMP echo, the
+# UDP lane) with a hand-made rte_mbuf, no EAL (tests/dataplane/
+# fuzz_classify.c; needs clang); not part of `make test`.
+.PHONY: fuzz-classify
+fuzz: fuzz-classify
+fuzz-classify:
+	@mkdir -p $(BUILD)/fuzz/corpus_classify
+	$(FUZZ_CC) $(dataplane_CFLAGS) tests/dataplane/fuzz_classify.c common/common.c \
+		-o $(BUILD)/fuzz/fuzz_classify $(DPDK_LIBS) -lpthread
+	$(BUILD)/fuzz/fuzz_classify -max_total_time=$(FUZZ_SECS) -max_len=9100 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_classify \
+		tests/dataplane/fuzz_classify_seeds
+
+# libFuzzer on the remote actors' record decoder (remote.c) behind the net
+# carrier, into a real actor runtime, no EAL (tests/dataplane/fuzz_remote.c;
+# needs clang); not part of `make test`.
+.PHONY: fuzz-remote
+fuzz: fuzz-remote
+fuzz-remote:
+	@mkdir -p $(BUILD)/fuzz/corpus_remote
+	$(FUZZ_CC) $(dataplane_CFLAGS) tests/dataplane/fuzz_remote.c dataplane/remote_net.c \
+		$(transport_SRCS) $(actors_SRCS) common/common.c \
+		-o $(BUILD)/fuzz/fuzz_remote $(DPDK_LIBS) -lpthread
+	$(BUILD)/fuzz/fuzz_remote -max_total_time=$(FUZZ_SECS) -max_len=4096 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_remote
