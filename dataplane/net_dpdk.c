@@ -180,6 +180,9 @@ static void complete_recv(struct nd_comm *cm, struct tp_msg *m)
 		r->status = ZB_ERR_BAD_FRAME;
 	else if (m->len > r->size)
 		r->status = -EMSGSIZE;
+	else if (r->reduce && m->len % zb_dtype_size((enum zb_dtype)r->dtype))
+		r->status = ZB_ERR_BAD_FRAME;   /* not whole elements: nothing
+						 * combined (recv_write's rule) */
 	else if (m->len && !r->placed)
 		recv_write(r, 0, m->data, m->len);
 	ZB_DASSERT(!r->placed || (r->msg_id == m->msg_id && m->data == r->buf));
@@ -230,8 +233,9 @@ void *dp__net_rx_place(unsigned lane, uint16_t peer, uint16_t stream,
 	struct nd_req *r = cm->head;
 	if (!cm->used || !cm->have_hdr || msg_id != cm->hdr_msg_id + 1 || !r ||
 	    r->placed || len != cm->hdr_size || len > r->size ||
-	    r->tag != cm->hdr_tag)
-		return NULL;
+	    r->tag != cm->hdr_tag ||
+	    (r->reduce && len % zb_dtype_size((enum zb_dtype)r->dtype)))
+		return NULL;   /* the arena takes it; complete_recv judges it */
 	r->placed = 1;
 	r->msg_id = msg_id;
 	return r->buf;
