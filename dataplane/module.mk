@@ -55,3 +55,17 @@ fuzz-remote:
 		-o $(BUILD)/fuzz/fuzz_remote $(DPDK_LIBS) -lpthread
 	$(BUILD)/fuzz/fuzz_remote -max_total_time=$(FUZZ_SECS) -max_len=4096 \
 		-print_final_stats=1 $(BUILD)/fuzz/corpus_remote
+
+# libFuzzer on the receive side of the dpdk net provider (net_dpdk.c: the
+# collectives' {tag, size} headers and payloads, placement into posted
+# receives), no EAL, with the ZB_DEBUG assertions on
+# (tests/dataplane/fuzz_net_dpdk.c; needs clang); not part of `make test`.
+.PHONY: fuzz-net-dpdk
+fuzz: fuzz-net-dpdk
+fuzz-net-dpdk:
+	@mkdir -p $(BUILD)/fuzz/corpus_net_dpdk
+	$(FUZZ_CC) -DZB_DEBUG $(dataplane_CFLAGS) tests/dataplane/fuzz_net_dpdk.c \
+		$(transport_SRCS) common/common.c \
+		-o $(BUILD)/fuzz/fuzz_net_dpdk $(DPDK_LIBS) -lpthread -lm
+	$(BUILD)/fuzz/fuzz_net_dpdk -max_total_time=$(FUZZ_SECS) -max_len=4096 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_net_dpdk
