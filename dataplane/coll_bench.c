@@ -117,6 +117,7 @@ static int bench_sizes(const struct bench_opts *o, size_t esize, size_t *out,
 		       int max);
 static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
 			   size_t *maxbytes);
+static int bench_dtypes(const struct bench_opts *o, enum zb_dtype *out);
 
 /* LOCAL: the command zbmd local runs on every node (it gives each node its
  * config: none is needed here, and -c FILE is refused). */
@@ -1115,16 +1116,29 @@ static bool bench_same_file(const char *a, const char *b)
 	       strcmp(ra, rb) == 0;
 }
 
+/* The largest size of the sweep in bytes (a whole number of elements, as
+ * bench_plan_rows makes the rows). */
+static size_t bench_max_bytes(const struct bench_opts *o)
+{
+	enum zb_dtype dts[ZB_DTYPE_COUNT];
+	size_t counts[BENCH_MAX_SIZES], max = 0;
+	int nd = bench_dtypes(o, dts);
+
+	for (int d = 0; d < nd; d++) {
+		size_t es = zb_dtype_size(dts[d]);
+		int ns = bench_sizes(o, es, counts, BENCH_MAX_SIZES);
+		for (int i = 0; i < ns; i++)
+			if (counts[i] * es > max)
+				max = counts[i] * es;
+	}
+	return max;
+}
+
 /* Memory the sweep's buffers need, per node: the send and the receive
  * buffer at the largest size, with their guards, written at start-up. */
 static uint64_t bench_mem_need(const struct bench_opts *o)
 {
-	struct bench_row *rows = calloc(BENCH_MAX_ROWS, sizeof(*rows));
-	size_t maxbytes = 0;
-	if (rows)
-		bench_plan_rows(o, rows, &maxbytes);
-	free(rows);
-	return 2 * ((uint64_t)maxbytes + 2 * BENCH_GUARD);
+	return 2 * ((uint64_t)bench_max_bytes(o) + 2 * BENCH_GUARD);
 }
 
 static bool bench_read_u64(const char *path, const char *key, uint64_t *out)
@@ -1450,6 +1464,16 @@ static int bench_precheck(const struct bench_opts *o, unsigned nodes)
 	if (o->json && o->plot && bench_same_file(o->json, o->plot)) {
 		fprintf(stderr, "zbmd bench allreduce: --json %s and --plot %s name one "
 			"file (the plot would overwrite the figures)\n", o->json, o->plot);
+		return -1;
+	}
+	/* the plot's size axis is logarithmic: a sweep of 0-byte rows alone
+	 * (sizes under one element: -b 0 -e 0, -b 1 -e 3 of float, -N 0) has
+	 * no point on it, and gnuplot failed ("x range is invalid") after the
+	 * whole sweep, leaving an empty PNG */
+	if (o->plot && bench_max_bytes(o) == 0) {
+		fprintf(stderr, "zbmd bench allreduce: --plot %s: every size of the "
+			"sweep is 0 bytes (under one element): nothing to draw on the "
+			"plot's logarithmic size axis (take a larger -e or -N)\n", o->plot);
 		return -1;
 	}
 	if (o->plot && !bench_have_gnuplot()) {

@@ -6,7 +6,7 @@
 Z=$ZBMD_BUILD/bin/zbmd
 T=$(mktemp -d /tmp/zbcli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-plan 12
+plan 13
 
 err() {  # ARGS...: zbmd ARGS, exit status in $rc, stderr in $T/err
 	"$Z" "$@" >/dev/null 2>"$T/err"; rc=$?
@@ -38,6 +38,19 @@ err bench allreduce -c "$T/none.ini" --json "$T/r.out" --plot "$T/./r.out"
 	[ -z "$(ls -A "$T" | grep -v '^err$')" ]
 ok $? "--json X --plot X: exit 2 (the plot overwrote the figures), no file left by the checks" ||
 	diag "$(head -3 "$T/err"; ls -A "$T")"
+
+# --plot of a sweep whose sizes are all under one element (0 bytes): the
+# plot's size axis is logarithmic, so gnuplot failed ("x range is invalid")
+# after the whole sweep, exit 1 and an empty PNG left; now exit 2 up front,
+# also under zbmd local (before any node starts)
+bad=0
+for a in "bench allreduce -c $T/none.ini -b 0 -e 0" "bench allreduce -c $T/none.ini -b 1 -e 3" \
+	 "local --nodes 2 -- bench allreduce -N 0"; do
+	err $a --plot "$T/p.png"
+	{ [ $rc -eq 2 ] && grep -qF -- "--plot $T/p.png: every size of the sweep is 0 bytes" "$T/err" &&
+	  [ ! -e "$T/p.png" ]; } || { bad=1; diag "$a: exit $rc: $(head -1 "$T/err")"; }
+done
+ok $bad "--plot with every size 0 bytes (-b 0 -e 0; -b 1 -e 3 of float; -N 0): exit 2 before the sweep, no PNG"
 
 # buffers that cannot fit: refused up front (they were written at start-up:
 # the OOM killer, or "cannot allocate" with exit 1)
