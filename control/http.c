@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -207,6 +208,15 @@ static MHD_RESULT handler(void *cls, struct MHD_Connection *c, const char *url,
 	    !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"))
 		return reply(c, MHD_HTTP_BAD_REQUEST,
 			     strdup("bad request: HTTP/1.1 without a Host header\n"), "text/plain");
+	/* the absolute-form, "GET http://host:port/status" (RFC 9112 3.2.2:
+	 * a server MUST accept it): the path is what follows the authority
+	 * (it was 404, the whole URL compared as a path) */
+	size_t scheme = strncasecmp(url, "http://", 7) == 0 ? 7
+			: strncasecmp(url, "https://", 8) == 0 ? 8 : 0;
+	if (scheme) {
+		const char *path = strchr(url + scheme, '/');
+		url = path ? path : "/";
+	}
 	if (strcmp(url, "/metrics") == 0)
 		return reply(c, MHD_HTTP_OK, zb_metrics_render(NULL),
 			     "text/plain; version=0.0.4; charset=utf-8");

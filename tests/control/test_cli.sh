@@ -2,7 +2,7 @@
 # `zbmd control` / `zbmd status` / `zbmd bench phi` on bad input: clear
 # errors and exit statuses, never a crash or a hang.
 source "$ZBMD_ROOT/tests/common/tap.sh"
-plan 29
+plan 30
 Z=$ZBMD_BUILD/bin/zbmd
 D=$(mktemp -d /tmp/zbctl-cli-XXXXXX)
 trap 'rm -rf "$D"' EXIT
@@ -313,6 +313,15 @@ got=$(timeout 20 python3 "$D/raw.py" 17601 \
 	'GET /st%61tus HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
 [ "$got" = "200 405[GET, HEAD]+body 400+body 404+body 200+body" ]
 ok $? "HTTP: HEAD 200 without a body, POST 405 with Allow, HTTP/1.1 without Host 400, /status%00junk 404, %61 decoded ($got)"
+# the absolute-form of the request target (RFC 9112 3.2.2: a server MUST
+# accept it) names the same resources (it was 404: the whole URL was
+# compared as the path)
+got=$(timeout 20 python3 "$D/raw.py" 17601 \
+	'GET http://127.0.0.1:17601/status HTTP/1.1\r\nHost: 127.0.0.1:17601\r\nConnection: close\r\n\r\n' \
+	'GET HTTP://x/metrics?a=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' \
+	'GET http://x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+[ "$got" = "200+body 200+body 404+body" ]
+ok $? "HTTP: absolute-form targets served as their path: http://H/status 200, HTTP://H/metrics?a=1 200, http://H (path /) 404 ($got)"
 # garbage on the Raft port: rejected, and the log says from where
 (exec 3<>/dev/tcp/127.0.0.1/17600 && printf 'GET / HTTP/1.0\r\n\r\n%.0s' $(seq 10) >&3 && sleep 0.3) 2>/dev/null
 sleep 0.3
