@@ -266,7 +266,10 @@ static int bench_parse(int argc, char **argv, struct bench_opts *o, bool local)
 			o->timeout_ms = (uint32_t)v;
 			break;
 		case 'h':
-			bench_usage(stdout);
+			/* under zbmd local its nodes print it (zbmd local's own
+			 * check printed it too: every usage came twice) */
+			if (!local)
+				bench_usage(stdout);
 			return 1;
 		default:   /* ':' or '?' */
 			zb_opt_error("zbmd bench allreduce", c, argc, argv, lo);

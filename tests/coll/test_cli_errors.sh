@@ -1,12 +1,13 @@
 #!/bin/bash
 # Bad command-line input to zbmd bench allreduce (and the other commands'
 # option errors): exit 2 before anything runs, the message naming the flag
-# and what it takes. None of these starts a node.
+# and what it takes. None of these starts a node, but for --help under zbmd
+# local (two tcp nodes that print the usage and exit).
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 T=$(mktemp -d /tmp/zbcli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-plan 13
+plan 14
 
 err() {  # ARGS...: zbmd ARGS, exit status in $rc, stderr in $T/err
 	"$Z" "$@" >/dev/null 2>"$T/err"; rc=$?
@@ -87,5 +88,10 @@ ok $? "zbmd run -c DIR: the message begins with 'zbmd run:'" || diag "$(head -3 
 err local --nodes abc -- bench allreduce
 [ $rc -eq 2 ] && grep -qF "zbmd local: bad --nodes 'abc' (expected 1..16)" "$T/err"
 ok $? "--nodes abc: exit 2, the value echoed" || diag "$(head -3 "$T/err")"
+# zbmd local -- bench allreduce --help: the usage once (zbmd local's own
+# check of the flags printed it, and then node 0 again)
+n=$(timeout 60 "$Z" local --nodes 2 -- bench allreduce --help 2>"$T/err" | grep -c '^usage: zbmd bench allreduce'); rc=${PIPESTATUS[0]}
+[ $rc -eq 0 ] && [ "$n" -eq 1 ]
+ok $? "zbmd local -- bench allreduce --help: exit $rc, the usage printed $n time(s)" || diag "$(head -3 "$T/err")"
 rm -f "$T/err"
 done_testing
