@@ -985,15 +985,37 @@ static int bench_plot(const char *png, const struct bench_ctx *b,
 	fprintf(g, "'\nset logscale x 2\nset grid\n"
 		"set format x '%%.0b %%BB'\nset xlabel 'message size'\n"
 		"set ylabel 'bus bandwidth (GB/s)'\nset key top left\n"
-		"set title 'zbmd ring all-reduce: %u nodes over %s, %u channels'\n"
-		"plot '-' using 1:2 with linespoints title 'out-of-place', "
-		"'-' using 1:2 with linespoints title 'in-place'\n",
+		"set title 'zbmd ring all-reduce: %u nodes over %s, %u channels'\n",
 		b->n, coll_provider(b->comm), bench_channels(b));
+	/* the ranges gnuplot cannot find itself: one size alone (the default
+	 * -b 32M -e 32M) or one bandwidth (0 on one node) is an empty range,
+	 * which gnuplot widened with "Warning: empty x range" / "empty y
+	 * range" on stderr, under the table. 0-byte rows have no place on the
+	 * log axis (there is a row of more, bench_precheck) */
+	size_t xlo = 0, xhi = 0;
+	double ylo = INFINITY, yhi = -INFINITY;
+	for (int i = 0; i < nrows; i++) {
+		if (!rows[i].bytes)
+			continue;
+		xlo = !xlo || rows[i].bytes < xlo ? rows[i].bytes : xlo;
+		xhi = rows[i].bytes > xhi ? rows[i].bytes : xhi;
+		for (int k = 0; k < 2; k++) {
+			ylo = fmin(ylo, rows[i].busbw[k]);
+			yhi = fmax(yhi, rows[i].busbw[k]);
+		}
+	}
+	if (xlo && xlo == xhi)
+		fprintf(g, "set xrange [%.17g:%.17g]\n", xlo / 2.0, xhi * 2.0);
+	if (ylo == yhi)
+		fprintf(g, "set yrange [0:%.17g]\n", yhi > 0 ? 2 * yhi : 1.0);
+	fputs("plot '-' using 1:2 with linespoints title 'out-of-place', "
+	      "'-' using 1:2 with linespoints title 'in-place'\n", g);
 	/* the data inline, each curve ended by "e": no file to leave behind
 	 * when the node is stopped mid-plot */
 	for (int k = 0; k < 2; k++) {
 		for (int i = 0; i < nrows; i++)
-			fprintf(g, "%zu %f\n", rows[i].bytes, rows[i].busbw[k]);
+			if (rows[i].bytes)
+				fprintf(g, "%zu %.17g\n", rows[i].bytes, rows[i].busbw[k]);
 		fputs("e\n", g);
 	}
 	if (pclose(g) != 0)

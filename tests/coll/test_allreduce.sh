@@ -7,7 +7,7 @@
 . "$ZBMD_ROOT/tests/common/tap.sh"
 Z=$ZBMD_BUILD/bin/zbmd
 . "$ZBMD_ROOT/tests/common/local.sh"   # drop_kept
-plan 36
+plan 37
 COUNTS=0,1,2,3,5,17,256,1001,4097,30000
 # up to [coll] small_max_kb (default 4) an all-reduce is an all-gather and a
 # local reduction; "3r" runs 3 nodes with it off, so small counts take the
@@ -209,6 +209,17 @@ q="/tmp/zbcoll-it's-$$.png"
 	grep -q 'control character' /tmp/zbcoll-err.$$
 ok $? "--plot to a path with a quote draws it (exit $rc); a path with a newline: exit 2"
 rm -f "$q"
+# a plot of one size (the default -b 32M -e 32M is one) or of one bus
+# bandwidth (0 on one node): gnuplot said "Warning: empty x range" / "empty
+# y range" on stderr, under the table; the ranges are given now
+bad=0
+for a in "--nodes 2 -- bench allreduce -N 1000" "--nodes 1 -- bench allreduce -b 4K -e 8K"; do
+	"$Z" local $a -n 1 -w 0 --plot /tmp/zbcoll-$$.png >/dev/null 2>/tmp/zbcoll-err.$$; rc=$?
+	{ [ $rc -eq 0 ] && file /tmp/zbcoll-$$.png | grep -q 'PNG image' &&
+	  ! grep -qi "warning\|gnuplot" /tmp/zbcoll-err.$$; } || { bad=1; diag "$a: exit $rc: $(head -2 /tmp/zbcoll-err.$$)"; }
+	rm -f /tmp/zbcoll-$$.png
+done
+ok $bad "--plot of one size, and on one node (busbw 0): drawn, no gnuplot warning on stderr (empty x / y range)"
 # a qdisc tc does not take, or with shell words in it: said before any
 # namespace is built, exit 2, nothing left behind
 if [ "$(id -u)" = 0 ]; then
