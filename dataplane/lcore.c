@@ -470,13 +470,15 @@ int dp_tx(uint16_t port, struct rte_mbuf *m)
 {
 	struct dp_node *n = &dp__node;
 	int idx = RTE_PER_LCORE(dp_index);
-	ZB_DASSERT(m != NULL && port < n->nb_ports);
+	ZB_DASSERT(m != NULL);
 	if (unlikely(idx < 0)) {   /* not a running loop (e.g. at shutdown) */
 		rte_pktmbuf_free(m);
 		return 0;
 	}
 	struct dp_lcore *lc = &n->lcores[idx];
-	struct rte_eth_dev_tx_buffer *b = lc->tx[port];
+	/* no such port (lc->tx and lc->hold have CFG_MAX_PORTS entries):
+	 * dropped as on a port without a queue for this lcore */
+	struct rte_eth_dev_tx_buffer *b = likely(port < n->nb_ports) ? lc->tx[port] : NULL;
 	if (unlikely(b == NULL)) {
 		rte_pktmbuf_free(m);
 		DP_STAT_ADD(lc, tx_drops, 1);

@@ -169,8 +169,9 @@ int dp_set_control_hook(const struct dp_control_ops *ops, void *arg);
 
 /* Queue a frame for TX on `port` from the calling dataplane lcore (buffered;
  * flushed at the end of the iteration or when the buffer fills). Takes the
- * mbuf in every case: when the port has no TX queue for this lcore it is
- * freed and counted as a drop. Returns 1 queued, 0 dropped. */
+ * mbuf in every case: when the port has no TX queue for this lcore, or
+ * there is no such port, it is freed and counted as a drop (tx_drops).
+ * Returns 1 queued, 0 dropped. */
 int dp_tx(uint16_t port, struct rte_mbuf *m);
 
 /* The mempool of `port` (for building frames), NULL when no such port. */

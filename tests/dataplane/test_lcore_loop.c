@@ -1,0 +1,157 @@
+/* The lcore loop (dataplane/lcore.c), in-process on net_ring with two
+ * dataplane lcores in adaptive idle (sleeps of up to 1 s):
+ *  - dp_tx to a port index past the node's ports drops the frame and counts
+ *    it (it indexed the lcore's TX tables out of bounds). */
+#include "tap.h"
+#include "zbmd/common.h"
+#include "zbmd/config.h"
+#include "zbmd/dataplane.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
+
+static struct zb_config cfg;
+static uint32_t ip_be;
+static uint16_t udp_port;
+static uint64_t polls[2], rx_lane[2], rx_bad_lane;
+static int busy0;      /* lcore 0's poller reports work: it never sleeps */
+static int send_req;   /* lcore 0: send one UDP frame to lane 1 */
+static int bad_req;    /* lcore 0: dp_tx to a port that does not exist */
+static int bad_rc = -1, bad_done;
+
+static void rx(void *arg, unsigned index, uint16_t port, struct rte_mbuf **pkts,
+	       uint16_t n, uint64_t now)
+{
+	(void)arg;
+	(void)port;
+	(void)now;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_udp_hdr *u = rte_pktmbuf_mtod_offset(pkts[i],
+			struct rte_udp_hdr *, RTE_ETHER_HDR_LEN + 20);
+		if ((unsigned)(rte_be_to_cpu_16(u->dst_port) - udp_port) != index)
+			__atomic_add_fetch(&rx_bad_lane, 1, __ATOMIC_RELAXED);
+		else if (index < 2)
+			__atomic_add_fetch(&rx_lane[index], 1, __ATOMIC_RELEASE);
+	}
+	rte_pktmbuf_free_bulk(pkts, n);
+}
+
+/* A UDP frame from and to ourselves, for lane `lane`. */
+static struct rte_mbuf *udp_frame(unsigned lane)
+{
+	const size_t l4 = 8 + 32, len = RTE_ETHER_HDR_LEN + 20 + l4;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dp_port_pool(0));
+	if (!m)
+		return NULL;
+	char *p = rte_pktmbuf_append(m, (uint16_t)len);
+	memset(p, 0, len);
+	struct rte_ether_hdr *e = (struct rte_ether_hdr *)p;
+	uint8_t mac[6];
+	dp_port_addr(0, mac, NULL);
+	memcpy(&e->dst_addr, mac, 6);
+	memcpy(&e->src_addr, mac, 6);
+	e->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(p + RTE_ETHER_HDR_LEN);
+	ip->version_ihl = 0x45;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(20 + l4));
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = ip_be;
+	ip->dst_addr = ip_be;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	struct rte_udp_hdr *u = (struct rte_udp_hdr *)(ip + 1);
+	u->dst_port = rte_cpu_to_be_16((uint16_t)(udp_port + lane));
+	u->src_port = rte_cpu_to_be_16(udp_port);
+	u->dgram_len = rte_cpu_to_be_16((uint16_t)l4);
+	return m;
+}
+
+static unsigned poller(void *arg, uint64_t now)
+{
+	unsigned index = (unsigned)(uintptr_t)arg;
+	unsigned work = 0;
+	(void)now;
+	__atomic_add_fetch(&polls[index], 1, __ATOMIC_RELEASE);
+	if (index != 0)
+		return 0;
+	if (__atomic_exchange_n(&send_req, 0, __ATOMIC_ACQ_REL)) {
+		struct rte_mbuf *m = udp_frame(1);
+		if (m)
+			dp_tx(0, m);
+		work = 1;
+	}
+	if (__atomic_exchange_n(&bad_req, 0, __ATOMIC_ACQ_REL)) {
+		struct rte_mbuf *m = udp_frame(0);
+		/* port index CFG_MAX_PORTS: past every table of the lcore */
+		int rc = m ? dp_tx(CFG_MAX_PORTS, m) : -2;
+		__atomic_store_n(&bad_rc, rc, __ATOMIC_RELAXED);
+		__atomic_store_n(&bad_done, 1, __ATOMIC_RELEASE);
+		work = 1;
+	}
+	return work + (unsigned)__atomic_load_n(&busy0, __ATOMIC_RELAXED);
+}
+
+int main(void)
+{
+	char ini[1024];
+	struct cfg_error cerr;
+	snprintf(ini, sizeof(ini),
+		 "[node]\nid = 1\n[cluster]\nid = 5\n"
+		 "[eal]\nlcores = 0-2\nmemory_mb = 256\nhugepages = false\n"
+		 "file_prefix = zbmd-node-loop%d\nlog_level = 3\n"
+		 "[dataplane]\nidle = adaptive\nidle_spin_us = 0\n"
+		 "idle_sleep_us_max = 1000000\nmbufs = 4095\n"
+		 "[port.0]\nvdev = net_ring0\nip = 10.9.0.1/24\nmac = 02:7a:62:00:09:01\n"
+		 "rx_desc = 256\ntx_desc = 256\n",
+		 (int)getpid());
+	tap_plan(5);
+	if (!ok(cfg_load_string(&cfg, ini, "loop.ini", &cerr) == 0, "the node config loads")) {
+		tap_diag("config: %s", cerr.msg);
+		return tap_done();
+	}
+	ip_be = cfg.ports[0].ip;
+	udp_port = cfg.dp.udp_port;
+
+	struct dp_err err;
+	int rc = dp_node_init(&cfg, &err);
+	if (rc)
+		tap_diag("init: %s", err.msg);
+	if (!ok(rc == 0, "node init on net_ring, 2 lcores"))
+		return tap_done();
+	for (uintptr_t i = 0; i < 2; i++)
+		dp_register_poller((unsigned)i, poller, (void *)i);
+	dp_set_rx_hook(rx, NULL);
+	is_int(dp_node_launch(&err), 0, "launch");
+
+	/* 3. dp_tx to a port index past the node's ports */
+	struct dp_lcore_stats s0;
+	dp_lcore_stats(0, &s0);
+	__atomic_store_n(&bad_req, 1, __ATOMIC_RELEASE);
+	dp_lcore_kick(0);
+	for (int i = 0; i < 1500 && !__atomic_load_n(&bad_done, __ATOMIC_ACQUIRE); i++)
+		usleep(2000);
+	struct dp_lcore_stats s1;
+	dp_lcore_stats(0, &s1);
+	ok(__atomic_load_n(&bad_done, __ATOMIC_ACQUIRE) && bad_rc == 0,
+	   "dp_tx to port %d (no such port) returns 0 (dropped)", CFG_MAX_PORTS);
+	ok(s1.tx_drops == s0.tx_drops + 1 && s1.tx_packets == s0.tx_packets,
+	   "... and counts it in tx_drops (%lu -> %lu)", (unsigned long)s0.tx_drops,
+	   (unsigned long)s1.tx_drops);
+
+	dp_node_request_stop();
+	dp_node_stop();
+	dp_node_fini();
+	char dir[512], cmd[600];
+	if (dp_runtime_dir(cfg.eal.file_prefix, dir, sizeof(dir)) == 0 &&
+	    strstr(dir, "zbmd-node-loop")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			tap_diag("could not remove %s", dir);
+	}
+	return tap_done();
+}
