@@ -136,7 +136,8 @@ struct dp_node {
 	bool adaptive;
 	uint64_t idle_spin_tsc;
 	uint32_t idle_sleep_us_max;
-	uint64_t timer_tsc;
+	uint64_t timer_tsc;          /* timer_us in TSC cycles, once the EAL is up */
+	uint32_t timer_us;           /* timer hook period (0: DP_TIMER_US_DEFAULT) */
 	/* hooks (set before launch) */
 	dp_rx_fn rx_fn;
 	void *rx_arg;

@@ -569,8 +569,11 @@ int dp_set_timer_hook(dp_timer_fn fn, void *arg, uint32_t period_us)
 		return -EBUSY;
 	dp__node.timer_fn = fn;
 	dp__node.timer_arg = arg;
-	dp__node.timer_tsc = rte_get_tsc_hz() / 1000000 *
-			     (period_us ? period_us : DP_TIMER_US_DEFAULT);
+	dp__node.timer_us = period_us ? period_us : DP_TIMER_US_DEFAULT;
+	/* before dp_node_init the TSC rate is not known yet (0): node_params
+	 * converts timer_us then */
+	if (dp__node.eal_up)
+		dp__node.timer_tsc = rte_get_tsc_hz() / 1000000 * dp__node.timer_us;
 	return 0;
 }
 

@@ -31,8 +31,8 @@ static void node_params(struct dp_node *n, const struct zb_config *cfg)
 	n->adaptive = cfg->dp.idle == CFG_IDLE_ADAPTIVE;
 	n->idle_spin_tsc = us * cfg->dp.idle_spin_us;
 	n->idle_sleep_us_max = cfg->dp.idle_sleep_us_max ? cfg->dp.idle_sleep_us_max : 1;
-	if (!n->timer_tsc)
-		n->timer_tsc = us * DP_TIMER_US_DEFAULT;
+	/* dp_set_timer_hook may have run before the EAL (TSC rate unknown) */
+	n->timer_tsc = us * (n->timer_us ? n->timer_us : DP_TIMER_US_DEFAULT);
 }
 
 static void node_lcores(struct dp_node *n)

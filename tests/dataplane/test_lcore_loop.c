@@ -1,5 +1,7 @@
 /* The lcore loop (dataplane/lcore.c), in-process on net_ring with two
  * dataplane lcores in adaptive idle (sleeps of up to 1 s):
+ *  - a timer hook set before dp_node_init keeps its period (it was replaced
+ *    by the 100 us default: the TSC rate is unknown before the EAL runs);
  *  - dp_tx to a port index past the node's ports drops the frame and counts
  *    it (it indexed the lcore's TX tables out of bounds). */
 #include "tap.h"
@@ -8,6 +10,7 @@
 #include "zbmd/dataplane.h"
 
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_ether.h>
@@ -15,14 +18,37 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+#define TIMER_US 50000
+
 static struct zb_config cfg;
 static uint32_t ip_be;
 static uint16_t udp_port;
-static uint64_t polls[2], rx_lane[2], rx_bad_lane;
+static uint64_t timer_calls[2], polls[2], rx_lane[2], rx_bad_lane;
 static int busy0;      /* lcore 0's poller reports work: it never sleeps */
 static int send_req;   /* lcore 0: send one UDP frame to lane 1 */
 static int bad_req;    /* lcore 0: dp_tx to a port that does not exist */
 static int bad_rc = -1, bad_done;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t ld(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static unsigned timer(void *arg, unsigned index, uint64_t now)
+{
+	(void)arg;
+	(void)now;
+	if (index < 2)
+		__atomic_add_fetch(&timer_calls[index], 1, __ATOMIC_RELAXED);
+	return 0;
+}
 
 static void rx(void *arg, unsigned index, uint16_t port, struct rte_mbuf **pkts,
 	       uint16_t n, uint64_t now)
@@ -109,7 +135,7 @@ int main(void)
 		 "[port.0]\nvdev = net_ring0\nip = 10.9.0.1/24\nmac = 02:7a:62:00:09:01\n"
 		 "rx_desc = 256\ntx_desc = 256\n",
 		 (int)getpid());
-	tap_plan(5);
+	tap_plan(7);
 	if (!ok(cfg_load_string(&cfg, ini, "loop.ini", &cerr) == 0, "the node config loads")) {
 		tap_diag("config: %s", cerr.msg);
 		return tap_done();
@@ -117,6 +143,8 @@ int main(void)
 	ip_be = cfg.ports[0].ip;
 	udp_port = cfg.dp.udp_port;
 
+	/* before init: the EAL (and its TSC rate) is not up yet */
+	is_int(dp_set_timer_hook(timer, NULL, TIMER_US), 0, "timer hook set before init");
 	struct dp_err err;
 	int rc = dp_node_init(&cfg, &err);
 	if (rc)
@@ -127,6 +155,18 @@ int main(void)
 		dp_register_poller((unsigned)i, poller, (void *)i);
 	dp_set_rx_hook(rx, NULL);
 	is_int(dp_node_launch(&err), 0, "launch");
+
+	/* 1. the timer hook's period: lcore 0 kept busy for 500 ms */
+	__atomic_store_n(&busy0, 1, __ATOMIC_RELAXED);
+	dp_lcore_kick(0);
+	usleep(20000);
+	uint64_t t0 = ld(&timer_calls[0]), ms0 = now_ms();
+	usleep(500000);
+	uint64_t calls = ld(&timer_calls[0]) - t0, ms = now_ms() - ms0;
+	__atomic_store_n(&busy0, 0, __ATOMIC_RELAXED);
+	ok(calls >= 1 && calls <= ms * 1000 / TIMER_US + 5,
+	   "a timer hook set before init keeps its %u us period: %lu calls in %lu ms",
+	   TIMER_US, (unsigned long)calls, (unsigned long)ms);
 
 	/* 3. dp_tx to a port index past the node's ports */
 	struct dp_lcore_stats s0;
