@@ -226,6 +226,24 @@ static inline void deliver(struct dp_lcore *lc, uint16_t port,
 	}
 }
 
+/* Frames were put in the inboxes of the lanes in mask `fwd`: wake those
+ * of them that sleep in their adaptive back-off (they would find the
+ * frames only when the sleep ends, up to idle_sleep_us_max later). The
+ * fence pairs with bell_sleep's: either the lane sees the enqueued frames
+ * before it sleeps, or this sees `sleeping` and kicks it. A lane that
+ * polls costs a fence and a load, no write to its line. */
+static void inbox_wake(struct dp_node *n, const uint64_t *fwd)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned w = 0; w < (CFG_MAX_LCORES + 63) / 64; w++)
+		for (uint64_t b = fwd[w]; b; b &= b - 1) {
+			unsigned lane = w * 64 + (unsigned)__builtin_ctzll(b);
+			if (atomic_load_explicit(&n->lcores[lane].bell.sleeping,
+						 memory_order_relaxed))
+				dp_lcore_kick(lane);
+		}
+}
+
 static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 				struct rte_mbuf **pkts, uint16_t burst,
 				uint64_t now)
@@ -239,6 +257,8 @@ static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 	DP_STAT_ADD(lc, rx_burst_cyc, rte_rdtsc() - t0);
 	uint64_t bytes = 0;
 	uint16_t keep = 0;
+	uint64_t fwd[(CFG_MAX_LCORES + 63) / 64];   /* lanes passed a frame */
+	bool any_fwd = false;
 	for (uint16_t i = 0; i < nb; i++) {
 		struct rte_mbuf *m = pkts[i];
 		bytes += rte_pktmbuf_pkt_len(m);
@@ -253,6 +273,10 @@ static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 		m->port = q->port;
 		if (rte_ring_mp_enqueue(n->lcores[lane].inbox, m) == 0) {
 			DP_STAT_ADD(lc, lane_fwd, 1);
+			if (!any_fwd)
+				memset(fwd, 0, sizeof(fwd));
+			any_fwd = true;
+			fwd[(unsigned)lane / 64] |= 1ull << ((unsigned)lane % 64);
 		} else {
 			rte_pktmbuf_free(m);
 			DP_STAT_ADD(lc, lane_drops, 1);
@@ -260,6 +284,8 @@ static inline unsigned rx_queue(struct dp_lcore *lc, const struct dp_rxq *q,
 	}
 	DP_STAT_ADD(lc, rx_packets, nb);
 	DP_STAT_ADD(lc, rx_bytes, bytes);
+	if (unlikely(any_fwd) && n->adaptive)
+		inbox_wake(n, fwd);
 	if (keep)
 		deliver(lc, q->port, pkts, keep, now);
 	return nb;
@@ -305,7 +331,11 @@ static bool bell_sleep(struct dp_lcore *lc, uint32_t us, uint32_t v)
 	bool kicked;
 
 	atomic_store(&lc->bell.sleeping, 1);   /* seq_cst store, then load */
-	if (atomic_load(&lc->bell.doorbell) == v) {
+	/* ... and then the inbox: frames other lcores enqueued before they
+	 * looked at `sleeping` (inbox_wake) are seen here */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&lc->bell.doorbell) == v &&
+	    (!lc->inbox || rte_ring_empty(lc->inbox))) {
 		struct timespec ts = {.tv_sec = us / 1000000,
 				      .tv_nsec = (long)(us % 1000000) * 1000};
 		(void)syscall(SYS_futex, (uint32_t *)&lc->bell.doorbell,
@@ -342,7 +372,8 @@ void dp_lcore_kick(unsigned index)
  *     cost more than the yields it saved: docs/collectives.md);
  *  3. sleep 1, 2, 4 ... us up to idle_sleep_us_max, never past the
  *     transport's next timer (timer slack is 1 us on adaptive loops, so a
- *     short sleep is short). */
+ *     short sleep is short); dp_lcore_kick() ends it, and so does another
+ *     lcore that passes this lane frames through its inbox (inbox_wake). */
 static inline void idle(struct dp_lcore *lc, uint64_t now, uint32_t bell,
 			uint64_t *idle_since, uint32_t *sleep_us, uint64_t pause_tsc,
 			uint64_t yield_tsc)

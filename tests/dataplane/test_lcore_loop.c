@@ -1,5 +1,8 @@
 /* The lcore loop (dataplane/lcore.c), in-process on net_ring with two
  * dataplane lcores in adaptive idle (sleeps of up to 1 s):
+ *  - a frame for lane 1 that arrives on lcore 0's queue and goes through
+ *    lane 1's inbox wakes lcore 1 from its sleep (it was left there until
+ *    the sleep ended);
  *  - a timer hook set before dp_node_init keeps its period (it was replaced
  *    by the 100 us default: the TSC rate is unknown before the EAL runs);
  *  - dp_tx to a port index past the node's ports drops the frame and counts
@@ -135,7 +138,7 @@ int main(void)
 		 "[port.0]\nvdev = net_ring0\nip = 10.9.0.1/24\nmac = 02:7a:62:00:09:01\n"
 		 "rx_desc = 256\ntx_desc = 256\n",
 		 (int)getpid());
-	tap_plan(7);
+	tap_plan(10);
 	if (!ok(cfg_load_string(&cfg, ini, "loop.ini", &cerr) == 0, "the node config loads")) {
 		tap_diag("config: %s", cerr.msg);
 		return tap_done();
@@ -168,8 +171,40 @@ int main(void)
 	   "a timer hook set before init keeps its %u us period: %lu calls in %lu ms",
 	   TIMER_US, (unsigned long)calls, (unsigned long)ms);
 
-	/* 3. dp_tx to a port index past the node's ports */
+	/* 2. lane 1's lcore deep in its back-off (sleeps of 1 s from the 21st
+	 * on): wait for a fresh sleep to begin, then lcore 0 receives a frame
+	 * for lane 1 and passes it on through the inbox */
+	struct dp_lcore_stats s;
+	uint64_t end = now_ms() + 8000, seen = 0;
+	int started = 0;
+	while (now_ms() < end) {
+		dp_lcore_stats(1, &s);
+		if (s.sleeps >= 22 && seen && s.sleeps != seen) {
+			started = 1;
+			break;
+		}
+		if (s.sleeps >= 22 && !seen)
+			seen = s.sleeps;
+		usleep(500);
+	}
+	ok(started, "lcore 1 backs off into 1 s sleeps (%lu sleeps)",
+	   (unsigned long)s.sleeps);
+	uint64_t r0 = ld(&rx_lane[1]), ms1;
+	ms0 = now_ms();
+	__atomic_store_n(&send_req, 1, __ATOMIC_RELEASE);
+	dp_lcore_kick(0);
+	while (ld(&rx_lane[1]) == r0 && now_ms() - ms0 < 3000)
+		usleep(200);
+	ms1 = now_ms();
+	ok(ld(&rx_lane[1]) == r0 + 1 && ms1 - ms0 < 300,
+	   "a frame for lane 1 forwarded by lcore 0 wakes lcore 1: delivered %lu ms "
+	   "after it was sent (sleeps of 1 s)", (unsigned long)(ms1 - ms0));
 	struct dp_lcore_stats s0;
+	dp_lcore_stats(0, &s0);
+	ok(s0.lane_fwd >= 1 && ld(&rx_bad_lane) == 0,
+	   "it went through the inbox (lane_fwd %lu)", (unsigned long)s0.lane_fwd);
+
+	/* 3. dp_tx to a port index past the node's ports */
 	dp_lcore_stats(0, &s0);
 	__atomic_store_n(&bad_req, 1, __ATOMIC_RELEASE);
 	dp_lcore_kick(0);
