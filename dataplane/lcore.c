@@ -426,11 +426,18 @@ int dp__lcore_main(void *arg)
 	if (n->adaptive)   /* short sleeps stay short (default slack: 50 us) */
 		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 
-	while (!__atomic_load_n(&n->quit, __ATOMIC_RELAXED)) {
-		const uint64_t now = rte_rdtsc();
-		/* before the polls: a kick from here on ends the idle sleep */
+	for (;;) {
+		/* before the polls: a kick from here on ends the idle sleep.
+		 * Read before quit: dp_node_stop sets quit and then kicks, so a
+		 * doorbell read after the kick also sees quit (the kick's
+		 * release); quit read first could miss a stop landing between
+		 * the two reads, and the loop slept through it (up to
+		 * idle_sleep_us_max) on the doorbell it read after the kick */
 		const uint32_t bell = atomic_load_explicit(&lc->bell.doorbell,
 							   memory_order_acquire);
+		if (__atomic_load_n(&n->quit, __ATOMIC_ACQUIRE))
+			break;
+		const uint64_t now = rte_rdtsc();
 		unsigned work = 0, events = 0;
 
 		bool backlog = false;
