@@ -115,8 +115,6 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 
 static int bench_sizes(const struct bench_opts *o, size_t esize, size_t *out,
 		       int max);
-static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
-			   size_t *maxbytes);
 static int bench_dtypes(const struct bench_opts *o, enum zb_dtype *out);
 
 /* LOCAL: the command zbmd local runs on every node (it gives each node its
@@ -1336,15 +1334,13 @@ static int bench_ops(const struct bench_opts *o, enum zb_redop *out)
 }
 
 /* Fill rows[] with the sweep (dtype-major, then op, then size). */
-static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
-			   size_t *maxbytes)
+static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows)
 {
 	enum zb_dtype dts[ZB_DTYPE_COUNT];
 	enum zb_redop ops[ZB_REDOP_COUNT];
 	size_t counts[BENCH_MAX_SIZES];
 	int nd = bench_dtypes(o, dts), no = bench_ops(o, ops), nrows = 0;
 
-	*maxbytes = 0;
 	for (int d = 0; d < nd; d++) {
 		size_t es = zb_dtype_size(dts[d]);
 		int ns = bench_sizes(o, es, counts, BENCH_MAX_SIZES);
@@ -1353,8 +1349,6 @@ static int bench_plan_rows(const struct bench_opts *o, struct bench_row *rows,
 				rows[nrows++] = (struct bench_row){
 					.count = counts[i], .dt = dts[d], .op = ops[p],
 					.bytes = counts[i] * es};
-				if (counts[i] * es > *maxbytes)
-					*maxbytes = counts[i] * es;
 			}
 	}
 	return nrows;
@@ -1645,7 +1639,8 @@ int coll_bench_allreduce_main(int argc, char **argv)
 				    .channels = (uint16_t)o.channels,
 				    .chunk_bytes = o.chunk_kb * 1024u,
 				    .timeout_ms = o.timeout_ms};
-	b.nrows = bench_plan_rows(&o, rows, &maxbytes);
+	b.nrows = bench_plan_rows(&o, rows);
+	maxbytes = bench_max_bytes(&o);
 	/* each with a guard on both sides (bench_guard_set) */
 	sbase = zb_aligned_alloc(64, maxbytes + 2 * BENCH_GUARD);
 	rbase = zb_aligned_alloc(64, maxbytes + 2 * BENCH_GUARD);
