@@ -492,6 +492,12 @@ static int local_cmd_ok(const struct local_opts *o)
 	return 0;
 }
 
+/* An empty or all-blank flag value (--netem, --qdisc, --fault). */
+static bool local_blank(const char *s)
+{
+	return strspn(s, " \t") == strlen(s);
+}
+
 static int local_parse(int argc, char **argv, struct local_opts *o)
 {
 	static const struct option lo[] = {
@@ -544,7 +550,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 		}
 		case 'l': o->link = optarg; break;
 		case 'e':
-			if (strspn(optarg, " \t") == strlen(optarg)) {
+			if (local_blank(optarg)) {
 				fprintf(stderr, "zbmd local: --netem is empty (want netem's "
 					"parameters, e.g. \"loss 2%% delay 1ms reorder 25%%\")\n");
 				return -EINVAL;
@@ -552,7 +558,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			o->netem = optarg;
 			break;
 		case 'q':
-			if (!optarg[0] || strspn(optarg, " \t") == strlen(optarg)) {
+			if (local_blank(optarg)) {
 				fprintf(stderr, "zbmd local: --qdisc is empty (want a "
 					"qdisc and its parameters, e.g. \"tbf rate 1gbit "
 					"burst 64k latency 10ms\")\n");
@@ -562,7 +568,7 @@ static int local_parse(int argc, char **argv, struct local_opts *o)
 			break;
 		case 'N': o->ns = true; break;
 		case 'F':
-			if (strspn(optarg, " \t") == strlen(optarg)) {
+			if (local_blank(optarg)) {
 				fprintf(stderr, "zbmd local: --fault is empty (want e.g. "
 					"\"drop=0.02,reorder=0.05,dup=0.01,seed=7\")\n");
 				return -EINVAL;
